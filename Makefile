@@ -1,0 +1,27 @@
+# Two commands do all setup on a fresh machine:
+#   make run    start the dashboard on the embedded default model (http://localhost:8501)
+#   make test   lint and run the whole test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+
+.PHONY: run test install install-dev lint bench
+
+install:
+	VENV=$(VENV) scripts/install.sh
+
+install-dev:
+	VENV=$(VENV) scripts/install.sh --dev
+
+run: install
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+
+lint: install-dev
+	$(PY) -m ruff check .
+
+test: install-dev
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+bench: install-dev
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

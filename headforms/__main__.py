@@ -1,0 +1,7 @@
+"""``python -m headforms``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,264 @@
+"""The architecture table: where each model family keeps its Q/K weights and how to split them.
+
+One :class:`Architecture` row per family drives extraction for every checkpoint format:
+tensor name patterns (suffixes, so ``transformer.``/``model.`` prefixes do not matter), the
+fused layout exactly as the model's forward pass splits it, grouped-query mapping, RoPE
+convention and QK-norm gains. GGUF files use the same rows through ``gguf_arch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import CorruptFileError, UnsupportedArchitectureError
+
+Layout = Literal["separate", "conv1d_qkv", "per_head_qkv"]
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """How one model family stores and uses its query/key projections.
+
+    Patterns contain ``{i}`` for the layer index and match tensor names by suffix.
+    ``layout``: ``separate`` (q/k weights ``[H n, N]``, out x in), ``conv1d_qkv`` (GPT-2 Conv1D
+    ``[N, 3N]``, in x out, q|k|v contiguous) or ``per_head_qkv`` (fused ``[3N, N]`` interleaved per
+    head as ``(H, 3, n)``: GPT-NeoX, BLOOM). ``norm_gain_offset``: QK-norm gain = offset + stored
+    weight (Gemma stores ``w`` and multiplies by ``1 + w``).
+    """
+
+    family: str
+    model_types: tuple[str, ...]
+    layout: Layout
+    q_weight: str
+    k_weight: str
+    q_bias: str | None
+    k_bias: str | None
+    positional: str
+    q_norm: str | None = None
+    k_norm: str | None = None
+    norm_gain_offset: float = 0.0
+    gguf_arch: str | None = None
+    gguf_permuted: bool = False
+
+    @property
+    def rotary(self) -> bool:
+        """True when positions enter the form as a RoPE rotation."""
+        return self.positional == "rotary"
+
+
+_LLAMA_LIKE = dict(
+    layout="separate",
+    q_weight="layers.{i}.self_attn.q_proj.weight",
+    k_weight="layers.{i}.self_attn.k_proj.weight",
+    q_bias="layers.{i}.self_attn.q_proj.bias",
+    k_bias="layers.{i}.self_attn.k_proj.bias",
+    positional="rotary",
+)
+
+ARCHITECTURES: tuple[Architecture, ...] = (
+    Architecture(
+        family="gpt2",
+        model_types=("gpt2",),
+        layout="conv1d_qkv",
+        q_weight="h.{i}.attn.c_attn.weight",
+        k_weight="h.{i}.attn.c_attn.weight",
+        q_bias="h.{i}.attn.c_attn.bias",
+        k_bias="h.{i}.attn.c_attn.bias",
+        positional="learned absolute",
+    ),
+    Architecture(
+        family="opt",
+        model_types=("opt",),
+        layout="separate",
+        q_weight="decoder.layers.{i}.self_attn.q_proj.weight",
+        k_weight="decoder.layers.{i}.self_attn.k_proj.weight",
+        q_bias="decoder.layers.{i}.self_attn.q_proj.bias",
+        k_bias="decoder.layers.{i}.self_attn.k_proj.bias",
+        positional="learned absolute",
+    ),
+    Architecture(
+        family="bloom",
+        model_types=("bloom",),
+        layout="per_head_qkv",
+        q_weight="h.{i}.self_attention.query_key_value.weight",
+        k_weight="h.{i}.self_attention.query_key_value.weight",
+        q_bias="h.{i}.self_attention.query_key_value.bias",
+        k_bias="h.{i}.self_attention.query_key_value.bias",
+        positional="alibi",
+    ),
+    Architecture(
+        family="gpt_neox",
+        model_types=("gpt_neox",),
+        layout="per_head_qkv",
+        q_weight="layers.{i}.attention.query_key_value.weight",
+        k_weight="layers.{i}.attention.query_key_value.weight",
+        q_bias="layers.{i}.attention.query_key_value.bias",
+        k_bias="layers.{i}.attention.query_key_value.bias",
+        positional="rotary",
+    ),
+    Architecture(
+        family="llama", model_types=("llama",), gguf_arch="llama", gguf_permuted=True, **_LLAMA_LIKE
+    ),
+    Architecture(family="mistral", model_types=("mistral",), **_LLAMA_LIKE),
+    Architecture(family="qwen2", model_types=("qwen2",), gguf_arch="qwen2", **_LLAMA_LIKE),
+    Architecture(
+        family="qwen3",
+        model_types=("qwen3",),
+        q_norm="layers.{i}.self_attn.q_norm.weight",
+        k_norm="layers.{i}.self_attn.k_norm.weight",
+        gguf_arch="qwen3",
+        **_LLAMA_LIKE,
+    ),
+    Architecture(
+        family="gemma3",
+        model_types=("gemma3_text", "gemma3"),
+        q_norm="layers.{i}.self_attn.q_norm.weight",
+        k_norm="layers.{i}.self_attn.k_norm.weight",
+        norm_gain_offset=1.0,
+        gguf_arch="gemma3",
+        **_LLAMA_LIKE,
+    ),
+    Architecture(
+        family="bert",
+        model_types=("bert", "roberta", "xlm-roberta"),
+        layout="separate",
+        q_weight="encoder.layer.{i}.attention.self.query.weight",
+        k_weight="encoder.layer.{i}.attention.self.key.weight",
+        q_bias="encoder.layer.{i}.attention.self.query.bias",
+        k_bias="encoder.layer.{i}.attention.self.key.bias",
+        positional="learned absolute",
+    ),
+)
+
+GGUF_TENSORS = {
+    "q_weight": "blk.{i}.attn_q.weight",
+    "k_weight": "blk.{i}.attn_k.weight",
+    "q_bias": "blk.{i}.attn_q.bias",
+    "k_bias": "blk.{i}.attn_k.bias",
+    "q_norm": "blk.{i}.attn_q_norm.weight",
+    "k_norm": "blk.{i}.attn_k_norm.weight",
+}
+"""GGUF tensor names (llama.cpp), shared by every GGUF architecture; norms store the full gain."""
+
+
+def supported_families() -> str:
+    """One line naming the supported families (for error messages)."""
+    return ", ".join(sorted({t for a in ARCHITECTURES for t in a.model_types}))
+
+
+def architecture_for(model_type: str) -> Architecture:
+    """The table row for a transformers ``model_type``, or a clear error."""
+    for arch in ARCHITECTURES:
+        if model_type in arch.model_types:
+            return arch
+    raise UnsupportedArchitectureError(
+        f"unsupported architecture {model_type!r}; supported model types: {supported_families()}"
+    )
+
+
+def architecture_for_gguf(gguf_arch: str) -> Architecture:
+    """The table row for a GGUF ``general.architecture``, or a clear error."""
+    for arch in ARCHITECTURES:
+        if arch.gguf_arch == gguf_arch:
+            return arch
+    names = ", ".join(sorted(a.gguf_arch for a in ARCHITECTURES if a.gguf_arch))
+    raise UnsupportedArchitectureError(
+        f"unsupported GGUF architecture {gguf_arch!r}; supported GGUF architectures: {names}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes from a transformers config
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The attention shapes of a model: layers, model dim N, heads H, key heads H_kv, head dim n."""
+
+    n_layers: int
+    model_dim: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+
+    @property
+    def kv_of_head(self) -> np.ndarray:
+        """Key head of each query head: ``h // (H / H_kv)`` (grouped-query attention)."""
+        return np.arange(self.n_heads) // (self.n_heads // self.n_kv_heads)
+
+
+def shapes_from_config(config: Any) -> Shapes:
+    """Attention shapes read from a transformers config (text config of composite models)."""
+    try:
+        n_layers = int(config.num_hidden_layers)
+        model_dim = int(config.hidden_size)
+        n_heads = int(config.num_attention_heads)
+        n_kv = int(getattr(config, "num_key_value_heads", None) or n_heads)
+        head_dim = int(getattr(config, "head_dim", None) or model_dim // n_heads)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise CorruptFileError(f"config lacks attention shapes: {exc}") from exc
+    if min(n_layers, model_dim, n_heads, n_kv, head_dim) <= 0 or n_heads % n_kv:
+        raise CorruptFileError(
+            f"config has invalid attention shapes (layers {n_layers}, hidden {model_dim}, heads "
+            f"{n_heads}, kv heads {n_kv}, head dim {head_dim}): heads must be a multiple of kv"
+        )
+    return Shapes(n_layers, model_dim, n_heads, n_kv, head_dim)
+
+
+# ---------------------------------------------------------------------------------------------
+# Splitting stored tensors into per-head Q and K
+
+
+def split_weights(
+    layout: Layout, shapes: Shapes, q_stored: np.ndarray, k_stored: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-head ``Q (H, n, N)`` and ``K (H_kv, n, N)`` from the stored tensor(s) of one layer.
+
+    For fused layouts ``q_stored`` is the fused tensor and ``k_stored`` is unused.
+    """
+    H, Hkv, n, N = shapes.n_heads, shapes.n_kv_heads, shapes.head_dim, shapes.model_dim
+    if layout == "conv1d_qkv":
+        _expect(q_stored, (N, 3 * H * n), "fused qkv weight")
+        return (
+            q_stored[:, : H * n].T.reshape(H, n, N),
+            q_stored[:, H * n : 2 * H * n].T.reshape(H, n, N),
+        )
+    if layout == "per_head_qkv":
+        _expect(q_stored, (3 * H * n, N), "fused qkv weight")
+        fused = q_stored.reshape(H, 3, n, N)
+        return fused[:, 0], fused[:, 1]
+    _expect(q_stored, (H * n, N), "query weight")
+    _expect(k_stored, (Hkv * n, N), "key weight")
+    return q_stored.reshape(H, n, N), k_stored.reshape(Hkv, n, N)
+
+
+def split_biases(
+    layout: Layout, shapes: Shapes, q_stored: np.ndarray, k_stored: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-head query bias ``(H, n)`` and key bias ``(H_kv, n)``, split like the weights."""
+    H, Hkv, n = shapes.n_heads, shapes.n_kv_heads, shapes.head_dim
+    if layout == "conv1d_qkv":
+        _expect(q_stored, (3 * H * n,), "fused qkv bias")
+        return q_stored[: H * n].reshape(H, n), q_stored[H * n : 2 * H * n].reshape(H, n)
+    if layout == "per_head_qkv":
+        _expect(q_stored, (3 * H * n,), "fused qkv bias")
+        fused = q_stored.reshape(H, 3, n)
+        return fused[:, 0], fused[:, 1]
+    _expect(q_stored, (H * n,), "query bias")
+    _expect(k_stored, (Hkv * n,), "key bias")
+    return q_stored.reshape(H, n), k_stored.reshape(Hkv, n)
+
+
+def unpermute_gguf_rows(weight: np.ndarray, n_heads: int) -> np.ndarray:
+    """Undo llama.cpp's per-head row permutation of ``attn_q``/``attn_k`` (back to HF order)."""
+    rows, cols = weight.shape
+    return weight.reshape(n_heads, rows // n_heads // 2, 2, cols).swapaxes(1, 2).reshape(rows, cols)
+
+
+def _expect(tensor: np.ndarray | None, shape: tuple[int, ...], what: str) -> None:
+    if tensor is None or tuple(tensor.shape) != shape:
+        got = None if tensor is None else tuple(tensor.shape)
+        raise CorruptFileError(f"the {what} has shape {got}, but the config implies {shape}")

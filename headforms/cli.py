@@ -1,0 +1,136 @@
+"""Command line: ``python -m headforms analyze MODEL`` and ``python -m headforms models``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import HeadformsError
+
+OUTPUT_FORMATS = (".csv", ".json", ".parquet")
+
+
+def write_table(table: pd.DataFrame, path: Path) -> None:
+    """Write the per-head table by extension (csv, json records, parquet), atomically."""
+    suffix = path.suffix.lower()
+    if suffix not in OUTPUT_FORMATS:
+        raise HeadformsError(
+            f"cannot write {path.name}: unknown extension {suffix or '(none)'}; accepted: "
+            + ", ".join(OUTPUT_FORMATS)
+        )
+    if not path.parent.is_dir():
+        raise HeadformsError(f"cannot write {path}: directory {path.parent} does not exist")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if suffix == ".csv":
+            table.to_csv(tmp, index=False)
+        elif suffix == ".json":
+            table.to_json(tmp, orient="records", indent=1)
+        else:
+            table.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+_progress_line_open = False
+
+
+def _progress(done: int, total: int, message: str) -> None:
+    global _progress_line_open
+    _progress_line_open = done < total
+    print(
+        f"\r[{done:>4}/{total}] {message:<40}",
+        end="" if done < total else "\n",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .analysis import parity_table
+    from .engine import analyze
+
+    if args.out is not None:
+        suffix = args.out.suffix.lower()
+        if suffix not in OUTPUT_FORMATS:
+            raise HeadformsError(
+                f"--out {args.out}: unknown extension {suffix or '(none)'}; accepted: "
+                + ", ".join(OUTPUT_FORMATS)
+            )
+    result = analyze(
+        args.model,
+        rope_position=args.rope_position,
+        fold_qk_norm=not args.no_fold_qk_norm,
+        progress=None if args.quiet else _progress,
+        use_cache=not args.no_cache,
+    )
+    card = result.card
+    if args.out is not None:
+        write_table(result.heads, args.out)
+        print(f"wrote {len(result.heads)} heads to {args.out}", file=sys.stderr)
+    else:
+        print(
+            f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
+            f"({card.n_kv_heads} kv), N={card.model_dim}, n={card.head_dim}, {card.storage}"
+        )
+        print(parity_table({card.name: result.heads}).to_string())
+        cols = ["a", "b", "c", "d", "energy", "pairing", "rand_energy", "rand_pairing"]
+        print(result.heads[cols].describe().loc[["mean", "50%", "min", "max"]].to_string())
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from .sources import BUNDLED_MODELS, DEFAULT_MODEL
+
+    for name, model in BUNDLED_MODELS.items():
+        mark = " (default)" if name == DEFAULT_MODEL else ""
+        print(f"{name:<14} {model.title}{mark}\n{'':<14} {model.description}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m headforms",
+        description="Profiles of attention heads as bilinear forms (arXiv 2609.22990).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("analyze", help="per-head table of a model")
+    p.add_argument("model", help="bundled name, local dir, .gguf file, or hub id[@revision]")
+    p.add_argument(
+        "--rope-position",
+        type=int,
+        default=0,
+        metavar="D",
+        help="relative position d = query - key for RoPE models (default 0)",
+    )
+    p.add_argument("--out", type=Path, help="write the table (.csv, .json or .parquet)")
+    p.add_argument(
+        "--no-fold-qk-norm",
+        action="store_true",
+        help="analyse raw Q/K without folding QK-norm gains",
+    )
+    p.add_argument("--no-cache", action="store_true", help="recompute, ignore the cache")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=cmd_analyze)
+    m = sub.add_parser("models", help="list the bundled (offline) models")
+    m.set_defaults(func=cmd_models)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: one line on stderr and exit code 2 for any bad input, never a traceback."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HeadformsError as exc:
+        print(("\n" if _progress_line_open else "") + f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130

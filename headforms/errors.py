@@ -1,0 +1,27 @@
+"""Errors with one-line, user-facing messages: what was wrong and what is accepted."""
+
+from __future__ import annotations
+
+
+class HeadformsError(Exception):
+    """Base class: the message is shown as-is to users (CLI line, dashboard `st.error`)."""
+
+
+class ModelSpecError(HeadformsError):
+    """The model spec names nothing usable (missing path, malformed hub id, not a model)."""
+
+
+class UnsupportedArchitectureError(HeadformsError):
+    """The model's architecture is not in the architecture table."""
+
+
+class CorruptFileError(HeadformsError):
+    """A weight file is truncated, malformed or inconsistent with its config."""
+
+
+class HubUnavailableError(HeadformsError):
+    """The Hugging Face hub cannot be reached (or the model is not in the local cache)."""
+
+
+class NotAllowedError(HeadformsError):
+    """Hosted mode refused the request (path outside the roots, not allow-listed, too large)."""

@@ -1,0 +1,301 @@
+"""Exact spectra and profiles of attention-head bilinear forms, computed from their factors.
+
+Orientation: a head scores query token x against key token y by ``y^T L x`` with
+``L = K^T Q`` (``Q, K`` are ``n x N``: head dim by model dim), as in the paper.
+
+Everything is computed from the ``2n x 2n`` Gram matrix ``G = U^T U`` of ``U = [K^T, Q^T]``:
+``S = U M U^T / 2`` and ``A = U J U^T / 2`` with ``M = [[0, I], [I, 0]]`` and
+``J = [[0, -I], [I, 0]]``. With ``G = R^T R`` the non-zero eigenvalues of ``S`` are those of
+``R M R^T / 2`` and the singular values of ``A`` are those of ``R J R^T / 2``: exact, at a cost
+of ``O(N n^2)`` per head (forming ``G``) instead of ``O(N^3)``. Because the metrics depend on
+``K, Q`` only through ``G``, the Gaussian baseline can sample ``G`` from its Wishart law
+directly (see :func:`wishart_gram`).
+
+All metric definitions live here (SPEC.md): profile ``(a, b, c, d)``, symmetric profile,
+parity, symmetric energy, pairing score, and the author's extra statistics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PARITY_TYPE_II_THRESHOLD = 1.0 / 50.0
+"""Type II if ``c_S + d_S`` is at most this (Table 2)."""
+
+PARITY_LABELS = ("I+", "II", "I-")
+ZERO_FORM_LABEL = "zero"
+"""Parity label of a head whose form vanishes (profile undefined)."""
+
+_ZERO_TOLERANCE = 1e3 * np.finfo(np.float64).eps
+"""Eigenvalues below this times ``trace(G)`` are exact zeros of S (Gram-path rounding level)."""
+
+
+@dataclass(frozen=True)
+class FormBatch:
+    """Per-head results for a batch of heads (leading axis = head).
+
+    ``eig_s``: the ``2n`` eigenvalues of S that can be non-zero, sorted decreasing (the other
+    ``N - 2n`` are exactly zero); numerically-zero ones are set to 0.
+    ``lobe_pos`` / ``lobe_neg``: lambda_+ and lambda_- (absolute values), each sorted decreasing and
+    zero-padded to length ``2n``. ``sv_a``: singular values of A (each appears twice), decreasing.
+    ``eig_l_abs``: moduli of the ``n`` possibly non-zero eigenvalues of L, decreasing.
+    """
+
+    model_dim: int
+    norm_l2: np.ndarray
+    norm_s2: np.ndarray
+    norm_a2: np.ndarray
+    eig_s: np.ndarray
+    lobe_pos: np.ndarray
+    lobe_neg: np.ndarray
+    sv_a: np.ndarray
+    eig_l_abs: np.ndarray
+
+    @property
+    def n_pos(self) -> np.ndarray:
+        """Number of positive eigenvalues of S."""
+        return np.count_nonzero(self.eig_s > 0, axis=-1)
+
+    @property
+    def n_neg(self) -> np.ndarray:
+        """Number of negative eigenvalues of S."""
+        return np.count_nonzero(self.eig_s < 0, axis=-1)
+
+    @property
+    def n_zero(self) -> np.ndarray:
+        """Number of zero eigenvalues of S (out of N)."""
+        return self.model_dim - self.n_pos - self.n_neg
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        """Every per-head scalar of SPEC.md, as columns (name -> array over heads)."""
+        return form_metrics(self)
+
+
+def gram_matrices(q: np.ndarray, k: np.ndarray, kv_of_head: np.ndarray | None = None) -> np.ndarray:
+    """Gram matrices ``G_h = U_h^T U_h`` with ``U_h = [K_h^T, Q_h^T]``, shape ``(H, 2n, 2n)``.
+
+    ``q``: ``(H, n, N)``; ``k``: ``(H_kv, n, N)``; query head ``h`` pairs with key head
+    ``kv_of_head[h]`` (default: the same index). Shared key blocks ``K K^T`` are computed once per
+    key head (grouped-query attention).
+    """
+    q = np.asarray(q, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    n_heads, n, _ = q.shape
+    if kv_of_head is None:
+        kv_of_head = np.arange(n_heads)
+    kv_of_head = np.asarray(kv_of_head)
+    kk = k @ k.transpose(0, 2, 1)
+    qq = q @ q.transpose(0, 2, 1)
+    kq = k[kv_of_head] @ q.transpose(0, 2, 1)
+    gram = np.empty((n_heads, 2 * n, 2 * n))
+    gram[:, :n, :n] = kk[kv_of_head]
+    gram[:, :n, n:] = kq
+    gram[:, n:, :n] = kq.transpose(0, 2, 1)
+    gram[:, n:, n:] = qq
+    return gram
+
+
+_ILL_CONDITIONED = 1e-4
+"""Heads whose Cholesky factor has ``min/max`` diagonal below this (``cond(G) >~ 1e8``) are
+refactored by a QR of ``U``: forming G squares the condition number, QR does not."""
+
+
+def gram_factor(gram: np.ndarray) -> np.ndarray:
+    """A batch of ``F`` with ``F F^T = G`` (lower Cholesky; eigen square root if G is singular).
+
+    For weights prefer :func:`head_factors`, which refactors ill-conditioned heads by QR.
+    """
+    try:
+        return np.linalg.cholesky(gram)
+    except np.linalg.LinAlgError:
+        w, v = np.linalg.eigh(gram)
+        return v * np.sqrt(np.clip(w, 0.0, None))[..., None, :]
+
+
+def _qr_factor(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``F = R^T`` from a thin QR of ``U = [K^T, Q^T]``: exact even when U is rank-deficient."""
+    u = np.swapaxes(np.concatenate([k, q], axis=-2), -1, -2)
+    if u.shape[-2] < u.shape[-1]:  # N < 2n: pad with zero rows so that R is square
+        pad = np.zeros((*u.shape[:-2], u.shape[-1] - u.shape[-2], u.shape[-1]))
+        u = np.concatenate([u, pad], axis=-2)
+    return np.swapaxes(np.linalg.qr(u, mode="r"), -1, -2)
+
+
+def head_factors(
+    q: np.ndarray, k: np.ndarray, kv_of_head: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(F, G)`` per query head with ``G = U^T U = F F^T``: Cholesky of G, QR where needed."""
+    q = np.asarray(q, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    kv = np.arange(q.shape[0]) if kv_of_head is None else np.asarray(kv_of_head)
+    gram = gram_matrices(q, k, kv)
+    try:
+        factor = np.linalg.cholesky(gram)
+        diag = np.abs(np.diagonal(factor, axis1=-2, axis2=-1))
+        bad = diag.min(axis=-1) < _ILL_CONDITIONED * diag.max(axis=-1)
+    except np.linalg.LinAlgError:
+        factor = np.empty_like(gram)
+        bad = np.ones(q.shape[0], dtype=bool)
+    if bad.any():
+        factor[bad] = _qr_factor(q[bad], k[kv[bad]])
+    return factor, gram
+
+
+def forms_from_gram(gram: np.ndarray, model_dim: int) -> FormBatch:
+    """All spectra of the forms from their Gram matrices alone (factor: :func:`gram_factor`)."""
+    gram = np.asarray(gram, dtype=np.float64)
+    return forms_from_factor(gram_factor(gram), model_dim, gram)
+
+
+def forms_from_factor(
+    factor: np.ndarray, model_dim: int, gram: np.ndarray | None = None
+) -> FormBatch:
+    """All spectra of the forms ``L_h = K_h^T Q_h`` from ``F`` with ``F F^T = G`` (module doc)."""
+    f = np.asarray(factor, dtype=np.float64)
+    gram = f @ np.swapaxes(f, -1, -2) if gram is None else gram
+    n = gram.shape[-1] // 2
+    gkk, gkq, gqq = gram[..., :n, :n], gram[..., :n, n:], gram[..., n:, n:]
+    norm_l2 = np.einsum("...ij,...ji->...", gkk, gqq)
+    trace_ll = np.einsum("...ij,...ji->...", gkq, gkq)
+    norm_s2 = (norm_l2 + trace_ll) / 2.0
+    norm_a2 = (norm_l2 - trace_ll) / 2.0
+
+    # R = F^T, so R M R^T = F^T M F = F_top^T F_bot + F_bot^T F_top with F = [F_top; F_bot].
+    ft = np.swapaxes(f, -1, -2)
+    f_top, f_bot = f[..., :n, :], f[..., n:, :]
+    ft_top, ft_bot = ft[..., :, :n], ft[..., :, n:]
+    sym = (ft_top @ f_bot + ft_bot @ f_top) / 2.0
+    skew = (ft_bot @ f_top - ft_top @ f_bot) / 2.0
+    eig_s = np.linalg.eigvalsh(sym)[..., ::-1]
+    tol = _ZERO_TOLERANCE * np.trace(gram, axis1=-2, axis2=-1)[..., None]
+    eig_s = np.where(np.abs(eig_s) <= tol, 0.0, eig_s)
+    lobe_pos = np.sort(np.clip(eig_s, 0.0, None), axis=-1)[..., ::-1]
+    lobe_neg = np.sort(np.clip(-eig_s, 0.0, None), axis=-1)[..., ::-1]
+    sv_a = np.linalg.svd(skew, compute_uv=False)
+    # Non-zero eigenvalues of L = K^T Q are those of Q K^T = (K Q^T)^T (n x n).
+    eig_l_abs = np.sort(np.abs(np.linalg.eigvals(np.swapaxes(gkq, -1, -2))), axis=-1)[..., ::-1]
+    return FormBatch(
+        model_dim=model_dim,
+        norm_l2=norm_l2,
+        norm_s2=norm_s2,
+        norm_a2=np.clip(norm_a2, 0.0, None),
+        eig_s=np.ascontiguousarray(eig_s),
+        lobe_pos=np.ascontiguousarray(lobe_pos),
+        lobe_neg=np.ascontiguousarray(lobe_neg),
+        sv_a=sv_a,
+        eig_l_abs=np.ascontiguousarray(eig_l_abs),
+    )
+
+
+def head_forms(q: np.ndarray, k: np.ndarray, kv_of_head: np.ndarray | None = None) -> FormBatch:
+    """Spectra of ``L_h = K_{kv(h)}^T Q_h`` for a batch of heads (shapes: :func:`gram_matrices`)."""
+    factor, gram = head_factors(q, k, kv_of_head)
+    return forms_from_factor(factor, np.shape(q)[-1], gram)
+
+
+def profile_from_lobes(
+    lobe_pos: np.ndarray, lobe_neg: np.ndarray, norm_a2: np.ndarray, norm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The profile ``(a, b, c, d)`` of SPEC.md, every term divided by ``norm`` (``||L||^2``)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = norm_a2 / norm
+        b = 2.0 * np.sum(lobe_pos * lobe_neg, axis=-1) / norm
+        c = np.sum(np.clip(lobe_pos - lobe_neg, 0.0, None) ** 2, axis=-1) / norm
+        d = np.sum(np.clip(lobe_neg - lobe_pos, 0.0, None) ** 2, axis=-1) / norm
+    return a, b, c, d
+
+
+def parity_labels(c_sym: np.ndarray, d_sym: np.ndarray) -> np.ndarray:
+    """Table 2 parity: ``II`` if ``c_S + d_S <= 1/50``, else ``I+`` if ``c_S > d_S``, else ``I-``.
+
+    Ties (``c_S = d_S``) go to I-, as in the author's code; an undefined profile is ``zero``.
+    """
+    c_sym = np.asarray(c_sym, dtype=np.float64)
+    d_sym = np.asarray(d_sym, dtype=np.float64)
+    labels = np.where(c_sym > d_sym, "I+", "I-").astype(object)
+    labels[c_sym + d_sym <= PARITY_TYPE_II_THRESHOLD] = "II"
+    labels[~np.isfinite(c_sym + d_sym)] = ZERO_FORM_LABEL
+    return labels
+
+
+def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
+    """Per-head scalars: profile, symmetric profile, parity, energy, pairing, counts and extras."""
+    a, b, c, d = profile_from_lobes(batch.lobe_pos, batch.lobe_neg, batch.norm_a2, batch.norm_l2)
+    _, b_sym, c_sym, d_sym = profile_from_lobes(
+        batch.lobe_pos, batch.lobe_neg, np.zeros_like(batch.norm_s2), batch.norm_s2
+    )
+    n_pos, n_neg = batch.n_pos, batch.n_neg
+    eig2 = batch.eig_s**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        energy = batch.norm_s2 / batch.norm_l2
+        pairing = 1.0 - np.linalg.norm(batch.lobe_pos - batch.lobe_neg, axis=-1) / np.sqrt(
+            batch.norm_s2
+        )
+        balance = 1.0 - np.abs(n_pos - n_neg) / (n_pos + n_neg)
+        participation = np.sum(eig2, axis=-1) ** 2 / np.sum(eig2**2, axis=-1)
+        stable_rank = batch.norm_s2 / np.max(eig2, axis=-1)
+        leading_share = np.max(eig2, axis=-1) / batch.norm_s2
+    return {
+        "a": a,
+        "b": b,
+        "c": c,
+        "d": d,
+        "b_sym": b_sym,
+        "c_sym": c_sym,
+        "d_sym": d_sym,
+        "parity": parity_labels(c_sym, d_sym),
+        "energy": energy,
+        "pairing": pairing,
+        "n_pos": n_pos,
+        "n_neg": n_neg,
+        "n_zero": batch.n_zero,
+        "norm_l": np.sqrt(batch.norm_l2),
+        "balance": balance,
+        "participation_ratio": participation,
+        "stable_rank": stable_rank,
+        "leading_share": leading_share,
+    }
+
+
+def wishart_factor(
+    rng: np.random.Generator, n_heads: int, head_dim: int, model_dim: int
+) -> np.ndarray:
+    """Factors ``F`` (``G = F F^T``) of the Gram matrices of independent Gaussian ``K, Q``.
+
+    ``U = [K^T, Q^T]`` (iid N(0, 1), ``N x 2n``) gives ``G = U^T U ~ Wishart(N, I_2n)``; the
+    Bartlett decomposition draws its Cholesky factor directly in ``O(n^2)`` instead of
+    ``O(N n^2)``. Falls back to sampling ``U`` (and a QR) when ``N < 2n`` (singular Wishart).
+    """
+    dim = 2 * head_dim
+    if model_dim < dim:
+        u = rng.standard_normal((n_heads, dim, model_dim))
+        return _qr_factor(u[:, head_dim:], u[:, :head_dim])
+    lower = np.tril(rng.standard_normal((n_heads, dim, dim)), k=-1)
+    idx = np.arange(dim)
+    lower[:, idx, idx] = np.sqrt(rng.chisquare(model_dim - idx, size=(n_heads, dim)))
+    return lower
+
+
+def wishart_gram(
+    rng: np.random.Generator, n_heads: int, head_dim: int, model_dim: int
+) -> np.ndarray:
+    """Gram matrices of independent Gaussian ``K, Q`` (see :func:`wishart_factor`)."""
+    factor = wishart_factor(rng, n_heads, head_dim, model_dim)
+    return factor @ np.swapaxes(factor, -1, -2)
+
+
+def dense_reference(q: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
+    """Dense ``O(N^3)`` computation for one head (tests and benchmarks only): L, S, A spectra."""
+    form = np.asarray(k, dtype=np.float64).T @ np.asarray(q, dtype=np.float64)
+    sym = (form + form.T) / 2.0
+    skew = (form - form.T) / 2.0
+    return {
+        "L": form,
+        "eig_s": np.linalg.eigvalsh(sym)[::-1],
+        "sv_a": np.linalg.svd(skew, compute_uv=False),
+        "norm_l2": float(np.sum(form**2)),
+        "norm_s2": float(np.sum(sym**2)),
+        "norm_a2": float(np.sum(skew**2)),
+    }

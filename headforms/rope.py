@@ -1,0 +1,57 @@
+"""RoPE as a rotation of the head's query space: ``L_d = K^T R_d Q`` at relative position d.
+
+``d = p_query - p_key`` (the query sits d tokens after the key). Pairing is Hugging Face's
+"rotate half" convention (dimension i pairs with i + r/2 within the first r = rotary dims);
+GGUF weights are un-permuted into that order on reading. Frequencies come from the model's own
+config through transformers' RoPE initialisers (default, linear, llama3, yarn, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def rope_parameters(config: Any, layer: int) -> dict[str, Any]:
+    """The RoPE parameters that apply to ``layer`` (per-layer-type dicts resolved)."""
+    params = dict(getattr(config, "rope_parameters", None) or {})
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types and layer_types[layer] in params:
+        params = dict(params[layer_types[layer]])
+    return params
+
+
+def inverse_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
+    """Angular frequencies ``theta_i`` (radians per token) of the rotated pairs of ``layer``."""
+    params = rope_parameters(config, layer)
+    rope_type = params.get("rope_type", "default")
+    if rope_type != "default":
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+        layer_types = getattr(config, "layer_types", None)
+        layer_type = layer_types[layer] if layer_types else None
+        inv_freq, _ = ROPE_INIT_FUNCTIONS[rope_type](config, None, layer_type=layer_type)
+        return inv_freq.double().numpy()
+    factor = float(
+        params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))
+    )
+    rotary_dim = int(head_dim * factor)
+    base = float(params.get("rope_theta", 10000.0))
+    return 1.0 / base ** (
+        np.arange(0, rotary_dim, 2, dtype=np.int64).astype(np.float64) / rotary_dim
+    )
+
+
+def rotation(inv_freq: np.ndarray, head_dim: int, distance: int) -> np.ndarray:
+    """``R_d`` (``n x n``): rotate-half pairs ``(i, i + r/2)`` by ``d * theta_i``; rest identity."""
+    half = len(inv_freq)
+    angle = distance * inv_freq
+    cos, sin = np.cos(angle), np.sin(angle)
+    rot = np.eye(head_dim)
+    idx = np.arange(half)
+    rot[idx, idx] = cos
+    rot[idx + half, idx + half] = cos
+    rot[idx, idx + half] = -sin
+    rot[idx + half, idx] = sin
+    return rot
