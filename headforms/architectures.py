@@ -254,6 +254,10 @@ def split_biases(
 
 def unpermute_gguf_rows(weight: np.ndarray, n_heads: int) -> np.ndarray:
     """Undo llama.cpp's per-head row permutation of ``attn_q``/``attn_k`` (back to HF order)."""
+    if weight.ndim != 2 or weight.shape[0] % (2 * n_heads):
+        raise CorruptFileError(
+            f"GGUF attention weight has shape {weight.shape}, not {n_heads} heads of paired rows"
+        )
     rows, cols = weight.shape
     return weight.reshape(n_heads, rows // n_heads // 2, 2, cols).swapaxes(1, 2).reshape(rows, cols)
 

@@ -3,36 +3,54 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from .errors import HeadformsError
+from .errors import HeadformsError, OptionError
 
 OUTPUT_FORMATS = (".csv", ".json", ".parquet")
 
 
-def write_table(table: pd.DataFrame, path: Path) -> None:
-    """Write the per-head table by extension (csv, json records, parquet), atomically."""
+def check_output_path(path: Path) -> str:
+    """The table format of ``path`` (its lower-case suffix); a clear error before any work."""
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_FORMATS:
-        raise HeadformsError(
-            f"cannot write {path.name}: unknown extension {suffix or '(none)'}; accepted: "
+        raise OptionError(
+            f"--out {path}: unknown extension {suffix or '(none)'}; accepted: "
             + ", ".join(OUTPUT_FORMATS)
         )
     if not path.parent.is_dir():
-        raise HeadformsError(f"cannot write {path}: directory {path.parent} does not exist")
+        raise OptionError(f"--out {path}: directory {path.parent} does not exist")
+    return suffix
+
+
+def _json_records(table: pd.DataFrame) -> str:
+    """JSON records with every float exact (shortest round-trip repr; NaN -> null).
+
+    ``DataFrame.to_json`` keeps at most 15 decimals, which loses small values' digits.
+    """
+    records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+    return json.dumps(records, indent=1, allow_nan=False, default=lambda v: v.item())
+
+
+def write_table(table: pd.DataFrame, path: Path) -> None:
+    """Write the per-head table by extension (csv, json records, parquet), atomically."""
+    suffix = check_output_path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         if suffix == ".csv":
             table.to_csv(tmp, index=False)
         elif suffix == ".json":
-            table.to_json(tmp, orient="records", indent=1)
+            tmp.write_text(_json_records(table))
         else:
             table.to_parquet(tmp, index=False)
         os.replace(tmp, path)
+    except OSError as exc:
+        raise OptionError(f"--out {path}: cannot write: {exc.strerror or exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -56,12 +74,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from .engine import analyze
 
     if args.out is not None:
-        suffix = args.out.suffix.lower()
-        if suffix not in OUTPUT_FORMATS:
-            raise HeadformsError(
-                f"--out {args.out}: unknown extension {suffix or '(none)'}; accepted: "
-                + ", ".join(OUTPUT_FORMATS)
-            )
+        check_output_path(args.out)
     result = analyze(
         args.model,
         rope_position=args.rope_position,

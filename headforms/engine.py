@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from .architectures import Shapes, shapes_from_config
 from .cache import ResultCache, cache_key, key_lock
-from .errors import HeadformsError
+from .errors import OptionError
 from .extract import TensorIndex, effective_factors, read_layer
 from .forms import FormBatch, forms_from_factor, head_forms, wishart_factor
 from .rope import inverse_frequencies, rope_parameters
@@ -180,12 +181,12 @@ def analyze(
 def check_options(source: ModelSource, rope_position: int) -> None:
     """Reject options that do not apply to this model, with a clear message."""
     if rope_position and not source.arch.rotary:
-        raise HeadformsError(
+        raise OptionError(
             f"--rope-position applies to RoPE models only; {source.display_name} uses "
             f"{source.arch.positional} positions (use 0)"
         )
     if abs(int(rope_position)) > 10**7:
-        raise HeadformsError(f"rope position {rope_position} is out of range (|d| <= 10^7)")
+        raise OptionError(f"rope position {rope_position} is out of range (|d| <= 10^7)")
 
 
 def compute_analysis(
@@ -202,23 +203,40 @@ def compute_analysis(
     parts: list[dict[str, np.ndarray]] = []
     spectra: dict[str, list[np.ndarray]] = {}
     flags = {"qk_norm": False, "bias": False}
-    with threadpool_limits(limits=default_threads()):
-        for layer in range(shapes.n_layers):
-            if progress:
-                progress(layer, shapes.n_layers, f"layer {layer + 1}/{shapes.n_layers}")
-            weights = read_layer(source, shapes, index, layer)
-            flags["qk_norm"] |= weights.q_gain is not None
-            flags["bias"] |= weights.q_bias is not None
-            q, k = effective_factors(source, shapes, weights, layer, rope_position, fold_qk_norm)
-            batch = head_forms(q, k, shapes.kv_of_head)
-            rng = np.random.default_rng([BASELINE_SEED, layer])
-            baseline = forms_from_factor(
-                wishart_factor(rng, shapes.n_heads, shapes.head_dim, shapes.model_dim),
-                shapes.model_dim,
-            )
-            parts.append(_layer_rows(layer, shapes, weights, batch, baseline))
-            for name, values in _layer_spectra(batch, baseline).items():
-                spectra.setdefault(name, []).append(values)
+
+    def one_layer(layer: int) -> tuple[tuple[bool, bool], dict[str, np.ndarray], dict]:
+        weights = read_layer(source, shapes, index, layer)
+        q, k = effective_factors(source, shapes, weights, layer, rope_position, fold_qk_norm)
+        batch = head_forms(q, k, shapes.kv_of_head)
+        rng = np.random.default_rng([BASELINE_SEED, layer])
+        baseline = forms_from_factor(
+            wishart_factor(rng, shapes.n_heads, shapes.head_dim, shapes.model_dim),
+            shapes.model_dim,
+            eig_l=False,  # the baseline keeps eig_s and sv_a only
+        )
+        rows = _layer_rows(layer, shapes, weights, batch, baseline)
+        found = (weights.q_gain is not None, weights.q_bias is not None)
+        return found, rows, _layer_spectra(batch, baseline)  # small: no weights kept
+
+    # With several threads, layers run concurrently on single-threaded BLAS: numpy releases the
+    # GIL in LAPACK, and the many small 2n x 2n problems scale across cores, BLAS threads do not.
+    threads = default_threads()
+    pool = ThreadPoolExecutor(threads) if threads > 1 and shapes.n_layers > 1 else None
+    try:
+        with threadpool_limits(limits=1 if pool else threads):
+            results = pool.map(one_layer, range(shapes.n_layers)) if pool else None
+            for layer in range(shapes.n_layers):
+                if progress:
+                    progress(layer, shapes.n_layers, f"layer {layer + 1}/{shapes.n_layers}")
+                found, rows, layer_spectra = next(results) if results else one_layer(layer)
+                flags["qk_norm"] |= found[0]
+                flags["bias"] |= found[1]
+                parts.append(rows)
+                for name, values in layer_spectra.items():
+                    spectra.setdefault(name, []).append(values)
+    finally:
+        if pool:
+            pool.shutdown(wait=True, cancel_futures=True)
     if progress:
         progress(shapes.n_layers, shapes.n_layers, "done")
     heads = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in parts[0]})

@@ -25,3 +25,7 @@ class HubUnavailableError(HeadformsError):
 
 class NotAllowedError(HeadformsError):
     """Hosted mode refused the request (path outside the roots, not allow-listed, too large)."""
+
+
+class OptionError(HeadformsError):
+    """An analysis or output option does not apply (RoPE position on a non-RoPE model, ...)."""

@@ -150,9 +150,13 @@ def forms_from_gram(gram: np.ndarray, model_dim: int) -> FormBatch:
 
 
 def forms_from_factor(
-    factor: np.ndarray, model_dim: int, gram: np.ndarray | None = None
+    factor: np.ndarray, model_dim: int, gram: np.ndarray | None = None, eig_l: bool = True
 ) -> FormBatch:
-    """All spectra of the forms ``L_h = K_h^T Q_h`` from ``F`` with ``F F^T = G`` (module doc)."""
+    """All spectra of the forms ``L_h = K_h^T Q_h`` from ``F`` with ``F F^T = G`` (module doc).
+
+    ``eig_l=False`` skips the eigenvalues of L (``eig_l_abs`` is then empty): the baseline does
+    not use them, and they cost as much as the spectrum of S.
+    """
     f = np.asarray(factor, dtype=np.float64)
     gram = f @ np.swapaxes(f, -1, -2) if gram is None else gram
     n = gram.shape[-1] // 2
@@ -162,12 +166,13 @@ def forms_from_factor(
     norm_s2 = (norm_l2 + trace_ll) / 2.0
     norm_a2 = (norm_l2 - trace_ll) / 2.0
 
-    # R = F^T, so R M R^T = F^T M F = F_top^T F_bot + F_bot^T F_top with F = [F_top; F_bot].
-    ft = np.swapaxes(f, -1, -2)
+    # R = F^T, so R M R^T = F^T M F = X + X^T with X = F_top^T F_bot, F = [F_top; F_bot], and
+    # R J R^T = X^T - X: one product serves both parts.
     f_top, f_bot = f[..., :n, :], f[..., n:, :]
-    ft_top, ft_bot = ft[..., :, :n], ft[..., :, n:]
-    sym = (ft_top @ f_bot + ft_bot @ f_top) / 2.0
-    skew = (ft_bot @ f_top - ft_top @ f_bot) / 2.0
+    cross = np.swapaxes(f_top, -1, -2) @ f_bot
+    cross_t = np.swapaxes(cross, -1, -2)
+    sym = (cross + cross_t) / 2.0
+    skew = (cross_t - cross) / 2.0
     eig_s = np.linalg.eigvalsh(sym)[..., ::-1]
     tol = _ZERO_TOLERANCE * np.trace(gram, axis1=-2, axis2=-1)[..., None]
     eig_s = np.where(np.abs(eig_s) <= tol, 0.0, eig_s)
@@ -175,7 +180,10 @@ def forms_from_factor(
     lobe_neg = np.sort(np.clip(-eig_s, 0.0, None), axis=-1)[..., ::-1]
     sv_a = np.linalg.svd(skew, compute_uv=False)
     # Non-zero eigenvalues of L = K^T Q are those of Q K^T = (K Q^T)^T (n x n).
-    eig_l_abs = np.sort(np.abs(np.linalg.eigvals(np.swapaxes(gkq, -1, -2))), axis=-1)[..., ::-1]
+    if eig_l:
+        eig_l_abs = np.sort(np.abs(np.linalg.eigvals(np.swapaxes(gkq, -1, -2))), axis=-1)[..., ::-1]
+    else:
+        eig_l_abs = np.empty((*gkq.shape[:-2], 0))
     return FormBatch(
         model_dim=model_dim,
         norm_l2=norm_l2,

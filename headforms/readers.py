@@ -9,10 +9,13 @@ file name and what is wrong, never a bare library exception.
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import struct
+import threading
 from collections.abc import Iterable
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,11 +57,21 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
             )
         try:
             header = json.loads(fh.read(header_len))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise CorruptFileError(f"{path.name}: safetensors header is not valid JSON") from exc
+    return check_safetensors_header(header, size - 8 - header_len, path.name)
+
+
+def check_safetensors_header(header: Any, data_size: int, label: str) -> dict[str, Any]:
+    """Validate a parsed safetensors header against the size of the data that follows it."""
     if not isinstance(header, dict):
-        raise CorruptFileError(f"{path.name}: safetensors header is not a JSON object")
-    data_size = size - 8 - header_len
+        raise CorruptFileError(f"{label}: safetensors header is not a JSON object")
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
+        raise CorruptFileError(f"{label}: safetensors __metadata__ must map strings to strings")
+    spans: list[tuple[int, int, str]] = []
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -67,20 +80,27 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
             shape = [int(v) for v in info["shape"]]
             dtype = str(info["dtype"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptFileError(f"{path.name}: tensor {name!r} has a malformed entry") from exc
+            raise CorruptFileError(f"{label}: tensor {name!r} has a malformed entry") from exc
         if dtype not in _SAFETENSORS_ITEMSIZE:
             raise CorruptFileError(
-                f"{path.name}: tensor {name!r} has unsupported dtype {dtype!r} "
+                f"{label}: tensor {name!r} has unsupported dtype {dtype!r} "
                 f"(accepted: {', '.join(sorted(_SAFETENSORS_ITEMSIZE))})"
             )
         if any(d < 0 for d in shape) or not 0 <= start <= end <= data_size:
             raise CorruptFileError(
-                f"{path.name}: tensor {name!r} lies outside the file (offsets {start}..{end}, "
+                f"{label}: tensor {name!r} lies outside the file (offsets {start}..{end}, "
                 f"data size {data_size}): truncated or corrupt file"
             )
-        if (end - start) != int(np.prod(shape, dtype=np.int64)) * _SAFETENSORS_ITEMSIZE[dtype]:
+        if (end - start) != math.prod(shape) * _SAFETENSORS_ITEMSIZE[dtype]:
             raise CorruptFileError(
-                f"{path.name}: tensor {name!r} byte length does not match its shape {shape}"
+                f"{label}: tensor {name!r} byte length does not match its shape {shape}"
+            )
+        spans.append((start, end, name))
+    spans.sort()
+    for (_, prev_end, prev), (start, end, name) in zip(spans, spans[1:], strict=False):
+        if start < prev_end and end > start:
+            raise CorruptFileError(
+                f"{label}: tensors {prev!r} and {name!r} overlap in the data: corrupt file"
             )
     return header
 
@@ -108,12 +128,14 @@ class SafetensorsReader:
         self._files = [Path(f) for f in files]
         self._where: dict[str, Path] = {}
         self._info: dict[str, dict[str, Any]] = {}
+        self._data_start: dict[Path, int] = {}
         for path in self._files:
             for name, info in read_safetensors_header(path).items():
                 if name != "__metadata__":
                     self._where[name] = path
                     self._info[name] = info
-        self._handles: dict[Path, Any] = {}
+            with path.open("rb") as fh:  # validated above: 8-byte length, then the header
+                self._data_start[path] = 8 + struct.unpack("<Q", fh.read(8))[0]
 
     def names(self) -> list[str]:
         return list(self._where)
@@ -125,19 +147,55 @@ class SafetensorsReader:
         return str(self._info[name]["dtype"]).lower()
 
     def read(self, name: str) -> np.ndarray:
-        from safetensors import SafetensorError, safe_open
-
+        """One tensor as float64, read with a plain file read (no memory map stays resident)."""
         path = self._where[name]
+        info = self._info[name]
+        _require_float(path, name, self.storage_dtype(name))
+        start, end = (int(v) for v in info["data_offsets"])
+        raw = np.empty(end - start, dtype=np.uint8)
         try:
-            handle = self._handles.get(path)
-            if handle is None:
-                handle = self._handles[path] = safe_open(str(path), framework="pt")
-            tensor = handle.get_tensor(name)
-        except (SafetensorError, OSError, RuntimeError) as exc:
+            with path.open("rb") as fh:
+                fh.seek(self._data_start[path] + start)
+                got = fh.readinto(raw)
+        except OSError as exc:
             raise CorruptFileError(f"{path.name}: cannot read tensor {name!r}: {exc}") from exc
-        import torch
+        if got != raw.size:
+            raise CorruptFileError(
+                f"{path.name}: cannot read tensor {name!r}: file truncated ({got} of {raw.size} "
+                "bytes)"
+            )
+        return decode_tensor_bytes(raw, str(info["dtype"]), tuple(info["shape"]))
 
-        return tensor.to(torch.float64).numpy()
+
+_NUMPY_STORAGE = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}
+
+
+def decode_tensor_bytes(raw: Any, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Float64 values of a safetensors tensor's little-endian bytes (exact for every float type).
+
+    bf16 is the upper half of a float32, so it is widened by a 16-bit shift; float8 goes
+    through torch.
+    """
+    if dtype in _NUMPY_STORAGE:
+        values = np.frombuffer(raw, dtype=_NUMPY_STORAGE[dtype])
+        if dtype == "BF16":
+            values = (values.astype(np.uint32) << 16).view(np.float32)
+        return values.astype(np.float64).reshape(shape)
+    import torch
+
+    if not len(raw):
+        return np.zeros(shape)
+    kind = {"F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2}[dtype]
+    tensor = torch.frombuffer(bytearray(raw), dtype=kind)
+    return tensor.to(torch.float64).numpy().reshape(shape)
+
+
+def _require_float(path: Path, name: str, dtype: str) -> None:
+    """Attention weights are floating point; an integer or boolean tensor is not a weight."""
+    if not any(t in dtype.lower() for t in ("float", "f16", "f32", "f64", "bf16", "f8")):
+        raise CorruptFileError(
+            f"{path.name}: tensor {name!r} is stored as {dtype}, not a floating-point type"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,6 +209,7 @@ class TorchBinReader:
         import torch
 
         self._tensors: dict[str, Any] = {}
+        self._where: dict[str, Path] = {}
         for path in files:
             try:
                 state = torch.load(str(path), weights_only=True, mmap=True, map_location="cpu")
@@ -162,7 +221,9 @@ class TorchBinReader:
                 ) from exc
             if not isinstance(state, dict):
                 raise CorruptFileError(f"{Path(path).name}: does not hold a state dict")
-            self._tensors.update({k: v for k, v in state.items() if hasattr(v, "shape")})
+            tensors = {k: v for k, v in state.items() if isinstance(k, str) and hasattr(v, "shape")}
+            self._tensors.update(tensors)
+            self._where.update(dict.fromkeys(tensors, Path(path)))
 
     def names(self) -> list[str]:
         return list(self._tensors)
@@ -176,7 +237,14 @@ class TorchBinReader:
     def read(self, name: str) -> np.ndarray:
         import torch
 
-        return self._tensors[name].to(torch.float64).numpy()
+        tensor = self._tensors[name]
+        _require_float(Path(self._where[name]), name, self.storage_dtype(name))
+        try:
+            return tensor.to(torch.float64).numpy()
+        except RuntimeError as exc:  # a storage the memory map cannot supply (truncated file)
+            raise CorruptFileError(
+                f"{self._where[name].name}: cannot read tensor {name!r}: {exc}"
+            ) from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,6 +265,7 @@ _GGUF_SCALARS = {
     12: "<d",
 }
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
+_U64 = struct.Struct("<Q")
 
 
 class _Cursor:
@@ -224,6 +293,20 @@ class _Cursor:
         start = self.take(length)
         return bytes(self.buf[start : start + length]).decode("utf-8", errors="replace")
 
+    def skip_strings(self, count: int) -> None:
+        """Skip ``count`` length-prefixed strings without decoding them (a tight loop: tokenizer
+        arrays hold 10^5 strings)."""
+        buf, pos, unpack = self.buf, self.pos, _U64.unpack_from
+        count = min(count, len(buf) // 8 + 1)  # more strings than that cannot fit anyway
+        try:
+            for _ in repeat(None, count):
+                pos += 8 + unpack(buf, pos)[0]
+        except (struct.error, OverflowError):  # past the end, or a length beyond any offset
+            pos = len(buf) + 1
+        if pos > len(buf):
+            self.take(len(buf) + 1)  # raises the truncation error
+        self.pos = pos
+
     def value(self, vtype: int, keep_arrays: bool) -> Any:
         if vtype in _GGUF_SCALARS:
             return self.unpack(_GGUF_SCALARS[vtype])
@@ -240,11 +323,37 @@ class _Cursor:
             if etype == _GGUF_STRING:
                 if keep_arrays:
                     return [self.string() for _ in range(count)]
-                for _ in range(count):  # skip without decoding: only the lengths are read
-                    self.take(struct.unpack_from("<Q", self.buf, self.take(8))[0])
+                self.skip_strings(count)
                 return None
             raise CorruptFileError(f"{self.path.name}: GGUF array of unsupported type {etype}")
         raise CorruptFileError(f"{self.path.name}: GGUF metadata value of unknown type {vtype}")
+
+
+_GGUF_MEMO: dict[int, list[tuple[bytes, tuple[int, dict[str, Any], dict[str, Any]]]]] = {}
+_GGUF_MEMO_LOCK = threading.Lock()
+_GGUF_MEMO_MAX = 8
+
+
+def _gguf_header_memo(buf: mmap.mmap) -> tuple[int, dict[str, Any], dict[str, Any]] | None:
+    """A previous parse of a file of the same size whose header bytes are identical, if any.
+
+    Skipping a tokenizer's 10^5 strings costs 30-100 ms; comparing the header bytes costs ~1 ms
+    and is exact (the parse depends only on them and on the file size).
+    """
+    with _GGUF_MEMO_LOCK:
+        entries = list(_GGUF_MEMO.get(len(buf), ()))
+    for header, parsed in entries:
+        if buf[: len(header)] == header:
+            return parsed
+    return None
+
+
+def _remember_gguf_header(buf: mmap.mmap, header_end: int, parsed: tuple) -> None:
+    """Keep a successful parse for :func:`_gguf_header_memo` (a few entries, oldest dropped)."""
+    with _GGUF_MEMO_LOCK:
+        if sum(len(v) for v in _GGUF_MEMO.values()) >= _GGUF_MEMO_MAX:
+            _GGUF_MEMO.clear()
+        _GGUF_MEMO.setdefault(len(buf), []).append((bytes(buf[:header_end]), parsed))
 
 
 class GGUFReader:
@@ -264,6 +373,11 @@ class GGUFReader:
             if os.fstat(fh.fileno()).st_size < 24:
                 raise CorruptFileError(f"{self.path.name}: too small to be a GGUF file")
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        parsed = _gguf_header_memo(self._map)
+        if parsed is not None:  # a byte-identical header parsed before in this process
+            self.version, metadata, self._tensors = parsed
+            self.metadata = dict(metadata)
+            return
         cur = _Cursor(self._map, self.path)
         magic = bytes(self._map[:4])
         if magic != GGUF_MAGIC:
@@ -296,7 +410,12 @@ class GGUFReader:
             dims = [cur.unpack("<Q") for _ in range(n_dims)]
             qtype, offset = cur.unpack("<I"), cur.unpack("<Q")
             infos.append((name, dims, qtype, offset))
-        alignment = int(self.metadata.get("general.alignment", 32) or 32)
+        alignment = self.metadata.get("general.alignment", 32)
+        if type(alignment) is not int or alignment <= 0 or alignment % 8:
+            raise CorruptFileError(
+                f"{self.path.name}: invalid general.alignment {alignment!r} "
+                "(must be a positive multiple of 8)"
+            )
         data_start = -(-cur.pos // alignment) * alignment
         self._tensors: dict[str, tuple[tuple[int, ...], int, int, int]] = {}
         from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
@@ -310,7 +429,7 @@ class GGUFReader:
                     f"{self.path.name}: tensor {name!r} has unknown quantization type {qtype}"
                 ) from exc
             shape = tuple(reversed(dims))  # GGUF lists the fastest-varying dimension first
-            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            count = math.prod(shape)  # Python integers: huge declared dims cannot overflow
             if shape and shape[-1] % block:
                 raise CorruptFileError(f"{self.path.name}: tensor {name!r} shape {shape} invalid")
             n_bytes = count // block * type_size
@@ -321,6 +440,8 @@ class GGUFReader:
                     f"(needs byte {start + n_bytes}, file has {file_size}): truncated"
                 )
             self._tensors[name] = (shape, qtype, start, n_bytes)
+        parsed = (self.version, dict(self.metadata), self._tensors)
+        _remember_gguf_header(self._map, cur.pos, parsed)
 
     def names(self) -> list[str]:
         return list(self._tensors)
@@ -344,5 +465,18 @@ class GGUFReader:
         from gguf.quants import dequantize
 
         shape, qtype, _, _ = self._tensors[name]
-        values = dequantize(self.raw(name), GGMLQuantizationType(qtype))
-        return np.asarray(values, dtype=np.float64).reshape(shape)
+        kind = GGMLQuantizationType(qtype).name
+        if kind.startswith("I"):  # I8/I16/I32/I64 hold integers, not weights
+            raise CorruptFileError(
+                f"{self.path.name}: tensor {name!r} is stored as {kind}, not a floating-point type"
+            )
+        if 0 in shape:
+            raise CorruptFileError(f"{self.path.name}: tensor {name!r} is empty (shape {shape})")
+        try:
+            values = dequantize(self.raw(name), GGMLQuantizationType(qtype))
+            return np.asarray(values, dtype=np.float64).reshape(shape)
+        except (ValueError, NotImplementedError) as exc:
+            raise CorruptFileError(
+                f"{self.path.name}: cannot dequantize tensor {name!r} "
+                f"({GGMLQuantizationType(qtype).name}, shape {shape}): {exc}"
+            ) from exc

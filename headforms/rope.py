@@ -13,13 +13,23 @@ from typing import Any
 import numpy as np
 
 
+def rope_layer_type(config: Any, layer: int) -> str | None:
+    """The layer type keying ``layer``'s RoPE parameters, or None when they are shared.
+
+    Some configs (Qwen2/3, Mistral) list ``layer_types`` but keep one flat RoPE dict.
+    """
+    params = getattr(config, "rope_parameters", None) or {}
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types and layer_types[layer] in params:
+        return str(layer_types[layer])
+    return None
+
+
 def rope_parameters(config: Any, layer: int) -> dict[str, Any]:
     """The RoPE parameters that apply to ``layer`` (per-layer-type dicts resolved)."""
     params = dict(getattr(config, "rope_parameters", None) or {})
-    layer_types = getattr(config, "layer_types", None)
-    if layer_types and layer_types[layer] in params:
-        params = dict(params[layer_types[layer]])
-    return params
+    layer_type = rope_layer_type(config, layer)
+    return dict(params[layer_type]) if layer_type else params
 
 
 def inverse_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
@@ -29,8 +39,7 @@ def inverse_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
     if rope_type != "default":
         from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-        layer_types = getattr(config, "layer_types", None)
-        layer_type = layer_types[layer] if layer_types else None
+        layer_type = rope_layer_type(config, layer)
         inv_freq, _ = ROPE_INIT_FUNCTIONS[rope_type](config, None, layer_type=layer_type)
         return inv_freq.double().numpy()
     factor = float(

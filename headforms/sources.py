@@ -28,6 +28,7 @@ from .architectures import (
 )
 from .errors import CorruptFileError, HubUnavailableError, ModelSpecError
 from .readers import GGUFReader, SafetensorsReader, TensorReader, TorchBinReader
+from .remote import RemoteSafetensorsReader, ranges_enabled
 
 HUB_ID_PATTERN = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}(?:@[A-Za-z0-9._/-]{1,128})?$"
@@ -163,6 +164,10 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
 
 def resolve(spec: str) -> ModelSource:
     """Open a model spec: locate files, read the config, pick the architecture, fingerprint."""
+    from . import hosted
+
+    if hosted.enabled():  # a shared server: refuse what its policy forbids, before any read
+        hosted.check_spec(spec)
     kind, value, revision = parse_spec(spec)
     if kind == "bundled":
         model = BUNDLED_MODELS[value]
@@ -199,7 +204,7 @@ def open_path(path: Path, spec: str) -> ModelSource:
         )
     config = load_config(path)
     arch = architecture_for(config.model_type)
-    files = weight_files(path)
+    files = weight_files(path, arch)
     reader: TensorReader
     if files[0].suffix == ".safetensors":
         reader = SafetensorsReader(files)
@@ -235,26 +240,35 @@ def load_config(directory: Path) -> Any:
         config = AutoConfig.from_pretrained(str(directory), local_files_only=True)
     except Exception as exc:  # transformers raises ValueError/KeyError/OSError variously
         raise CorruptFileError(
-            f"{directory / 'config.json'}: transformers cannot read it: {str(exc).splitlines()[0]}"
+            f"{directory / 'config.json'}: transformers cannot read it: "
+            + " ".join(str(exc).split())
         ) from exc
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     return text
 
 
-def weight_files(directory: Path, names: set[str] | None = None) -> list[Path]:
+def weight_files(directory: Path, arch: Architecture | None = None) -> list[Path]:
     """Safetensors (single or sharded via its index) or pytorch_model.bin files of a directory.
 
-    With ``names``, only the shards that hold those tensors (read from the index).
+    With ``arch``, a sharded checkpoint yields only the shards that hold attention tensors (Q/K
+    weights, biases, norms; read from the index): the other shards are never opened.
     """
     for stem in ("model.safetensors", "pytorch_model.bin"):
         index = directory / f"{stem}.index.json"
         if index.exists():
             try:
                 weight_map = json.loads(index.read_text())["weight_map"]
-            except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+            except (OSError, KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise CorruptFileError(f"{index.name}: not a valid shard index") from exc
+            if not isinstance(weight_map, dict) or not all(
+                isinstance(f, str) and f != ".." and Path(f).name == f for f in weight_map.values()
+            ):
+                raise CorruptFileError(
+                    f"{index.name}: not a valid shard index (weight_map must map tensor names "
+                    "to shard file names in the same directory)"
+                )
             shards = sorted(
-                {f for t, f in weight_map.items() if names is None or t in names}
+                {f for t, f in weight_map.items() if arch is None or _is_attention_tensor(t, arch)}
                 or set(weight_map.values())
             )
             missing = [s for s in shards if not (directory / s).exists()]
@@ -298,7 +312,10 @@ def open_gguf(path: Path, spec: str) -> ModelSource:
     meta = reader.metadata
     gguf_arch = str(meta.get("general.architecture", ""))
     arch = architecture_for_gguf(gguf_arch)
-    config = config_from_gguf(arch, gguf_arch, meta, path)
+    try:
+        config = config_from_gguf(arch, gguf_arch, meta, path)
+    except (TypeError, ValueError, OverflowError) as exc:  # a metadata value of the wrong type
+        raise CorruptFileError(f"{path.name}: GGUF metadata of the wrong type: {exc}") from exc
     return ModelSource(
         spec=spec,
         display_name=str(meta.get("general.name") or path.stem),
@@ -340,29 +357,36 @@ def config_from_gguf(arch: Architecture, gguf_arch: str, meta: dict[str, Any], p
         head_dim=head_dim,
     )
     theta = float(get("rope.freq_base", 10000.0))
+    rope: dict[str, Any] = {"rope_type": "default", "rope_theta": theta}
+    if get("rope.scaling.type") == "linear":
+        rope.update(rope_type="linear", factor=float(get("rope.scaling.factor", 1.0)))
     model_type = arch.model_types[0]
     if model_type == "gemma3_text":
         window = get("attention.sliding_window")
         if window:
             kwargs["sliding_window"] = int(window)
+        pattern = get("attention.sliding_window_pattern")
+        if isinstance(pattern, int) and pattern > 0:
+            kwargs["sliding_window_pattern"] = pattern
+        # llama.cpp applies rope.scaling (Gemma-3 4B+: linear 8) to the global layers only;
+        # local layers use rope.freq_base_swa (10000 when absent, as llama.cpp assumes)
         kwargs["rope_parameters"] = {
-            "full_attention": {"rope_type": "default", "rope_theta": theta},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": rope,
+            "sliding_attention": {
+                "rope_type": "default",
+                "rope_theta": float(get("rope.freq_base_swa", 10000.0)),
+            },
         }
     else:
-        rope: dict[str, Any] = {"rope_type": "default", "rope_theta": theta}
         rot_dims = get("rope.dimension_count")
         if rot_dims and int(rot_dims) != head_dim:
             rope["partial_rotary_factor"] = int(rot_dims) / head_dim
-        scaling = get("rope.scaling.type")
-        if scaling == "linear":
-            rope.update(rope_type="linear", factor=float(get("rope.scaling.factor", 1.0)))
         kwargs["rope_parameters"] = rope
     try:
         return AutoConfig.for_model(model_type, **kwargs)
     except Exception as exc:
         raise CorruptFileError(
-            f"{path.name}: GGUF metadata gives an invalid config: {exc}"
+            f"{path.name}: GGUF metadata gives an invalid config: {' '.join(str(exc).split())}"
         ) from exc
 
 
@@ -372,7 +396,7 @@ def config_from_gguf(arch: Architecture, gguf_arch: str, meta: dict[str, Any], p
 
 def open_hub(repo_id: str, revision: str | None, spec: str) -> ModelSource:
     """Download the config and only the attention-holding weight files of a hub model."""
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import (
         EntryNotFoundError,
         GatedRepoError,
@@ -382,16 +406,25 @@ def open_hub(repo_id: str, revision: str | None, spec: str) -> ModelSource:
     )
 
     offline = hub_offline()
+    ranges = ranges_enabled()
 
     def fetch(filename: str) -> Path:
         return Path(hf_hub_download(repo_id, filename, revision=revision, local_files_only=offline))
+
+    def locate(filename: str) -> Path:
+        """A weight file: downloaded, or (range mode, safetensors) its name, checked to exist."""
+        if not ranges or not filename.endswith(".safetensors"):
+            return fetch(filename)
+        if not offline:
+            get_hf_file_metadata(hf_hub_url(repo_id, filename, revision=revision))
+        return Path(filename)
 
     try:
         config_path = fetch("config.json")
         directory = config_path.parent
         config = load_config(directory)
         arch = architecture_for(config.model_type)
-        files = _hub_weight_files(fetch, directory, arch)
+        files = _hub_weight_files(fetch, directory, arch, locate)
     except LocalEntryNotFoundError as exc:
         raise HubUnavailableError(
             f"cannot reach the Hugging Face hub for {repo_id!r} and it is not in the local hub "
@@ -415,10 +448,14 @@ def open_hub(repo_id: str, revision: str | None, spec: str) -> ModelSource:
             f"available offline: {', '.join(BUNDLED_MODELS)} (or a local path)"
         ) from exc
     reader: TensorReader
-    reader = (
-        SafetensorsReader(files) if files[0].suffix == ".safetensors" else TorchBinReader(files)
-    )
     commit = directory.name  # hub cache layout: snapshots/<commit sha>/
+    if ranges and files[0].suffix == ".safetensors":  # headers + Q/K byte ranges only
+        reader = RemoteSafetensorsReader.for_hub(repo_id, commit, [str(f) for f in files])
+        files = []
+    elif files[0].suffix == ".safetensors":
+        reader = SafetensorsReader(files)
+    else:
+        reader = TorchBinReader(files)
     return ModelSource(
         spec=spec,
         display_name=repo_id,
@@ -455,20 +492,24 @@ def hub_offline(timeout: float = 3.0) -> bool:
     return False
 
 
-def _hub_weight_files(fetch: Any, directory: Path, arch: Architecture) -> list[Path]:
+def _hub_weight_files(
+    fetch: Any, directory: Path, arch: Architecture, locate: Any = None
+) -> list[Path]:
     from huggingface_hub.errors import EntryNotFoundError
+
+    locate = locate or fetch  # weight files (range mode: names only); indexes are fetched
 
     for stem in ("model.safetensors", "pytorch_model.bin"):
         try:
             index = fetch(f"{stem}.index.json")
         except EntryNotFoundError:
             try:
-                return [fetch(stem)]
+                return [locate(stem)]
             except EntryNotFoundError:
                 continue
         weight_map = json.loads(index.read_text())["weight_map"]
         wanted = {t for t in weight_map if _is_attention_tensor(t, arch)}
-        return [fetch(s) for s in sorted({weight_map[t] for t in wanted})]
+        return [locate(s) for s in sorted({weight_map[t] for t in wanted})]
     raise ModelSpecError(f"{directory.name}: the hub repo has no safetensors or .bin weights")
 
 

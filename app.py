@@ -1,0 +1,46 @@
+"""headforms dashboard: `streamlit run app.py` (or `make run`).
+
+Wires the pages and the shared sidebar; everything else lives in ``pages/`` and ``ui/``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import state
+from ui.sidebar import render_sidebar
+from ui.static import ensure_plotly_js
+
+st.set_page_config(
+    page_title="headforms",
+    layout="wide",
+    menu_items={"About": "headforms: attention heads as bilinear forms (arXiv 2609.22990)."},
+)
+ensure_plotly_js()
+
+# Every page of the app: a new page is one file in pages/ and one line here.
+HEAD_PAGE = st.Page("pages/head.py", title="Head", icon=":material/center_focus_strong:")
+PAGES = {
+    "Explore": [
+        st.Page(
+            "pages/simplex.py", title="Simplex", icon=":material/change_history:", default=True
+        ),
+        HEAD_PAGE,
+        st.Page("pages/heatmaps.py", title="Heatmaps", icon=":material/grid_on:"),
+        st.Page("pages/overview.py", title="Overview", icon=":material/info:"),
+    ],
+    "Paper views": [
+        st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:"),
+        st.Page("pages/fits.py", title="Fits", icon=":material/show_chart:"),
+        st.Page("pages/theorem5.py", title="Theorem 5", icon=":material/functions:"),
+        st.Page("pages/pairing.py", title="Pairing", icon=":material/compare_arrows:"),
+        st.Page("pages/compare.py", title="Compare", icon=":material/stacked_bar_chart:"),
+    ],
+}
+
+page = st.navigation(PAGES)
+if render_sidebar() is None:  # the model failed: its error is shown, no page runs
+    st.stop()
+if state.take_pending_jump() and page.url_path != HEAD_PAGE.url_path:
+    st.switch_page(HEAD_PAGE, query_params=st.query_params.to_dict())
+page.run()

@@ -1,0 +1,111 @@
+"""Warm cache: how fast a cached model's per-head table comes back.
+
+In-process: ``headforms.analyze(MODEL)`` after a first (cold) call filled a fresh cache, median
+of ``--repeat``, with its parts: ``resolve`` (open the model, fingerprint the files), the cache
+read (checksum + unpickle) and the size of the cached entry. The CLI
+(``python -m headforms analyze MODEL --quiet``) on the same warm cache in a subprocess, beside the
+bare interpreter start and the import of the CLI module (what no cache can save).
+
+Run: ``.venv/bin/python benchmarks/bench_warm.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+
+from _common import (
+    PYTHON,
+    limit_threads,
+    machine_line,
+    median_measured,
+    median_time,
+    print_table,
+    thread_env,
+)
+
+MODELS = ("smollm2-135m", "minilm-l6", "gemma3-270m")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--cli-repeat", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="headforms-bench-warm-")
+    os.environ["HEADFORMS_CACHE_DIR"] = work
+    env = thread_env(args.threads, HEADFORMS_CACHE_DIR=work, HF_HUB_OFFLINE="1")
+    try:
+        from headforms import analyze, readers
+        from headforms.cache import ResultCache, cache_key
+        from headforms.engine import analysis_options
+        from headforms.sources import resolve
+
+        rows = []
+        with limit_threads(args.threads):
+            print(machine_line(args.threads))
+            for name in args.models:
+                analyze(name)  # cold: fills the cache
+                warm = median_time(lambda name=name: analyze(name), args.repeat)
+
+                def unmemoized(name: str = name) -> None:
+                    readers._GGUF_MEMO.clear()  # as in a fresh process: parse the GGUF header
+                    analyze(name)
+
+                warm_fresh = median_time(unmemoized, args.repeat)
+                t_resolve = median_time(lambda name=name: resolve(name), args.repeat)
+                source = resolve(name)
+                cache = ResultCache()
+                key = cache_key(source.fingerprint, analysis_options(0, True))
+                t_get = median_time(lambda cache=cache, key=key: cache.get(key), args.repeat)
+                size = len(pickle.dumps(cache.get(key), protocol=pickle.HIGHEST_PROTOCOL))
+                cli = median_measured(
+                    [PYTHON, "-m", "headforms", "analyze", name, "--quiet"], env, args.cli_repeat
+                )
+                rows.append(
+                    {
+                        "model": name,
+                        "analyze warm ms": warm * 1e3,
+                        "no header memo ms": warm_fresh * 1e3,
+                        "resolve ms": t_resolve * 1e3,
+                        "cache read ms": t_get * 1e3,
+                        "entry MB": size / 1e6,
+                        "target ms": 50,
+                        "met": max(warm, warm_fresh) < 0.05,
+                        "CLI warm s": cli.wall,
+                        "CLI MB": cli.peak_rss_mb,
+                    }
+                )
+                print_table("so far", rows[-1:])
+        bare = median_measured([PYTHON, "-c", "pass"], env, args.cli_repeat)
+        imp = median_measured([PYTHON, "-c", "import headforms.cli"], env, args.cli_repeat)
+        full = median_measured(
+            [PYTHON, "-c", "import headforms.engine, transformers.configuration_utils"],
+            env,
+            args.cli_repeat,
+        )
+        print_table(
+            f"Warm cache, in-process median of {args.repeat}, CLI median of {args.cli_repeat}",
+            rows,
+        )
+        print_table(
+            "Fixed start-up costs of a CLI call (subprocess)",
+            [
+                {"step": "python -c pass", "s": bare.wall, "MB": bare.peak_rss_mb},
+                {"step": "import headforms.cli", "s": imp.wall, "MB": imp.peak_rss_mb},
+                {"step": "+ engine, transformers (torch)", "s": full.wall, "MB": full.peak_rss_mb},
+            ],
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Head page: the selected head's spectra and scores, each beside its Gaussian baseline."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from headforms import figures
+from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
+
+ctx = page_context()
+card, row, spectra = ctx.card, ctx.head_row, ctx.analysis.spectra
+
+nav = st.columns([6, 1, 1], vertical_alignment="bottom")
+nav[0].title(ctx.label)
+nav[1].button(
+    "Previous",
+    icon=":material/arrow_back:",
+    on_click=step_head,
+    args=(-1, card.n_layers, card.n_heads),
+    width="stretch",
+)
+nav[2].button(
+    "Next",
+    icon=":material/arrow_forward:",
+    on_click=step_head,
+    args=(1, card.n_layers, card.n_heads),
+    width="stretch",
+)
+st.caption(
+    f"{model_label(ctx.spec)} · query head {ctx.head} of layer {ctx.layer}, key head "
+    f"{int(row['kv_head'])} · RoPE position d = {ctx.rope_position} · every value is shown "
+    "with the same statistic of a Gaussian form of the same n and N (the baseline)."
+)
+
+BASELINE_HELP = "Delta: difference to an independent Gaussian K, Q of the same shapes."
+cols = st.columns(7)
+for col, (label, name) in zip(
+    cols,
+    (
+        ("a (antisymmetric)", "a"),
+        ("b (hyperbolic)", "b"),
+        ("c (PSD)", "c"),
+        ("d (NSD)", "d"),
+        ("Symmetric energy", "energy"),
+        ("Pairing score", "pairing"),
+        ("Parity", "parity"),
+    ),
+    strict=True,
+):
+    with col:
+        metric_vs_baseline(label, row[name], row[f"rand_{name}"], help=BASELINE_HELP)
+
+key = (ctx.spec, ctx.rope_position, ctx.layer, ctx.head)
+i = ctx.row
+left, right = st.columns(2)
+with left:
+    show_figure(
+        cached(
+            "eig_hist",
+            key,
+            lambda: figures.eigenvalue_histogram(
+                spectra["eig_s"][i], spectra["rand_eig_s"][i], title="Eigenvalues of S"
+            ),
+        ),
+        "Histogram of the non-zero eigenvalues of the symmetric part S, scaled by ‖S‖: "
+        "positive lobe λ₊ red, negative lobe λ₋ blue, Gaussian baseline as a grey outline.",
+    )
+    show_figure(
+        cached(
+            "singular_values",
+            key,
+            lambda: figures.singular_values_figure(spectra["sv_a"][i], spectra["rand_sv_a"][i]),
+        ),
+        "Singular values of the antisymmetric part A by rank (unit length), head vs baseline.",
+    )
+with right:
+    show_figure(
+        cached(
+            "lobes",
+            key,
+            lambda: figures.lobes_figure(
+                spectra["lobe_pos"][i], spectra["lobe_neg"][i], spectra["rand_eig_s"][i]
+            ),
+        ),
+        "The i-th largest positive eigenvalue λ₊ᵢ against the i-th largest |negative| one "
+        "λ₋ᵢ; on the diagonal the lobes pair exactly (hyperbolic, b = 1).",
+    )
+    show_figure(
+        cached("profile", key, lambda: figures.profile_bar_figure(row)),
+        "Profile (a, b, c, d) of L and symmetric profile (b_S, c_S, d_S) of S, head vs "
+        "Gaussian baseline; each profile sums to 1.",
+    )
+
+st.subheader("Spectral statistics")
+stats = {
+    "positive / negative / zero eigenvalues of S (of 2n)": (
+        f"{int(row['n_pos'])} / {int(row['n_neg'])} / {int(row['n_zero'])}"
+    ),
+    "‖L‖ (Frobenius)": f"{row['norm_l']:.4g}",
+    "balance 1 − |n₊ − n₋| / (n₊ + n₋)": f"{row['balance']:.3f}",
+    "participation ratio of S": f"{row['participation_ratio']:.2f}",
+    "stable rank of S": f"{row['stable_rank']:.2f}",
+    "leading share λ²_max / ‖S‖²": f"{row['leading_share']:.3f}",
+}
+if card.has_qk_bias:
+    stats["‖q bias‖ / ‖k bias‖ (excluded from L)"] = (
+        f"{row['q_bias_norm']:.3g} / {row['k_bias_norm']:.3g}"
+    )
+st.table({"statistic": list(stats), "value": list(stats.values())})
+st.caption("Per-head statistics of the spectrum of S (Theorem 3: n positive and n negative).")

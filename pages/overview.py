@@ -1,0 +1,99 @@
+"""Overview page: the model card, the parity table and parity by layer, and downloads."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from headforms import figures
+from headforms.analysis import paper_table2, parity_by_layer, parity_table
+from ui import cached, model_label, page_context, show_figure
+from ui.exports import heads_csv, spectra_npz
+from ui.widgets import format_layers
+
+ctx = page_context()
+card = ctx.card
+st.title("Model overview")
+st.caption(model_label(ctx.spec))
+
+left, right = st.columns([2, 3])
+with left:
+    st.subheader("Model card")
+    kv = f"{card.n_kv_heads}" + (" (GQA)" if card.n_kv_heads != card.n_heads else "")
+    rows = {
+        "architecture": f"{card.family} ({card.model_type})",
+        "source": f"{card.source_kind}: {card.spec}",
+        "model dim N": f"{card.model_dim}",
+        "head dim n": f"{card.head_dim}",
+        "layers": f"{card.n_layers}",
+        "query heads per layer": f"{card.n_heads}",
+        "key/value heads per layer": kv,
+        "heads in total": f"{card.total_heads}",
+        "positional encoding": card.positional,
+        "RoPE position d": f"{card.rope_position}" if card.positional == "rotary" else "—",
+        "Q/K storage": card.storage,
+        "QK-norm": ("folded" if card.qk_norm_folded else "present, not folded")
+        if card.qk_norm
+        else "none",
+        "Q/K biases": "present (excluded from L)" if card.has_qk_bias else "none",
+        "weights read": f"{card.weight_bytes / 2**20:.1f} MiB",
+    }
+    for rope in card.rope:
+        rows[f"RoPE (layers {format_layers(rope['layers'])})"] = (
+            f"{rope['rope_type']}, θ = {rope['theta']:g}, rotary dims {rope['rotary_dims']}"
+        )
+    st.table({"property": list(rows), "value": list(rows.values())})
+    if card.notes:
+        st.info("\n".join(f"- {note}" for note in card.notes), icon=":material/info:")
+
+with right:
+    st.subheader("Parity of the heads")
+    table = parity_table({card.name: ctx.heads})
+    st.dataframe(
+        table,
+        column_config={
+            "I+": st.column_config.NumberColumn("Type I+ (%)", format="%.1f"),
+            "II": st.column_config.NumberColumn("Type II (%)", format="%.1f"),
+            "I-": st.column_config.NumberColumn("Type I− (%)", format="%.1f"),
+            "heads": st.column_config.NumberColumn("heads"),
+        },
+    )
+    st.caption(
+        "Percent of heads by parity (Table 2 style): Type II if c_S + d_S ≤ 1/50, otherwise "
+        "I+ if c_S > d_S, else I−."
+    )
+    with st.expander("The paper's Table 2, for comparison"):
+        st.dataframe(paper_table2().drop(columns="heads"))
+    show_figure(
+        cached(
+            "parity_by_layer",
+            (ctx.spec, ctx.rope_position),
+            lambda: figures.parity_by_layer_figure(parity_by_layer(ctx.heads)),
+        ),
+        "Percent of each layer's heads of each parity type (the paper's Figure 12).",
+    )
+
+st.subheader("Downloads")
+stem = card.name.split(" ")[0].replace("/", "_") + (
+    f"_d{ctx.rope_position}" if ctx.rope_position else ""
+)
+dl = st.columns(2)
+dl[0].download_button(
+    "Per-head table (CSV)",
+    data=lambda: heads_csv(ctx.analysis),
+    file_name=f"{stem}_heads.csv",
+    mime="text/csv",
+    icon=":material/table:",
+    on_click="ignore",
+)
+dl[1].download_button(
+    "Spectra (npz)",
+    data=lambda: spectra_npz(ctx.analysis),
+    file_name=f"{stem}_spectra.npz",
+    mime="application/octet-stream",
+    icon=":material/download:",
+    on_click="ignore",
+)
+st.caption(
+    "The CSV has one row per query head (layer-major) with every metric and its rand_* "
+    "baseline; the npz holds the spectra arrays aligned with those rows, plus layer and head."
+)

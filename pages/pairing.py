@@ -1,0 +1,44 @@
+"""Pairing page (Fig 11): distribution of the heads' pairing scores per model, with medians and
+the Gaussian baseline; the symmetric energy alongside."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from headforms import BUNDLED_MODELS, figures_paper
+from ui import cached, model_label, page_context, show_figure, try_load
+
+ctx = page_context()
+st.title("Pairing scores per model")
+st.caption(
+    "Pairing score 𝒫 = 1 − ‖λ₊ − λ₋‖/‖S‖: 1 when the spectrum of S is symmetric about 0. "
+    "Dashed lines mark model medians; dotted outlines are Gaussian K, Q of the same shapes."
+)
+extra = st.multiselect(
+    "Other models",
+    [name for name in BUNDLED_MODELS if name != ctx.spec],
+    default=[],
+    key="pairing_models",
+    format_func=model_label,
+    accept_new_options=True,
+    placeholder="bundled name, hub id or local path",
+)
+models = {ctx.spec: ctx.heads}
+for spec in extra:
+    if spec != ctx.spec:
+        loaded = try_load(spec, 0)
+        if loaded is not None:
+            models[spec] = loaded.heads
+key = (tuple(models), ctx.rope_position)
+show_figure(
+    cached("pairing_fig", key, lambda: figures_paper.distribution_figure(models, "pairing")),
+    "Fig 11: distribution of the heads' pairing scores per model.",
+)
+show_figure(
+    cached(
+        "energy_fig",
+        key,
+        lambda: figures_paper.distribution_figure(models, "energy", "symmetric energy ‖S‖²/‖L‖²"),
+    ),
+    "Symmetric energy per model; the Gaussian baseline concentrates near (N + 1)/(2N).",
+)

@@ -1,0 +1,438 @@
+"""Figure builders: geometry of the simplex and triangle, click data, colour scales, titles."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from plotly.colors import hex_to_rgb
+
+from headforms import HeadformsError, analyze
+from headforms import figures as F
+from headforms.analysis import parity_by_layer
+from headforms.forms import PARITY_LABELS, head_forms
+
+PROFILE = ["a", "b", "c", "d"]
+SYMMETRIC = ["b_sym", "c_sym", "d_sym"]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return analyze("minilm-l6")
+
+
+@pytest.fixture(scope="module")
+def smollm():
+    return analyze("smollm2-135m")
+
+
+def synthetic_heads() -> pd.DataFrame:
+    """Four heads with hand-picked profiles, plus one vanishing form (parity 'zero', NaNs)."""
+    rows = [
+        # layer, head, a, b, c, d, b_sym, c_sym, d_sym, energy, pairing, parity
+        (0, 0, 0.1, 0.2, 0.3, 0.4, 0.2, 0.35, 0.45, 0.9, 0.4, "I-"),
+        (0, 1, 1.0, 0.0, 0.0, 0.0, 0.99, 0.005, 0.005, 0.0, 0.95, "II"),
+        (1, 0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, "I+"),
+        (1, 1, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, "zero"),
+        (2, 1, 0.25, 0.25, 0.25, 0.25, 0.5, 0.3, 0.2, 0.75, 0.7, "I+"),
+    ]
+    cols = ["layer", "head", *PROFILE, *SYMMETRIC, "energy", "pairing", "parity"]
+    frame = pd.DataFrame(rows, columns=cols)
+    frame["rand_energy"] = [0.51, 0.49, 0.5, 0.5, 0.52]
+    frame["rand_pairing"] = [0.97, 0.96, 0.98, 0.97, 0.95]
+    return frame
+
+
+def traces_with(fig: go.Figure, role: str) -> list:
+    return [t for t in fig.data if isinstance(t.meta, dict) and t.meta.get("role") == role]
+
+
+def points(trace) -> np.ndarray:
+    coords = [trace.x, trace.y] + ([trace.z] if hasattr(trace, "z") else [])
+    return np.column_stack([np.asarray(c, dtype=float) for c in coords])
+
+
+def vertex_coords(fig: go.Figure) -> np.ndarray:
+    """The simplex's vertex marker trace, or the triangle's vertex label annotations."""
+    found = traces_with(fig, "vertices")
+    if found:
+        return points(found[0])
+    return np.array([[a.x, a.y] for a in fig.layout.annotations if a.name == "vertex"])
+
+
+def valid_heads(heads: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    ok = heads["parity"].isin(PARITY_LABELS) & np.isfinite(heads[columns]).all(axis=1)
+    return heads[ok]
+
+
+def check_clickable_points(fig: go.Figure, models: dict, columns: list[str]) -> int:
+    """Each head marker's customdata names a head whose profile maps to that marker."""
+    vertices = vertex_coords(fig)
+    seen = 0
+    for trace in traces_with(fig, "heads"):
+        xyz = points(trace)
+        for (model, layer, head), point in zip(trace.customdata, xyz, strict=True):
+            assert isinstance(model, str) and isinstance(layer, int) and isinstance(head, int)
+            frame = models[model]
+            row = frame[(frame["layer"] == layer) & (frame["head"] == head)]
+            assert len(row) == 1
+            assert row["parity"].iloc[0] == trace.meta["parity"]
+            expected = row[columns].to_numpy(float)[0] @ vertices
+            np.testing.assert_allclose(point, expected, atol=1e-9)
+            seen += 1
+    return seen
+
+
+def test_simplex_vertices_form_a_regular_tetrahedron():
+    fig = F.simplex_figure({"synthetic": synthetic_heads()})
+    vertices = vertex_coords(fig)
+    assert vertices.shape == (4, 3)
+    distances = [np.linalg.norm(p - q) for p, q in itertools.combinations(vertices, 2)]
+    np.testing.assert_allclose(distances, distances[0], rtol=1e-12)
+    assert distances[0] > 0
+    labels = list(traces_with(fig, "vertices")[0].text)
+    assert labels == ["a = 1 antisymmetric", "b = 1 hyperbolic", "c = 1 PSD", "d = 1 NSD"]
+
+
+def test_simplex_edges_cover_all_six_edges():
+    fig = F.simplex_figure({"synthetic": synthetic_heads()})
+    vertices = vertex_coords(fig)
+    found = set()
+    for trace in traces_with(fig, "edges"):
+        xyz = points(trace)
+        for start, end in zip(xyz[:-1], xyz[1:], strict=True):
+            if np.isnan(start).any() or np.isnan(end).any():
+                continue
+            i = int(np.argmin(np.linalg.norm(vertices - start, axis=1)))
+            j = int(np.argmin(np.linalg.norm(vertices - end, axis=1)))
+            np.testing.assert_allclose([start, end], vertices[[i, j]], atol=1e-12)
+            found.add(frozenset((i, j)))
+    assert found == {frozenset(e) for e in itertools.combinations(range(4), 2)}
+
+
+def test_known_profiles_land_at_their_barycentric_points():
+    heads = synthetic_heads()
+    fig = F.simplex_figure({"synthetic": heads})
+    va, vb, vc, vd = vertex_coords(fig)
+    by_head = {}
+    for trace in traces_with(fig, "heads"):
+        for (_, layer, head), point in zip(trace.customdata, points(trace), strict=True):
+            by_head[(layer, head)] = point
+    np.testing.assert_allclose(by_head[(0, 0)], 0.1 * va + 0.2 * vb + 0.3 * vc + 0.4 * vd)
+    np.testing.assert_allclose(by_head[(0, 1)], va, atol=1e-12)
+    np.testing.assert_allclose(by_head[(1, 0)], vc, atol=1e-12)
+    np.testing.assert_allclose(by_head[(2, 1)], (va + vb + vc + vd) / 4)
+    assert (1, 1) not in by_head  # the vanishing form has no profile
+
+
+def test_theta_segments_join_c_and_d_to_the_midpoint_of_ab():
+    fig = F.simplex_figure({"synthetic": synthetic_heads()})
+    va, vb, vc, vd = vertex_coords(fig)
+    (theta,) = traces_with(fig, "theta")
+    assert theta.line.color == "red"
+    xyz = points(theta)
+    segments = [xyz[i : i + 2] for i in range(0, len(xyz), 3)]
+    assert all(np.isnan(xyz[i]).all() for i in range(2, len(xyz), 3))
+    mid = (va + vb) / 2
+    np.testing.assert_allclose(segments[0], [vc, mid], atol=1e-12)
+    np.testing.assert_allclose(segments[1], [vd, mid], atol=1e-12)
+
+
+def distance_to_segment(p: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
+    t = np.clip((p - start) @ (end - start) / ((end - start) @ (end - start)), 0, 1)
+    return float(np.linalg.norm(p - (start + t * (end - start))))
+
+
+def test_rank_one_forms_are_drawn_on_theta():
+    """SPEC fact 1 through the figure: rank-one heads (n = 1) sit on the red segments."""
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((6, 1, 20))
+    k = rng.standard_normal((6, 1, 20))
+    k[:3] = np.abs(k[:3]) * np.sign(q[:3])  # some positively aligned pairs
+    metrics = head_forms(q, k).metrics()
+    heads = pd.DataFrame({col: metrics[col] for col in [*PROFILE, "energy", "pairing"]})
+    heads["parity"] = metrics["parity"]
+    heads["layer"], heads["head"] = 0, np.arange(6)
+    fig = F.simplex_figure({"rank one": heads})
+    (theta,) = traces_with(fig, "theta")
+    xyz = points(theta)
+    segments = [(xyz[0], xyz[1]), (xyz[3], xyz[4])]
+    markers = np.vstack([points(t) for t in traces_with(fig, "heads")])
+    assert len(markers) == 6
+    for point in markers:
+        assert min(distance_to_segment(point, *seg) for seg in segments) < 1e-9
+
+
+def test_simplex_marker_count_and_customdata_round_trip(minilm):
+    heads = minilm.heads
+    fig = F.simplex_figure({"minilm": heads})
+    assert check_clickable_points(fig, {"minilm": heads}, PROFILE) == len(
+        valid_heads(heads, PROFILE)
+    )
+    # what the browser receives: JSON lists [str, int, int], one per valid head
+    sent = [
+        tuple(item)
+        for trace in json.loads(fig.to_json())["data"]
+        if trace.get("meta", {}).get("role") == "heads"
+        for item in trace["customdata"]
+    ]
+    assert sorted(sent) == sorted(("minilm", int(r.layer), int(r.head)) for r in heads.itertuples())
+    synthetic = synthetic_heads()
+    fig = F.simplex_figure({"synthetic": synthetic})
+    assert check_clickable_points(fig, {"synthetic": synthetic}, PROFILE) == 4
+
+
+def test_simplex_traces_are_per_parity_with_palette_and_symbols(minilm):
+    fig = F.simplex_figure({"minilm": minilm.heads})
+    head_traces = traces_with(fig, "heads")
+    assert len(head_traces) == len(set(minilm.heads["parity"]) & set(PARITY_LABELS))
+    symbols = {t.meta["parity"]: t.marker.symbol for t in head_traces}
+    assert len(set(symbols.values())) == len(symbols)
+    for trace in head_traces:
+        assert trace.marker.color == F.PARITY_COLORS[trace.meta["parity"]]
+        assert trace.marker.symbol in {"circle", "diamond", "square", "cross", "x"}
+        assert "layer" in trace.text[0] and "energy" in trace.text[0]
+
+
+@pytest.mark.parametrize("color_by", ["layer", "energy", "pairing"])
+def test_simplex_continuous_colouring_has_a_colour_bar(minilm, color_by):
+    heads = minilm.heads
+    fig = F.simplex_figure({"minilm": heads}, color_by=color_by)
+    assert fig.layout.coloraxis.colorbar.title.text
+    for trace in traces_with(fig, "heads"):
+        assert trace.marker.coloraxis == "coloraxis"
+        keys = [(layer, head) for _, layer, head in trace.customdata]
+        expected = (
+            heads.set_index(["layer", "head"], drop=False).loc[keys, color_by].to_numpy(float)
+        )
+        np.testing.assert_allclose(np.asarray(trace.marker.color, float), expected)
+    cmin, cmax = fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax
+    values = valid_heads(heads, PROFILE)[color_by]
+    assert cmin <= values.min() and values.max() <= cmax
+
+
+def test_invalid_color_by_is_a_clear_error():
+    with pytest.raises(HeadformsError, match="color_by"):
+        F.simplex_figure({"synthetic": synthetic_heads()}, color_by="colour")
+
+
+def test_overlay_has_one_legend_group_per_model(minilm, smollm):
+    models = {"minilm": minilm.heads, "smollm2": smollm.heads}
+    fig = F.simplex_figure(models)
+    groups = {t.legendgroup for t in traces_with(fig, "heads")}
+    assert groups == set(models)
+    total = sum(len(valid_heads(h, PROFILE)) for h in models.values())
+    assert check_clickable_points(fig, models, PROFILE) == total
+    for name in models:
+        assert len([t for t in traces_with(fig, "heads") if t.legendgroup == name]) <= 3
+
+
+def test_selected_head_is_highlighted(minilm):
+    heads = minilm.heads
+    fig = F.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5))
+    (sel,) = traces_with(fig, "selected")
+    assert tuple(sel.customdata[0]) == ("minilm", 2, 5)
+    row = heads[(heads["layer"] == 2) & (heads["head"] == 5)][PROFILE].to_numpy(float)
+    np.testing.assert_allclose(points(sel)[0], (row @ vertex_coords(fig))[0])
+    assert sel.marker.size > traces_with(fig, "heads")[0].marker.size
+    assert traces_with(F.simplex_figure({"minilm": heads}), "selected") == []
+    other = F.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
+    assert traces_with(other, "selected") == []
+
+
+def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):
+    one = F.simplex_figure({"minilm": minilm.heads})
+    two = F.simplex_figure({"minilm": minilm.heads}, color_by="energy", selected=("minilm", 0, 0))
+    assert one.layout.uirevision == two.layout.uirevision == F.UIREVISION
+    assert isinstance(one.layout.uirevision, str)
+    assert one.layout.scene.xaxis.visible is False
+    assert one.layout.scene.camera.eye.y is not None
+    assert one.layout.title.text and one.layout.template.layout.paper_bgcolor == "white"
+
+
+def test_triangle_geometry_band_and_points(minilm):
+    heads = minilm.heads
+    fig = F.triangle_figure({"minilm": heads}, selected=("minilm", 1, 2))
+    assert all(isinstance(t, go.Scatter) for t in fig.data)
+    vertices = vertex_coords(fig)
+    labels = [a.text for a in fig.layout.annotations if a.name == "vertex"]
+    assert labels == ["b = 1 hyperbolic", "c = 1 PSD", "d = 1 NSD"]
+    sides = [np.linalg.norm(p - q) for p, q in itertools.combinations(vertices, 2)]
+    np.testing.assert_allclose(sides, sides[0], rtol=1e-12)
+    ends = np.vstack([points(t) for t in traces_with(fig, "edges")])
+    ends = np.unique(ends[~np.isnan(ends).any(axis=1)].round(12), axis=0)
+    np.testing.assert_allclose(np.sort(ends, axis=0), np.sort(vertices, axis=0), atol=1e-12)
+    selectable = [t for t in fig.data if "markers" in (t.mode or "") or "text" in (t.mode or "")]
+    assert all(t.customdata is not None for t in selectable)  # selections hold heads only
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1
+    (band,) = traces_with(fig, "band")
+    corners = points(band)[:3]
+    vb, vc, vd = vertices
+    np.testing.assert_allclose(corners, [vb, 0.98 * vb + 0.02 * vc, 0.98 * vb + 0.02 * vd])
+    assert check_clickable_points(fig, {"minilm": heads}, SYMMETRIC) == len(
+        valid_heads(heads, SYMMETRIC)
+    )
+    (sel,) = traces_with(fig, "selected")
+    assert tuple(sel.customdata[0]) == ("minilm", 1, 2)
+    # every Type II head lies inside the band polygon (b_S >= 0.98)
+    for trace in traces_with(fig, "heads"):
+        if trace.meta["parity"] == "II":
+            assert (points(trace)[:, 0] <= corners[1, 0] + 1e-12).all()
+
+
+def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
+    heads = minilm.heads
+    fig = F.heatmap_pair_figure(heads, "energy", "minilm", selected=("minilm", 3, 7))
+    axis = fig.layout.coloraxis
+    assert (axis.cmin + axis.cmax) / 2 == pytest.approx(0.5)
+    for column in ("energy", "rand_energy"):
+        assert axis.cmin <= heads[column].min() and heads[column].max() <= axis.cmax
+    scale = dict((pos, color) for pos, color in axis.colorscale)
+    assert hex_to_rgb(scale[0.5]) == (255, 255, 255)
+    low = hex_to_rgb(scale[0.0])
+    assert low[2] > low[0]  # blue below
+    high = hex_to_rgb(scale[1.0])
+    assert high[0] > high[2]  # red above
+    cells = traces_with(fig, "cells")
+    assert [t.meta["panel"] for t in cells] == ["trained", "baseline"]
+    assert {t.xaxis for t in cells} == {"x", "x2"}
+    for trace, column in zip(cells, ("energy", "rand_energy"), strict=True):
+        assert trace.marker.coloraxis == "coloraxis"
+        assert trace.marker.symbol == "square"
+        np.testing.assert_allclose(np.asarray(trace.marker.color, float), heads[column])
+        for (model, layer, head), x, y in zip(trace.customdata, trace.x, trace.y, strict=True):
+            assert (model, layer, head) == ("minilm", y, x)
+    assert sum(1 for t in fig.data if getattr(t.marker, "showscale", None)) == 0
+    selected = traces_with(fig, "selected")
+    assert len(selected) == 2
+    assert all(tuple(t.customdata[0]) == ("minilm", 3, 7) for t in selected)
+    assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
+
+
+def test_heatmap_range_is_symmetric_about_half_and_covers_both_panels():
+    heads = synthetic_heads()
+    fig = F.heatmap_pair_figure(heads, "pairing", "synthetic")
+    axis = fig.layout.coloraxis
+    assert axis.cmin == pytest.approx(0.0) and axis.cmax == pytest.approx(1.0)
+    with pytest.raises(HeadformsError, match="rand_balance"):
+        F.heatmap_pair_figure(heads.assign(balance=1.0), "balance", "synthetic")
+
+
+def test_heatmap_marker_size_shrinks_with_the_grid(minilm, smollm):
+    small = F.heatmap_pair_figure(minilm.heads, "energy", "minilm")
+    large = F.heatmap_pair_figure(smollm.heads, "energy", "smollm")
+    assert traces_with(large, "cells")[0].marker.size < traces_with(small, "cells")[0].marker.size
+
+
+def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
+    eig = minilm.spectra["eig_s"][4].copy()
+    eig[-3:] = 0.0  # pretend three are exact zeros
+    fig = F.eigenvalue_histogram(eig, minilm.spectra["rand_eig_s"][4], title="L0H4")
+    bars = [t for t in fig.data if isinstance(t, go.Bar)]
+    assert sum(float(np.sum(b.y)) for b in bars) == pytest.approx(np.count_nonzero(eig))
+    positive, negative = bars
+    assert (np.asarray(positive.x) > 0).all() and (np.asarray(negative.x) < 0).all()
+    assert positive.marker.color != negative.marker.color
+    assert float(np.sum(positive.y)) == np.count_nonzero(eig > 0)
+    extent = max(np.abs(np.asarray(b.x)).max() for b in bars)
+    assert extent <= np.abs(eig).max() / np.linalg.norm(eig) + 1e-12
+    assert "3 exact zero" in fig.layout.title.text
+    assert "‖S‖" in fig.layout.xaxis.title.text
+    (outline,) = [t for t in fig.data if isinstance(t, go.Scatter)]
+    assert "baseline" in outline.name
+
+
+def test_eigenvalue_histogram_pools_several_heads_per_head(minilm):
+    eig = minilm.spectra["eig_s"]
+    fig = F.eigenvalue_histogram(eig, minilm.spectra["rand_eig_s"])
+    bars = [t for t in fig.data if isinstance(t, go.Bar)]
+    total = sum(float(np.sum(b.y)) for b in bars)
+    assert total == pytest.approx(np.count_nonzero(eig) / eig.shape[0])
+
+
+def test_lobes_figure_accepts_lobes_or_eigenvalues_for_the_baseline(minilm):
+    sp = minilm.spectra
+    i = 7
+    pos, neg = sp["lobe_pos"][i], sp["lobe_neg"][i]
+    rand = sp["rand_eig_s"][i]
+    rpos = np.sort(rand[rand > 0])[::-1]
+    rneg = np.sort(-rand[rand < 0])[::-1]
+    by_lobes = F.lobes_figure(pos, neg, rpos, rneg)
+    by_eigs = F.lobes_figure(pos, neg, rand)
+    head, base = by_lobes.data[1], by_lobes.data[2]
+    norm = np.sqrt(np.sum(sp["eig_s"][i] ** 2))
+    keep = (pos > 0) | (neg > 0)
+    np.testing.assert_allclose(head.x, pos[keep] / norm)
+    np.testing.assert_allclose(head.y, neg[keep] / norm)
+    np.testing.assert_allclose(by_eigs.data[2].x, base.x)
+    np.testing.assert_allclose(by_eigs.data[2].y, base.y)
+    diagonal = by_lobes.data[0]
+    assert list(diagonal.x) == list(diagonal.y)
+
+
+def test_singular_values_figure_keeps_distinct_values(minilm):
+    sv = minilm.spectra["sv_a"][3]
+    fig = F.singular_values_figure(sv, minilm.spectra["rand_sv_a"][3])
+    head, base = fig.data
+    n = minilm.card.head_dim
+    assert len(head.y) == len(base.y) == n
+    assert float(np.sum(np.square(head.y))) == pytest.approx(1.0)
+    assert list(head.x) == list(range(1, n + 1))
+    assert np.all(np.diff(np.asarray(head.y)) <= 0)
+
+
+def test_parity_by_layer_bars_stack_to_100(minilm):
+    frame = parity_by_layer(minilm.heads)
+    fig = F.parity_by_layer_figure(frame)
+    assert fig.layout.barmode == "stack"
+    assert [t.marker.color for t in fig.data] == [F.PARITY_COLORS[p] for p in PARITY_LABELS]
+    totals = np.sum([np.asarray(t.y) for t in fig.data], axis=0)
+    np.testing.assert_allclose(totals, 100.0)
+    counts = minilm.heads.groupby("layer")["parity"].apply(lambda s: (s == "I+").mean() * 100)
+    np.testing.assert_allclose(fig.data[0].y, counts.to_numpy())
+
+
+def test_profile_bar_figure_uses_the_baseline_columns(minilm):
+    row = minilm.heads.iloc[5]
+    fig = F.profile_bar_figure(row)
+    head, base = fig.data
+    np.testing.assert_allclose(head.y[:4], row[PROFILE].to_numpy(float))
+    np.testing.assert_allclose(base.y[:4], row[[f"rand_{c}" for c in PROFILE]].to_numpy(float))
+
+
+def all_figures(analysis) -> dict[str, go.Figure]:
+    heads, sp = analysis.heads, analysis.spectra
+    models = {"m": heads}
+    return {
+        "simplex": F.simplex_figure(models),
+        "triangle": F.triangle_figure(models, color_by="layer"),
+        "histogram": F.eigenvalue_histogram(sp["eig_s"][0], sp["rand_eig_s"][0]),
+        "lobes": F.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], sp["rand_eig_s"][0]),
+        "singular": F.singular_values_figure(sp["sv_a"][0], sp["rand_sv_a"][0]),
+        "heatmap": F.heatmap_pair_figure(heads, "pairing", "m"),
+        "parity": F.parity_by_layer_figure(parity_by_layer(heads)),
+        "profile": F.profile_bar_figure(heads.iloc[0]),
+    }
+
+
+def test_every_figure_has_titles_and_the_template(minilm):
+    for name, fig in all_figures(minilm).items():
+        assert fig.layout.title.text, name
+        assert fig.layout.template.layout.paper_bgcolor == "white", name
+        if name == "simplex":
+            assert all(fig.layout.scene[a].title.text for a in ("xaxis", "yaxis", "zaxis"))
+            continue
+        axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+        assert {"xaxis", "yaxis"} <= set(axes), name
+        titled = [fig.layout[k].title.text for k in axes if fig.layout[k].title.text]
+        assert len(titled) >= 2, name
+
+
+def test_figures_serialise_to_json(smollm):
+    """The dashboard sends figures to plotly.js as JSON: every builder's output must encode."""
+    for name, fig in all_figures(smollm).items():
+        assert len(fig.to_json()) > 100, name

@@ -1,0 +1,260 @@
+"""Hosted mode: path confinement, spec sanitising, hub allow-list and the up-front size limit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import types
+from pathlib import Path
+
+import pytest
+import tiny_models
+
+from headforms import hosted, sources
+from headforms.engine import analyze
+from headforms.errors import HeadformsError, ModelSpecError, NotAllowedError
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A model root with a tiny model, the same model outside it, and hostile links inside it."""
+    base = tmp_path_factory.mktemp("hosted")
+    root, outside = base / "models", base / "outside"
+    root.mkdir()
+    outside.mkdir()
+    model = root / "tiny"
+    tiny_models.build("llama", model)
+    shutil.copytree(model, outside / "tiny")
+    (root / "escape").symlink_to(outside / "tiny")  # a directory link leaving the root
+    (root / "alias").symlink_to(model)  # a link that stays inside the root: fine
+    linked = root / "linked-weights"  # a real directory whose weight file leaves the root
+    linked.mkdir()
+    shutil.copy(model / "config.json", linked / "config.json")
+    (linked / "model.safetensors").symlink_to(outside / "tiny" / "model.safetensors")
+    sharded = root / "sharded"  # an index naming a shard outside its directory
+    sharded.mkdir()
+    shutil.copy(model / "config.json", sharded / "config.json")
+    (sharded / "model.safetensors.index.json").write_text(
+        '{"weight_map": {"model.layers.0.self_attn.q_proj.weight": '
+        '"../../outside/tiny/model.safetensors"}}'
+    )
+    return {"base": base, "root": root, "outside": outside, "model": model}
+
+
+@pytest.fixture
+def hosted_env(monkeypatch: pytest.MonkeyPatch, layout: dict[str, Path]) -> dict[str, Path]:
+    """Hosted mode on, one model root, no allow-list, no size limit."""
+    monkeypatch.setenv(hosted.HOSTED_ENV, "1")
+    monkeypatch.setenv(hosted.ROOTS_ENV, str(layout["root"]))
+    monkeypatch.delenv(hosted.ALLOWLIST_ENV, raising=False)
+    monkeypatch.delenv(hosted.MAX_BYTES_ENV, raising=False)
+    return layout
+
+
+@pytest.fixture
+def no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every way of reading a model fail loudly: a refusal must come before any read."""
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model file was opened before the policy refused it")
+
+    for name in ("SafetensorsReader", "TorchBinReader", "GGUFReader", "load_config"):
+        monkeypatch.setattr(sources, name, forbidden)
+    monkeypatch.setattr("huggingface_hub.hf_hub_download", forbidden)
+
+
+TRAVERSAL = [
+    ("{root}/../outside/tiny", "path traversal"),
+    ("../outside/tiny", "path traversal"),
+    ("{root}/tiny/../../outside/tiny", "path traversal"),
+    ("{outside}/tiny", "outside the model directories"),
+    ("/etc", "outside the model directories"),
+    ("/etc/passwd", "outside the model directories"),
+    ("{root}/escape", "symbolic link"),
+    ("{root}/linked-weights", "symbolic link"),
+    ("{root}/sharded", "names the shard"),
+    ("~", "home-directory"),
+    ("~/models/tiny", "home-directory"),
+    ("~root/.ssh/id_rsa", "home-directory"),
+]
+
+
+@pytest.mark.parametrize(("spec", "message"), TRAVERSAL)
+def test_paths_outside_the_roots_are_refused(
+    hosted_env: dict[str, Path], no_reading: None, spec: str, message: str
+) -> None:
+    """Traversal, absolute paths elsewhere, symlink escapes and '~' are refused before reading."""
+    spec = spec.format(root=hosted_env["root"], outside=hosted_env["outside"])
+    with pytest.raises(NotAllowedError, match=message):
+        analyze(spec)
+
+
+METACHARACTERS = [
+    ("gpt2;rm -rf /", "shell metacharacter ';'"),
+    ("gpt2|cat /etc/passwd", "shell metacharacter '|'"),
+    ("$(id)", "shell metacharacter '\\$'"),
+    ("`id`", "shell metacharacter '`'"),
+    ("gpt2 && id", "shell metacharacter '&'"),
+    ("gpt2>out", "shell metacharacter '>'"),
+    ("gpt2\nid", "a newline"),
+    ("gpt2\x00.gguf", "a NUL byte"),
+    ("gpt2\rx", "a carriage return"),
+    ("gpt2\x1b[31m", "control character"),
+    ("x" * 600, "at most 512"),
+]
+
+
+@pytest.mark.parametrize(("spec", "message"), METACHARACTERS)
+def test_shell_metacharacters_are_refused(
+    hosted_env: dict[str, Path], no_reading: None, spec: str, message: str
+) -> None:
+    """Specs with shell metacharacters or control characters never reach the engine."""
+    with pytest.raises(NotAllowedError, match=message) as info:
+        analyze(spec)
+    assert "\n" not in str(info.value)
+
+
+def test_no_roots_means_no_local_paths(
+    hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without HEADFORMS_MODEL_ROOTS, hosted mode opens no local path at all."""
+    monkeypatch.delenv(hosted.ROOTS_ENV)
+    with pytest.raises(NotAllowedError, match="local paths are disabled"):
+        analyze(str(hosted_env["model"]))
+
+
+def test_allowed_paths_and_bundled_models_still_work(hosted_env: dict[str, Path]) -> None:
+    """A model under a root (also through a link that stays inside) analyses as usual."""
+    direct = analyze(str(hosted_env["model"]), use_cache=False)
+    aliased = analyze(str(hosted_env["root"] / "alias"), use_cache=False)
+    assert len(direct.heads) == tiny_models.LAYERS * tiny_models.H
+    assert direct.heads.equals(aliased.heads)
+    hosted.check_spec("smollm2-135m")  # bundled models need no root
+    assert sources.resolve("minilm-l6").kind == "bundled"
+
+
+def test_hub_allowlist(
+    hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exact ids and org/* globs pass the allow-list (then the offline hub decides); others not."""
+    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "gpt2, openai-community/*")
+    for spec in ("gpt2", "openai-community/gpt2", "openai-community/gpt2@main", "GPT2"):
+        hosted.check_spec(spec)
+    for spec in ("EleutherAI/pythia-70m", "openai-community", "gpt2-xl", "evil/gpt2"):
+        with pytest.raises(NotAllowedError, match="not allowed on this server"):
+            hosted.check_spec(spec)
+    with pytest.raises(NotAllowedError, match="not allowed on this server"):
+        analyze("EleutherAI/pythia-70m")
+    with pytest.raises(ModelSpecError, match="hub id"):
+        analyze("not a hub id")
+
+
+def test_size_limit_refuses_local_models_before_reading(
+    hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model larger than HEADFORMS_MAX_MODEL_BYTES is refused from its file sizes alone."""
+    size = (hosted_env["model"] / "model.safetensors").stat().st_size
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(size // 2))
+    with pytest.raises(NotAllowedError, match="more than this server's limit") as info:
+        analyze(str(hosted_env["model"]))
+    assert "nothing was downloaded or read" in str(info.value)
+
+
+def test_size_limit_refuses_a_large_gguf_before_reading(
+    hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled SmolLM2 GGUF opened as a local file under a root is measured, not read."""
+    gguf = sources.BUNDLED_MODELS["smollm2-135m"].locate()
+    roots = os.pathsep.join([str(hosted_env["root"]), str(gguf.parent)])
+    monkeypatch.setenv(hosted.ROOTS_ENV, roots)
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(10 * 2**20))
+    with pytest.raises(NotAllowedError, match=r"MiB of weights, more than .* 10\.0 MiB"):
+        analyze(str(gguf))
+
+
+def test_size_limit_at_the_boundary(
+    hosted_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model of exactly the limit is served; one byte less is refused."""
+    model = hosted_env["model"]
+    total = sum(p.stat().st_size for p in (model / "config.json", model / "model.safetensors"))
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(total))
+    assert len(analyze(str(model), use_cache=False).heads) > 0
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(total - 1))
+    with pytest.raises(NotAllowedError, match="limit"):
+        analyze(str(model), use_cache=False)
+
+
+def test_size_limit_uses_hub_metadata_before_download(
+    hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hub models are measured from the hub's file metadata; the download never starts."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoSibling
+
+    calls: list[dict[str, object]] = []
+
+    def model_info(
+        self: HfApi, repo_id: str, *, revision: str | None = None, files_metadata: bool = False
+    ) -> types.SimpleNamespace:
+        calls.append({"repo_id": repo_id, "revision": revision, "files_metadata": files_metadata})
+        return types.SimpleNamespace(
+            siblings=[
+                RepoSibling("config.json", size=700),
+                RepoSibling("model-00001-of-00002.safetensors", size=5 * 2**30),
+                RepoSibling("model-00002-of-00002.safetensors", size=5 * 2**30),
+                RepoSibling("pytorch_model.bin", size=20 * 2**30),
+            ]
+        )
+
+    monkeypatch.setattr(sources, "hub_offline", lambda timeout=3.0: False)
+    monkeypatch.setattr(HfApi, "model_info", model_info)
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(8 * 2**30))
+    with pytest.raises(NotAllowedError, match=r"10\.0 GiB of weights, more than .* 8\.0 GiB"):
+        analyze("big-org/big-model@v1")
+    assert calls == [{"repo_id": "big-org/big-model", "revision": "v1", "files_metadata": True}]
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(11 * 2**30))
+    hosted.check_spec("big-org/big-model@v1")  # under the limit: passes (safetensors counted)
+
+
+def test_hosted_mode_off_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch, layout: dict[str, Path]
+) -> None:
+    """Without HEADFORMS_HOSTED every local path opens as before and no policy applies."""
+    for value in ("", "0", "no"):
+        monkeypatch.setenv(hosted.HOSTED_ENV, value)
+        assert not hosted.enabled()
+    monkeypatch.setenv(hosted.ROOTS_ENV, str(layout["root"]))
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, "1")
+    res = analyze(str(layout["outside"] / "tiny"), use_cache=False)
+    assert len(res.heads) == tiny_models.LAYERS * tiny_models.H
+    assert len(analyze(str(layout["root"] / "escape"), use_cache=False).heads) == len(res.heads)
+    with pytest.raises(ModelSpecError, match="no such file"):
+        analyze(str(layout["base"] / "missing;dir"))
+    assert issubclass(NotAllowedError, HeadformsError)
+
+
+def test_size_limit_offline_measures_the_local_hub_cache(
+    hosted_env: dict[str, Path],
+    no_reading: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Offline, a hub model is measured in the local hub cache (its snapshot), not read."""
+    from huggingface_hub import constants
+
+    snapshot = tmp_path / "hub" / "models--some-org--some-model" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("a" * 40)
+    (snapshot / "config.json").write_text("{}")
+    with (snapshot / "model.safetensors").open("wb") as fh:
+        fh.truncate(3 * 2**20)  # sparse: only its size matters
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(sources, "hub_offline", lambda timeout=3.0: True)
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(2**20))
+    with pytest.raises(NotAllowedError, match=r"3\.0 MiB of weights"):
+        analyze("some-org/some-model")
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(4 * 2**20))
+    hosted.check_spec("some-org/some-model")
+    hosted.check_spec("other-org/not-cached")  # unknown size: the download step reports it

@@ -1,0 +1,79 @@
+"""The paper-view pages (spectra, fits, Theorem 5, pairing, compare) render headless without
+exceptions on a bundled model, and their figure builders for several models are well formed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from headforms import analyze, figures_paper
+from ui import state
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+MODEL = "minilm-l6"
+TITLES = {
+    "spectra": "Spectra of the symmetric parts",
+    "fits": "Distribution fits of the spectral lobes",
+    "theorem5": "Theorem 5: sampled gamma lobes",
+    "pairing": "Pairing scores per model",
+    "compare": "Compare models",
+}
+
+
+@pytest.fixture(scope="module")
+def models():
+    """Two bundled models' per-head tables (disk-cached across the test session)."""
+    return {name: analyze(name).heads for name in ("minilm-l6", "smollm2-135m")}
+
+
+def _run_page(page: str, **session) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state[state.MODEL_KEY] = MODEL
+    for key, value in session.items():
+        at.session_state[key] = value
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    return at
+
+
+@pytest.mark.parametrize("page", list(TITLES))
+def test_page_renders_without_exceptions(page):
+    at = _run_page(page)
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert [t.value for t in at.title] == [TITLES[page]]
+
+
+def test_spectra_page_with_a_chosen_k_and_selected_head():
+    at = _run_page("spectra", spectra_k=3, spectra_color="parity", **{state.LAYER_KEY: 2})
+    assert not at.exception, [e.message for e in at.exception]
+    clusters = at.dataframe[0].value
+    assert len(clusters) == 3 and clusters["size"].sum() == 72
+
+
+def test_theorem5_page_reports_bad_parameters():
+    at = _run_page("theorem5")
+    assert not at.exception and not at.error
+    at.multiselect[0].set_value([64, 4096]).run()  # 4096 x 100 spectra: over the limit
+    assert not at.exception
+    assert "exceeds" in at.error[0].value
+    at.multiselect[0].set_value([]).run()
+    assert not at.exception and at.info
+
+
+def test_comparison_figures_and_table(models):
+    table = figures_paper.parity_comparison_table(models)
+    assert list(table["source"]).count("paper, Table 2") == 6
+    assert set(table.loc[table["source"] == "computed here", "model"]) == set(models)
+    figures = (
+        figures_paper.parity_comparison_figure(table),
+        figures_paper.distribution_figure(models, "pairing"),
+        figures_paper.distribution_figure(models, "energy", "symmetric energy"),
+    )
+    for fig in figures:
+        assert fig.layout.title.text
+        assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    medians = [s for s in figures[1].layout.shapes if s.line.dash == "dash"]
+    assert len(medians) == len(models)

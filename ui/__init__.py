@@ -1,0 +1,79 @@
+"""Streamlit-only helpers of the dashboard: shared sidebar and state, loading, clickable plots.
+
+How a page is written (pages stay thin: no math, no file I/O)::
+
+    import streamlit as st
+    from headforms import figures
+    from ui import cached, page_context, show_figure
+
+    ctx = page_context()              # drawn by app.py: model, RoPE position, layer, head
+    st.title("Spectra")
+    fig = cached("spectra", (ctx.spec, ctx.rope_position, ctx.layer, ctx.head),
+                 lambda: figures.eigenvalue_histogram(ctx.analysis.spectra["eig_s"][ctx.row]))
+    show_figure(fig, "One line saying what the figure shows.")
+
+A new page is one file in ``pages/`` plus one ``st.Page(...)`` line in ``app.py``'s ``PAGES``.
+Call ``page_context()`` first on every page, even one that needs no model: on a fresh server
+Streamlit may run a page file without ``app.py`` (legacy ``pages/`` mode, also in every
+``AppTest`` run); ``page_context()`` detects that and reruns the page through ``app.py``.
+
+API
+---
+``page_context() -> PageContext`` (:mod:`ui.sidebar`)
+    The context drawn by ``app.py`` for this run; stops the page (the error is already shown)
+    if the model failed to load. Fields: ``spec``, ``rope_position``, ``layer``, ``head``,
+    ``color_by``, ``analysis`` (:class:`headforms.ModelAnalysis`); properties ``card``,
+    ``heads``, ``row`` (index of the selected head in ``heads`` and every ``spectra`` array),
+    ``head_row``, ``selected`` (``(spec, layer, head)`` as in figures' ``selected=``),
+    ``label`` (``"Layer 3 · Head 5"``).
+``head_label(layer, head)``, ``model_label(spec)``
+    How heads and models are named in the UI.
+``load_analysis(spec, rope_position=0)``, ``try_load(spec, rope_position=0, where=None)``
+    (:mod:`ui.loading`) Any other model (e.g. a comparison page): cached process-wide by
+    ``(spec, rope_position)`` over the engine's disk cache, with a per-layer ``st.progress``
+    while computing. ``try_load`` shows a failure as ``st.error`` and returns None.
+``cached(kind, key, build)``
+    ``build()`` cached process-wide under ``(kind, key)`` (``st.cache_resource``): use for
+    figures and exports; ``key`` must identify all inputs (spec, RoPE position, options).
+``clickable_plot(figure_or_payload, key, on_click=None, height=None)`` (:mod:`ui.plot`)
+    A Plotly figure whose clicks reach Python: ``on_click(customdata)`` runs as a callback.
+    Cache ``PlotPayload.of(fig)`` (the serialised figure) with ``cached`` for fast reruns.
+    Pass ``on_click=select_from_customdata`` to make points (customdata ``[model, layer,
+    head]``) select a head. The plot's div carries ``data-hf-plot="<key>"``.
+``show_figure(fig, caption, key=None)``, ``metric_vs_baseline(label, value, baseline)``,
+``jump_toggle()``, ``fit_to_column(fig, zoom_out=1.0)`` (:mod:`ui.widgets`)
+    Static figure + one-line caption; ``st.metric`` with the Gaussian baseline as delta; the
+    shared "open the head page on click" switch; legend below / 3D camera farther for figures
+    shown in half-width columns.
+State (:mod:`ui.state`)
+    Keys ``MODEL_KEY``, ``ROPE_KEY``, ``LAYER_KEY``, ``HEAD_KEY``, ``COLOR_KEY``,
+    ``OVERLAY_KEY`` (extra models on the simplex). Change the selection only in callbacks:
+    ``select_head(spec, layer, head, jump=False)``, ``select_from_customdata(point)``,
+    ``step_head(step, n_layers, n_heads)``. The URL mirrors model, rope, layer and head.
+"""
+
+from .loading import cached, load_analysis, try_load
+from .plot import PlotPayload, clickable_plot
+from .sidebar import PageContext, head_label, model_label, page_context, render_sidebar
+from .state import select_from_customdata, select_head, step_head
+from .widgets import fit_to_column, jump_toggle, metric_vs_baseline, show_figure
+
+__all__ = [
+    "PageContext",
+    "PlotPayload",
+    "cached",
+    "clickable_plot",
+    "fit_to_column",
+    "head_label",
+    "jump_toggle",
+    "load_analysis",
+    "metric_vs_baseline",
+    "model_label",
+    "page_context",
+    "render_sidebar",
+    "select_from_customdata",
+    "select_head",
+    "show_figure",
+    "step_head",
+    "try_load",
+]

@@ -1,0 +1,24 @@
+"""Downloadable files of an analysis (built lazily when the user clicks a download button)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from headforms import ModelAnalysis
+
+
+def heads_csv(analysis: ModelAnalysis) -> str:
+    """The per-head table as CSV text (one row per query head, layer-major)."""
+    return analysis.heads.to_csv(index=False)
+
+
+def spectra_npz(analysis: ModelAnalysis) -> bytes:
+    """The spectra arrays (rows aligned with the per-head table) plus ``layer``/``head``."""
+    buffer = io.BytesIO()
+    arrays = dict(analysis.spectra)
+    arrays["layer"] = analysis.heads["layer"].to_numpy()
+    arrays["head"] = analysis.heads["head"].to_numpy()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()

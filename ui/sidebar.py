@@ -1,0 +1,182 @@
+"""The shared sidebar (model, RoPE position, layer, head, colour-by) and the page context.
+
+``app.py`` calls :func:`render_sidebar` once per run, before the page; pages call
+:func:`page_context` to get the loaded model and the selection of this run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from headforms import BUNDLED_MODELS, ModelAnalysis, ModelCard
+
+from . import state
+from .loading import try_load
+
+CONTEXT_KEY = "_hf_page_context"
+ROTARY = "rotary"
+MAX_ROPE = 10**7
+"""Largest |d| the engine accepts."""
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """What every page needs: the loaded analysis and the current selection."""
+
+    spec: str
+    rope_position: int
+    layer: int
+    head: int
+    color_by: str
+    analysis: ModelAnalysis
+
+    @property
+    def card(self) -> ModelCard:
+        """The model card of the loaded model."""
+        return self.analysis.card
+
+    @property
+    def heads(self) -> pd.DataFrame:
+        """The per-head table (one row per query head, layer-major)."""
+        return self.analysis.heads
+
+    @property
+    def row(self) -> int:
+        """Row of the selected head in ``heads`` and in every ``spectra`` array."""
+        return self.analysis.row(self.layer, self.head)
+
+    @property
+    def head_row(self) -> pd.Series:
+        """The selected head's row of the per-head table."""
+        return self.heads.iloc[self.row]
+
+    @property
+    def selected(self) -> tuple[str, int, int]:
+        """``(model, layer, head)`` as carried by clickable points' customdata."""
+        return (self.spec, self.layer, self.head)
+
+    @property
+    def label(self) -> str:
+        """``Layer 3 · Head 5``: how a head is named everywhere in the UI."""
+        return head_label(self.layer, self.head)
+
+
+def head_label(layer: int, head: int) -> str:
+    """The UI name of a head (also what the browser test looks for)."""
+    return f"Layer {layer} · Head {head}"
+
+
+def model_label(spec: str) -> str:
+    """A bundled model's title after its short name; other specs as typed."""
+    bundled = BUNDLED_MODELS.get(spec)
+    return f"{spec} — {bundled.title}" if bundled else spec
+
+
+def model_options(current: str) -> list[str]:
+    """Bundled models, plus the current spec if it is a hub id or a path."""
+    options = list(BUNDLED_MODELS)
+    if current and current not in options:
+        options.append(current)
+    return options
+
+
+def render_sidebar() -> PageContext | None:
+    """Draw the sidebar, load the model (with progress) and return the context; None on error.
+
+    An engine error is shown as ``st.error`` in the main area with the engine's message.
+    """
+    state.init_state()
+    ss = st.session_state
+    ss[state.MODEL_KEY] = str(ss[state.MODEL_KEY]).strip()
+    sidebar = st.sidebar
+    sidebar.selectbox(
+        "Model",
+        model_options(ss[state.MODEL_KEY]),
+        key=state.MODEL_KEY,
+        format_func=model_label,
+        accept_new_options=True,
+        help="A bundled model (works offline), or type a hub id (gpt2, org/name@revision) "
+        "or a local path (a directory with config.json, or a .gguf file) and press Enter.",
+    )
+    spec = ss[state.MODEL_KEY]
+    base = try_load(spec, 0)
+    if base is None:
+        ss[CONTEXT_KEY] = None
+        state.write_url()
+        return None
+    rotary = base.card.positional == ROTARY
+    ss[state.ROPE_KEY] = min(max(int(ss[state.ROPE_KEY]), -MAX_ROPE), MAX_ROPE) if rotary else 0
+    sidebar.number_input(
+        "RoPE relative position d",
+        min_value=-MAX_ROPE,
+        max_value=MAX_ROPE,
+        step=1,
+        key=state.ROPE_KEY,
+        disabled=not rotary,
+        help="The query sits d tokens after the key; d = 0 is the paper's setting "
+        "(rotation = identity)."
+        if rotary
+        else f"Only for RoPE models; this model uses {base.card.positional} positions.",
+    )
+    rope = int(ss[state.ROPE_KEY])
+    analysis = base if rope == 0 else try_load(spec, rope)
+    if analysis is None:
+        ss[CONTEXT_KEY] = None
+        state.write_url()
+        return None
+    card = analysis.card
+    state.clamp_selection(card.n_layers, card.n_heads)
+    left, right = sidebar.columns(2)
+    left.number_input("Layer", min_value=0, max_value=card.n_layers - 1, key=state.LAYER_KEY)
+    right.number_input("Head", min_value=0, max_value=card.n_heads - 1, key=state.HEAD_KEY)
+    sidebar.selectbox(
+        "Colour by",
+        list(state.COLOR_CHOICES),
+        key=state.COLOR_KEY,
+        format_func=state.COLOR_CHOICES.__getitem__,
+        help="Colour of the heads on the simplex and the triangle (marker shape = parity).",
+    )
+    sidebar.caption(
+        f"{card.name}: {card.n_layers} layers × {card.n_heads} heads, N = {card.model_dim}, "
+        f"n = {card.head_dim}."
+    )
+    state.write_url()
+    context = PageContext(
+        spec=spec,
+        rope_position=rope,
+        layer=int(ss[state.LAYER_KEY]),
+        head=int(ss[state.HEAD_KEY]),
+        color_by=str(ss[state.COLOR_KEY]),
+        analysis=analysis,
+    )
+    ss[CONTEXT_KEY] = context
+    return context
+
+
+def page_context() -> PageContext:
+    """The context of this run (drawn by ``app.py``); stops the page if the model failed."""
+    _leave_legacy_page_mode()
+    if CONTEXT_KEY not in st.session_state:  # a page script run on its own, without app.py
+        render_sidebar()
+    context = st.session_state.get(CONTEXT_KEY)
+    if context is None:
+        st.stop()
+    return context
+
+
+def _leave_legacy_page_mode() -> None:
+    """If this page runs without ``app.py``, rerun it through ``st.navigation``.
+
+    Streamlit runs ``pages/*.py`` directly (its legacy multipage mode) while no run of this
+    server process has called ``st.navigation`` yet: the first request of a fresh server when
+    it opens a page URL, and every ``AppTest`` run. Leaving that mode and rerunning makes the
+    same page run inside ``app.py``, with the shared sidebar and the navigation menu.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()

@@ -1,0 +1,120 @@
+"""Session state shared by every page: the model, RoPE position, selected head and colouring.
+
+One key per fact (the ``*_KEY`` constants). The sidebar widgets own these keys; pages and
+click callbacks change the selection only through :func:`select_head` / :func:`step_head`,
+which run as widget callbacks (before the sidebar widgets are drawn). The URL mirrors the
+state (``?model=...&rope=...&layer=...&head=...``) so a copied link opens the same head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from headforms import DEFAULT_MODEL
+
+MODEL_KEY = "hf_model"
+ROPE_KEY = "hf_rope_position"
+LAYER_KEY = "hf_layer"
+HEAD_KEY = "hf_head"
+COLOR_KEY = "hf_color_by"
+OVERLAY_KEY = "hf_overlay"
+JUMP_KEY = "hf_jump_on_click"
+PENDING_JUMP_KEY = "_hf_pending_jump"
+URL_LOADED_KEY = "_hf_url_loaded"
+
+PAGE_WIDGET_KEYS = (OVERLAY_KEY, JUMP_KEY)
+"""Keys of widgets that live on one page but must survive visits to other pages."""
+
+COLOR_CHOICES: dict[str, str] = {
+    "parity": "Parity type",
+    "layer": "Layer",
+    "energy": "Symmetric energy",
+    "pairing": "Pairing score",
+}
+"""Colour-by options of the simplex and triangle (value -> label)."""
+
+QUERY_PARAMS = {"model": MODEL_KEY, "rope": ROPE_KEY, "layer": LAYER_KEY, "head": HEAD_KEY}
+"""URL query parameter -> session-state key."""
+
+DEFAULTS: dict[str, Any] = {
+    MODEL_KEY: DEFAULT_MODEL,
+    ROPE_KEY: 0,
+    LAYER_KEY: 0,
+    HEAD_KEY: 0,
+    COLOR_KEY: "parity",
+    OVERLAY_KEY: [],
+    JUMP_KEY: True,
+}
+
+
+def init_state() -> None:
+    """Fill missing keys with defaults; on a session's first run, take them from the URL."""
+    state = st.session_state
+    if not state.get(URL_LOADED_KEY):
+        state[URL_LOADED_KEY] = True
+        params = st.query_params
+        for param, key in QUERY_PARAMS.items():
+            value = params.get(param)
+            if value is None or value == "":
+                continue
+            if key == MODEL_KEY:
+                state[key] = value.strip()
+            else:
+                try:
+                    state[key] = int(value)
+                except ValueError:
+                    st.toast(f"Ignored the URL's {param}={value!r}: not an integer.")
+    for key, value in DEFAULTS.items():
+        if key not in state:
+            state[key] = list(value) if isinstance(value, list) else value
+    for key in PAGE_WIDGET_KEYS:  # re-assigning stops Streamlit from dropping them off-page
+        state[key] = state[key]
+
+
+def write_url() -> None:
+    """Mirror model, RoPE position, layer and head into the URL's query parameters."""
+    state = st.session_state
+    wanted = {param: str(state[key]) for param, key in QUERY_PARAMS.items() if key in state}
+    if any(st.query_params.get(param) != value for param, value in wanted.items()):
+        st.query_params.update(wanted)
+
+
+def clamp_selection(n_layers: int, n_heads: int) -> None:
+    """Keep layer and head inside the loaded model (after a model switch or a stale URL)."""
+    state = st.session_state
+    state[LAYER_KEY] = min(max(int(state.get(LAYER_KEY, 0)), 0), n_layers - 1)
+    state[HEAD_KEY] = min(max(int(state.get(HEAD_KEY, 0)), 0), n_heads - 1)
+
+
+def select_head(spec: str, layer: int, head: int, jump: bool = False) -> None:
+    """Select a head (callback-safe). ``jump``: open the head page on the next run."""
+    state = st.session_state
+    state[MODEL_KEY] = spec
+    state[LAYER_KEY] = int(layer)
+    state[HEAD_KEY] = int(head)
+    if jump and state.get(JUMP_KEY, True):
+        state[PENDING_JUMP_KEY] = True
+
+
+def select_from_customdata(point: Sequence[Any] | None, jump: bool = True) -> None:
+    """Select the head of a clicked point whose customdata is ``[model, layer, head]``."""
+    if not point or len(point) < 3:
+        return
+    spec, layer, head = point[0], point[1], point[2]
+    select_head(str(spec), int(layer), int(head), jump=jump)
+
+
+def step_head(step: int, n_layers: int, n_heads: int) -> None:
+    """Move the selection ``step`` heads in layer-major order, wrapping at the ends."""
+    state = st.session_state
+    index = int(state[LAYER_KEY]) * n_heads + int(state[HEAD_KEY]) + step
+    index %= n_layers * n_heads
+    state[LAYER_KEY], state[HEAD_KEY] = divmod(index, n_heads)
+
+
+def take_pending_jump() -> bool:
+    """True once after a click asked to open the head page."""
+    return bool(st.session_state.pop(PENDING_JUMP_KEY, False))
