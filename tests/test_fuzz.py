@@ -327,7 +327,11 @@ def safetensors_cases() -> list[Case]:
         ("header-nested-deep", "not valid JSON", lambda h: b"[" * 200_000),
         ("header-not-utf8", "not valid JSON", lambda h: b"\xff\xfe{" + b"\x80" * 64),
         ("header-not-json", "not valid JSON", lambda h: b"{'a': 1}"),
-        ("metadata-not-strings", "must map strings to strings", lambda h: {**h, "__metadata__": {"a": 1}}),
+        (
+            "metadata-not-strings",
+            "must map strings to strings",
+            lambda h: {**h, "__metadata__": {"a": 1}},
+        ),
         (
             "overlapping-tensors",
             "overlap in the data",
