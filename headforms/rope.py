@@ -33,7 +33,25 @@ def rope_parameters(config: Any, layer: int) -> dict[str, Any]:
 
 
 def inverse_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
-    """Angular frequencies ``theta_i`` (radians per token) of the rotated pairs of ``layer``."""
+    """Angular frequencies ``theta_i`` (radians per token) of the rotated pairs of ``layer``.
+
+    A GGUF's ``rope_freqs`` divisors (Llama-3 scaling, kept as ``config.rope_freq_divisors``)
+    divide the default frequencies, as llama.cpp does.
+    """
+    inv_freq = _base_frequencies(config, head_dim, layer)
+    divisors = getattr(config, "rope_freq_divisors", None)
+    if divisors is not None:
+        if len(divisors) != len(inv_freq):
+            from .errors import CorruptFileError
+
+            raise CorruptFileError(
+                f"rope_freqs has {len(divisors)} divisors for {len(inv_freq)} rotary frequencies"
+            )
+        inv_freq = inv_freq / np.asarray(divisors, dtype=np.float64)
+    return inv_freq
+
+
+def _base_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
     params = rope_parameters(config, layer)
     rope_type = params.get("rope_type", "default")
     if rope_type != "default":

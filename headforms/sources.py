@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .architectures import (
     GGUF_TENSORS,
     Architecture,
@@ -316,6 +318,12 @@ def open_gguf(path: Path, spec: str) -> ModelSource:
         config = config_from_gguf(arch, gguf_arch, meta, path)
     except (TypeError, ValueError, OverflowError) as exc:  # a metadata value of the wrong type
         raise CorruptFileError(f"{path.name}: GGUF metadata of the wrong type: {exc}") from exc
+    if ROPE_FREQ_FACTORS_TENSOR in reader.names():
+        # llama.cpp stores Llama-3 style RoPE scaling as per-frequency divisors, not metadata.
+        factors = reader.read(ROPE_FREQ_FACTORS_TENSOR).ravel()
+        if factors.size == 0 or not np.all(np.isfinite(factors)) or np.any(factors <= 0):
+            raise CorruptFileError(f"{path.name}: {ROPE_FREQ_FACTORS_TENSOR} must be positive")
+        config.rope_freq_divisors = factors.tolist()
     return ModelSource(
         spec=spec,
         display_name=str(meta.get("general.name") or path.stem),
@@ -329,6 +337,10 @@ def open_gguf(path: Path, spec: str) -> ModelSource:
         gguf_permuted=arch.gguf_permuted,
         norm_gain_offset=0.0,
     )
+
+
+ROPE_FREQ_FACTORS_TENSOR = "rope_freqs.weight"
+"""GGUF tensor of RoPE frequency divisors (llama.cpp's encoding of Llama-3 RoPE scaling)."""
 
 
 def config_from_gguf(arch: Architecture, gguf_arch: str, meta: dict[str, Any], path: Path) -> Any:

@@ -342,3 +342,63 @@ def test_engine_table_at_nonzero_d(rotary: dict[str, Rotary], family: str) -> No
     n = r.shapes.head_dim
     assert (at5["n_pos"] == n).all() and (at5["n_neg"] == n).all()
     assert np.abs(at5["a"] - at0["a"]).max() > WRONG
+
+
+def test_gguf_rope_freqs_divisors_reproduce_llama3_scaling(
+    rotary: dict[str, Rotary], tmp_path: Path
+) -> None:
+    """llama.cpp keeps Llama-3 RoPE scaling as a ``rope_freqs`` tensor of frequency divisors.
+
+    A GGUF with default RoPE metadata plus those divisors must give the llama3 frequencies of
+    transformers (the reference); without the tensor it would be plain default RoPE.
+    """
+    import gguf
+    from transformers import LlamaConfig
+
+    hf = rotary["llama"]
+    n = hf.shapes.head_dim
+    llama3 = LlamaConfig(
+        hidden_size=hf.shapes.model_dim,
+        num_attention_heads=hf.shapes.n_heads,
+        head_dim=n,
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    )
+    default = LlamaConfig(
+        hidden_size=hf.shapes.model_dim,
+        num_attention_heads=hf.shapes.n_heads,
+        head_dim=n,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+    )
+    want = inverse_frequencies(llama3, n, 0)
+    plain = inverse_frequencies(default, n, 0)
+    assert not np.allclose(want, plain)  # the scaling really changes some frequencies
+    path = tmp_path / "tiny-llama3.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_embedding_length(hf.shapes.model_dim)
+    writer.add_head_count(hf.shapes.n_heads)
+    writer.add_head_count_kv(hf.shapes.n_kv_heads)
+    writer.add_rope_freq_base(500000.0)
+    writer.add_rope_dimension_count(n)
+    writer.add_tensor("rope_freqs.weight", (plain / want).astype(np.float32))
+    rng = np.random.default_rng(0)
+    for name, rows in (("attn_q", hf.shapes.n_heads * n), ("attn_k", hf.shapes.n_kv_heads * n)):
+        writer.add_tensor(
+            f"blk.0.{name}.weight",
+            rng.standard_normal((rows, hf.shapes.model_dim)).astype(np.float32),
+        )
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    source = resolve(str(path))
+    got = inverse_frequencies(source.config, n, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)  # divisors are stored as float32
+    assert compute_analysis(source, rope_position=5).heads["n_pos"].eq(n).all()
