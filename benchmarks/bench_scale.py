@@ -174,10 +174,7 @@ def main() -> int:
                 prof.append({"step": label, "cumulative s": float(cum), "calls": int(calls)})
             print_table(f"cProfile breakdown, {args.threads[0]} thread(s)", prof)
     finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            shutil.rmtree(work / "cache", ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # with --keep, the checkpoint lives elsewhere
     return 0
 
 
