@@ -197,7 +197,7 @@ def shapes_from_config(config: Any) -> Shapes:
         model_dim = int(config.hidden_size)
         n_heads = int(config.num_attention_heads)
         n_kv = int(getattr(config, "num_key_value_heads", None) or n_heads)
-        head_dim = int(getattr(config, "head_dim", None) or model_dim // n_heads)
+        head_dim = int(getattr(config, "head_dim", None) or model_dim // max(n_heads, 1))
     except (AttributeError, TypeError, ValueError) as exc:
         raise CorruptFileError(f"config lacks attention shapes: {exc}") from exc
     if min(n_layers, model_dim, n_heads, n_kv, head_dim) <= 0 or n_heads % n_kv:

@@ -57,6 +57,9 @@ def _base_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
     if rope_type != "default":
         from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
+        if hasattr(config, "to_transformers"):  # a GGUF config: the initialisers need HF's
+            config = config.to_transformers()
+
         layer_type = rope_layer_type(config, layer)
         inv_freq, _ = ROPE_INIT_FUNCTIONS[rope_type](config, None, layer_type=layer_type)
         return inv_freq.double().numpy()

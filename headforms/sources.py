@@ -343,9 +343,55 @@ ROPE_FREQ_FACTORS_TENSOR = "rope_freqs.weight"
 """GGUF tensor of RoPE frequency divisors (llama.cpp's encoding of Llama-3 RoPE scaling)."""
 
 
-def config_from_gguf(arch: Architecture, gguf_arch: str, meta: dict[str, Any], path: Path) -> Any:
-    """A transformers config built from GGUF metadata (the same config class HF would use)."""
-    from transformers import AutoConfig
+@dataclass
+class GGUFConfig:
+    """The attention fields of a transformers config, read from GGUF metadata.
+
+    Built without importing transformers, which alone costs about 4 s of a cold run (see
+    benchmarks/README.md); :meth:`to_transformers` gives the transformers config of the same
+    fields, which tests use as the reference and RoPE types other than default need.
+    """
+
+    model_type: str
+    hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    num_hidden_layers: int
+    head_dim: int
+    rope_parameters: dict[str, Any]
+    layer_types: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    rope_freq_divisors: list[float] | None = None
+
+    def to_transformers(self) -> Any:
+        """The equivalent transformers config (``AutoConfig.for_model``), built once."""
+        cached = self.__dict__.get("_transformers")
+        if cached is None:
+            from transformers import AutoConfig
+
+            fields = {
+                "hidden_size": self.hidden_size,
+                "num_attention_heads": self.num_attention_heads,
+                "num_key_value_heads": self.num_key_value_heads,
+                "num_hidden_layers": self.num_hidden_layers,
+                "head_dim": self.head_dim,
+                "rope_parameters": self.rope_parameters,
+                **self.extra,
+            }
+            cached = AutoConfig.for_model(self.model_type, **fields)
+            cached.rope_freq_divisors = self.rope_freq_divisors
+            self.__dict__["_transformers"] = cached
+        return cached
+
+
+GEMMA3_SLIDING_WINDOW_PATTERN = 6
+"""Every 6th Gemma-3 layer is global (transformers' Gemma3TextConfig default)."""
+
+
+def config_from_gguf(
+    arch: Architecture, gguf_arch: str, meta: dict[str, Any], path: Path
+) -> GGUFConfig:
+    """The model's config from GGUF metadata (fields as transformers' config class names them)."""
 
     def get(key: str, default: Any = None) -> Any:
         return meta.get(f"{gguf_arch}.{key}", default)
@@ -360,29 +406,28 @@ def config_from_gguf(arch: Architecture, gguf_arch: str, meta: dict[str, Any], p
             "attention.head_count or block_count"
         ) from exc
     kv_heads = int(get("attention.head_count_kv", heads) or heads)
-    head_dim = int(get("attention.key_length", 0) or hidden // max(heads, 1))
-    kwargs: dict[str, Any] = dict(
-        hidden_size=hidden,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        num_hidden_layers=layers,
-        head_dim=head_dim,
-    )
+    # shapes are validated in one place, architectures.shapes_from_config
+    head_dim = int(get("attention.key_length", 0) or (hidden // heads if heads > 0 else 0))
     theta = float(get("rope.freq_base", 10000.0))
     rope: dict[str, Any] = {"rope_type": "default", "rope_theta": theta}
     if get("rope.scaling.type") == "linear":
         rope.update(rope_type="linear", factor=float(get("rope.scaling.factor", 1.0)))
     model_type = arch.model_types[0]
+    config = GGUFConfig(model_type, hidden, heads, kv_heads, layers, head_dim, rope)
     if model_type == "gemma3_text":
         window = get("attention.sliding_window")
         if window:
-            kwargs["sliding_window"] = int(window)
+            config.extra["sliding_window"] = int(window)
         pattern = get("attention.sliding_window_pattern")
-        if isinstance(pattern, int) and pattern > 0:
-            kwargs["sliding_window_pattern"] = pattern
+        if not (isinstance(pattern, int) and pattern > 0):
+            pattern = GEMMA3_SLIDING_WINDOW_PATTERN
+        config.extra["sliding_window_pattern"] = pattern
+        config.layer_types = [
+            "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)
+        ]
         # llama.cpp applies rope.scaling (Gemma-3 4B+: linear 8) to the global layers only;
         # local layers use rope.freq_base_swa (10000 when absent, as llama.cpp assumes)
-        kwargs["rope_parameters"] = {
+        config.rope_parameters = {
             "full_attention": rope,
             "sliding_attention": {
                 "rope_type": "default",
@@ -393,13 +438,7 @@ def config_from_gguf(arch: Architecture, gguf_arch: str, meta: dict[str, Any], p
         rot_dims = get("rope.dimension_count")
         if rot_dims and int(rot_dims) != head_dim:
             rope["partial_rotary_factor"] = int(rot_dims) / head_dim
-        kwargs["rope_parameters"] = rope
-    try:
-        return AutoConfig.for_model(model_type, **kwargs)
-    except Exception as exc:
-        raise CorruptFileError(
-            f"{path.name}: GGUF metadata gives an invalid config: {' '.join(str(exc).split())}"
-        ) from exc
+    return config
 
 
 # ---------------------------------------------------------------------------------------------

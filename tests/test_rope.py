@@ -402,3 +402,25 @@ def test_gguf_rope_freqs_divisors_reproduce_llama3_scaling(
     got = inverse_frequencies(source.config, n, 0)
     np.testing.assert_allclose(got, want, rtol=1e-6)  # divisors are stored as float32
     assert compute_analysis(source, rope_position=5).heads["n_pos"].eq(n).all()
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m", "gemma3-270m"])
+def test_light_gguf_config_matches_transformers_config(name: str) -> None:
+    """The transformers-free GGUF config (fast cold start) equals transformers' own config
+    class built from the same metadata: shapes, layer types, RoPE parameters and frequencies."""
+    from headforms.rope import rope_parameters
+
+    light = resolve(name).config
+    reference = light.to_transformers()
+    assert type(reference).__module__.startswith("transformers.")
+    shapes = shapes_from_config(light)
+    assert shapes == shapes_from_config(reference)
+    if light.layer_types is not None:
+        assert light.layer_types == list(reference.layer_types)
+        assert "full_attention" in light.layer_types and "sliding_attention" in light.layer_types
+    for layer in range(shapes.n_layers):
+        assert rope_parameters(light, layer) == rope_parameters(reference, layer)
+        np.testing.assert_array_equal(
+            inverse_frequencies(light, shapes.head_dim, layer),
+            inverse_frequencies(reference, shapes.head_dim, layer),
+        )
