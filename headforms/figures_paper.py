@@ -27,6 +27,7 @@ from .figures import (
     SELECTED_COLOR,
     TEMPLATE,
     UIREVISION,
+    head_customdata,
 )
 from .forms import PARITY_LABELS
 
@@ -44,15 +45,6 @@ MEAN_SPECTRUM_NOTE = "mean of the heads' sorted unit-length spectra (eigenvalues
 
 def _model_color(index: int) -> str:
     return MODEL_COLORS[index % len(MODEL_COLORS)]
-
-
-def _customdata(frame: pd.DataFrame, model: str) -> np.ndarray:
-    """``[model_name, layer, head]`` per row (object array; ints stay Python ints)."""
-    data = np.empty((len(frame), 3), dtype=object)
-    data[:, 0] = model
-    data[:, 1] = frame["layer"].to_numpy().astype(int).tolist()
-    data[:, 2] = frame["head"].to_numpy().astype(int).tolist()
-    return data
 
 
 def _spectrum_edges(spectra: Sequence[np.ndarray], bins: int) -> np.ndarray:
@@ -196,7 +188,7 @@ def _group_traces(
                 mode="markers",
                 marker=marker,
                 name=name,
-                customdata=_customdata(part, model_name),
+                customdata=head_customdata(part, model_name),
                 hovertemplate="layer %{customdata[1]}, head %{customdata[2]}<br>"
                 + "<br>".join(f"{a} %{{{c}:.3f}}" for a, c in zip(axes, "xyz", strict=False))
                 + f"<extra>{name}</extra>",
@@ -226,7 +218,7 @@ def _selected_marker(
             text=[f"L{int(selected[1])}H{int(selected[2])}"],
             textposition="top center",
             name="selected",
-            customdata=_customdata(row, model_name),
+            customdata=head_customdata(row, model_name),
             hoverinfo="skip",
         )
     ]
