@@ -331,8 +331,6 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """The dashboard served by scripts/start.sh on a free loopback port, default model cached."""
-    if not (REPO / "app.py").exists():
-        pytest.skip("app.py is not written yet (the dashboard contributor's file)")
     engine.analyze(DEFAULT_MODEL)  # the model the app opens on
     port = _free_port()
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
