@@ -492,7 +492,9 @@ def open_hub(repo_id: str, revision: str | None, spec: str) -> ModelSource:
     except RevisionNotFoundError as exc:
         raise ModelSpecError(f"{repo_id!r} has no revision {revision!r}") from exc
     except EntryNotFoundError as exc:
-        raise ModelSpecError(f"{repo_id!r} has no config.json or weight file: {exc}") from exc
+        raise ModelSpecError(
+            f"{repo_id!r} has no config.json or weight file: {' '.join(str(exc).split())}"
+        ) from exc
     except OSError as exc:
         raise HubUnavailableError(
             f"cannot reach the Hugging Face hub for {repo_id!r} ({type(exc).__name__}); models "
