@@ -524,7 +524,7 @@ def _unit_nonzero(values: np.ndarray) -> tuple[np.ndarray, int]:
 def eigenvalue_histogram(
     eig_s: np.ndarray, rand_eig_s: np.ndarray | None = None, title: str = "Eigenvalues of S"
 ) -> go.Figure:
-    """Histogram of the eigenvalues of S (one head, or rows = heads pooled as in Figure 3),
+    """Histogram of the eigenvalues of S (one head, or several heads pooled: rows = heads),
     each head scaled by its ||S||; positive and negative lobes coloured, baseline as an outline."""
     head, zeros = _unit_nonzero(eig_s)
     pooled = [head]
