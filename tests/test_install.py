@@ -150,3 +150,26 @@ def test_start_script_serves_and_the_healthcheck_passes(tmp_path: Path) -> None:
         assert time.monotonic() < deadline, "the health check still passes with no server"
         time.sleep(0.2)
     assert shlex.split(healthcheck_command())[0] == "python"
+
+
+def test_image_static_step_generates_plotly_js(tmp_path: Path) -> None:
+    """The image's `RUN python -m ui.static` really writes static/plotly.min.js (a copy of
+    the app's packages, so the repository's own static/ is not touched)."""
+    import shutil
+    import sys
+
+    for package in ("ui", "headforms"):
+        shutil.copytree(
+            REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    subprocess.run(
+        [sys.executable, "-m", "ui.static"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    written = tmp_path / "static" / "plotly.min.js"
+    from plotly.offline import get_plotlyjs
+
+    assert written.read_bytes() == get_plotlyjs().encode()

@@ -56,3 +56,7 @@ def _write_atomically(path: Path, source: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+if __name__ == "__main__":  # `python -m ui.static`: generate it now (Docker build, install)
+    print(ensure_plotly_js())
