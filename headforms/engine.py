@@ -240,7 +240,7 @@ def compute_analysis(
     if progress:
         progress(shapes.n_layers, shapes.n_layers, "done")
     heads = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in parts[0]})
-    card = _card(source, shapes, rope_position, fold_qk_norm, flags)
+    card = _card(source, shapes, index, rope_position, fold_qk_norm, flags)
     return ModelAnalysis(card, heads, {k: np.concatenate(v) for k, v in spectra.items()})
 
 
@@ -275,9 +275,14 @@ def _layer_spectra(batch: FormBatch, baseline: FormBatch) -> dict[str, np.ndarra
 
 
 def _card(
-    source: ModelSource, shapes: Shapes, rope_position: int, fold: bool, flags: dict[str, bool]
+    source: ModelSource,
+    shapes: Shapes,
+    index: TensorIndex,
+    rope_position: int,
+    fold: bool,
+    flags: dict[str, bool],
 ) -> ModelCard:
-    reader, index = source.reader, TensorIndex(source.reader, source.patterns["q_weight"])
+    reader = source.reader
     q_name = index.name(source.patterns["q_weight"], 0)
     storage = reader.storage_dtype(q_name)
     if source.kind != "gguf":

@@ -521,6 +521,33 @@ def _unit_nonzero(values: np.ndarray) -> tuple[np.ndarray, int]:
     return nonzero, int(np.count_nonzero(values == 0))
 
 
+def lobe_bars(
+    centers: np.ndarray, counts: np.ndarray, width: float, show_legend: bool = True
+) -> list[go.Bar]:
+    """Histogram bars of eigenvalues of S scaled by ||S||: the positive lobe lambda_+ and the
+    negative lobe -lambda_- in their two colours (one definition for every spectrum figure)."""
+    bars = []
+    for sign, color, name in (
+        (1, POSITIVE_COLOR, "λ₊ (positive lobe)"),
+        (-1, NEGATIVE_COLOR, "−λ₋ (negative lobe)"),
+    ):
+        mask = np.sign(centers) == sign
+        bars.append(
+            go.Bar(
+                x=centers[mask],
+                y=counts[mask],
+                width=width,
+                marker={"color": color},
+                opacity=0.8,
+                name=name,
+                legendgroup=name,
+                showlegend=show_legend,
+                hovertemplate="eigenvalue/‖S‖ ≈ %{x:.3f}<br>count %{y:.2f}<extra></extra>",
+            )
+        )
+    return bars
+
+
 def eigenvalue_histogram(
     eig_s: np.ndarray, rand_eig_s: np.ndarray | None = None, title: str = "Eigenvalues of S"
 ) -> go.Figure:
@@ -540,23 +567,7 @@ def eigenvalue_histogram(
     centers = (edges[:-1] + edges[1:]) / 2
     counts, _ = np.histogram(head, bins=edges)
     counts = counts / n_heads
-    fig = go.Figure()
-    for sign, color, name in (
-        (1, POSITIVE_COLOR, "λ₊ (positive lobe)"),
-        (-1, NEGATIVE_COLOR, "−λ₋ (negative lobe)"),
-    ):
-        mask = np.sign(centers) == sign
-        fig.add_trace(
-            go.Bar(
-                x=centers[mask],
-                y=counts[mask],
-                width=width,
-                marker={"color": color},
-                opacity=0.8,
-                name=name,
-                hovertemplate="eigenvalue/‖S‖ ≈ %{x:.3f}<br>count %{y:.2f}<extra></extra>",
-            )
-        )
+    fig = go.Figure(lobe_bars(centers, counts, width))
     if base is not None:
         base_counts, _ = np.histogram(base, bins=edges)
         base_counts = base_counts / np.atleast_2d(rand_eig_s).shape[0]

@@ -28,6 +28,7 @@ from .figures import (
     TEMPLATE,
     UIREVISION,
     head_customdata,
+    lobe_bars,
 )
 from .forms import PARITY_LABELS
 
@@ -55,27 +56,9 @@ def _spectrum_edges(spectra: Sequence[np.ndarray], bins: int) -> np.ndarray:
 
 
 def _spectrum_bars(spectrum: np.ndarray, edges: np.ndarray, show_legend: bool) -> list[go.Bar]:
-    """Histogram bars of one spectrum's entries, positive and negative lobes coloured."""
+    """Histogram bars of one spectrum's non-zero entries, lobes coloured (figures.lobe_bars)."""
     counts, _ = np.histogram(spectrum[spectrum != 0], bins=edges)
-    centres = (edges[:-1] + edges[1:]) / 2
-    width = edges[1] - edges[0]
-    bars = []
-    for sign, color, name in ((1, POSITIVE_COLOR, "λ₊"), (-1, NEGATIVE_COLOR, "−λ₋")):
-        mask = np.sign(centres) == sign
-        bars.append(
-            go.Bar(
-                x=centres[mask],
-                y=counts[mask],
-                width=width,
-                marker={"color": color},
-                opacity=0.85,
-                name=name,
-                legendgroup=name,
-                showlegend=show_legend,
-                hovertemplate="eigenvalue/‖S‖ ≈ %{x:.3f}<br>%{y} eigenvalues<extra></extra>",
-            )
-        )
-    return bars
+    return lobe_bars((edges[:-1] + edges[1:]) / 2, counts, edges[1] - edges[0], show_legend)
 
 
 def _step_trace(spectrum: np.ndarray, edges: np.ndarray, name: str) -> go.Scatter:

@@ -121,7 +121,24 @@ _SAFETENSORS_ITEMSIZE = {
 }
 
 
-class SafetensorsReader:
+class SafetensorsHeaderTensors:
+    """Names, shapes and dtypes from parsed safetensors headers (``_where``: name -> file,
+    ``_info``: name -> header entry); shared by the local and the HTTP range readers."""
+
+    _where: dict[str, Any]
+    _info: dict[str, dict[str, Any]]
+
+    def names(self) -> list[str]:
+        return list(self._where)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self._info[name]["shape"])
+
+    def storage_dtype(self, name: str) -> str:
+        return str(self._info[name]["dtype"]).lower()
+
+
+class SafetensorsReader(SafetensorsHeaderTensors):
     """Tensors from one or more safetensors files (a sharded checkpoint is several files)."""
 
     def __init__(self, files: Iterable[Path]):
@@ -136,15 +153,6 @@ class SafetensorsReader:
                     self._info[name] = info
             with path.open("rb") as fh:  # validated above: 8-byte length, then the header
                 self._data_start[path] = 8 + struct.unpack("<Q", fh.read(8))[0]
-
-    def names(self) -> list[str]:
-        return list(self._where)
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(self._info[name]["shape"])
-
-    def storage_dtype(self, name: str) -> str:
-        return str(self._info[name]["dtype"]).lower()
 
     def read(self, name: str) -> np.ndarray:
         """One tensor as float64, read with a plain file read (no memory map stays resident)."""

@@ -23,7 +23,12 @@ from typing import Any
 import numpy as np
 
 from .errors import CorruptFileError, HubUnavailableError
-from .readers import _SAFETENSORS_MAX_HEADER, check_safetensors_header, decode_tensor_bytes
+from .readers import (
+    _SAFETENSORS_MAX_HEADER,
+    SafetensorsHeaderTensors,
+    check_safetensors_header,
+    decode_tensor_bytes,
+)
 
 RANGES_ENV = "HEADFORMS_HUB_RANGES"
 """Set to 1 to read hub checkpoints by range requests (default: download the shards)."""
@@ -111,7 +116,7 @@ class RangeFetcher:
         return body, total
 
 
-class RemoteSafetensorsReader:
+class RemoteSafetensorsReader(SafetensorsHeaderTensors):
     """Tensors of remote safetensors shards, fetched by range and cached on disk.
 
     Same interface as :class:`headforms.readers.SafetensorsReader` (``names``, ``shape``,
@@ -151,15 +156,6 @@ class RemoteSafetensorsReader:
         return cls(RangeFetcher(base, headers=build_hf_headers()), filenames, root)
 
     # -- the reader interface -----------------------------------------------------------------
-
-    def names(self) -> list[str]:
-        return list(self._where)
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(self._info[name]["shape"])
-
-    def storage_dtype(self, name: str) -> str:
-        return str(self._info[name]["dtype"]).lower()
 
     def read(self, name: str) -> np.ndarray:
         """One tensor as float64 (its bytes fetched once, then read from the disk cache)."""
