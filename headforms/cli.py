@@ -70,7 +70,7 @@ def _progress(done: int, total: int, message: str) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analysis import parity_table
+    from .analyses.parity import parity_table
     from .engine import analyze
 
     if args.out is not None:

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .architectures import Shapes, shapes_from_config
-from .cache import ResultCache, cache_key, key_lock
 from .errors import OptionError
-from .extract import TensorIndex, effective_factors, read_layer
 from .forms import FormBatch, forms_from_factor, head_forms, wishart_factor
-from .rope import inverse_frequencies, rope_parameters
+from .models.architectures import Shapes, shapes_from_config
+from .models.extract import TensorIndex, effective_factors, read_layer
+from .models.rope import inverse_frequencies, rope_parameters
 from .sources import ModelSource, resolve
+from .store import ResultCache, cache_key, key_lock
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, message)``: called before each layer and once at the end."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS, figures, figures_paper, fits
+from headforms import BUNDLED_MODELS
+from headforms.analyses import fits
+from headforms.figures import paper as figures_paper
+from headforms.figures import simplex as simplex_figures
 from ui import (
     PlotPayload,
     cached,
@@ -42,7 +45,9 @@ key = (tuple(models), ctx.rope_position)
 simplex = cached(
     "compare_simplex",
     (*key, ctx.selected),
-    lambda: PlotPayload.of(figures.simplex_figure(models, color_by="model", selected=ctx.selected)),
+    lambda: PlotPayload.of(
+        simplex_figures.simplex_figure(models, color_by="model", selected=ctx.selected)
+    ),
 )
 clickable_plot(simplex, key="compare_simplex", on_click=select_from_customdata)
 st.caption("Profiles of every compared model on one simplex, coloured by model; click a head.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import figures
+from headforms.figures import head as figures
 from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
 
 ctx = page_context()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import figures
-from headforms.analysis import paper_table2, parity_by_layer, parity_table
+from headforms.analyses.parity import paper_table2, parity_by_layer, parity_table
+from headforms.figures import heatmaps as figures
 from ui import cached, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
 from ui.widgets import format_layers

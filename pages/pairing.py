@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS, figures_paper
+from headforms import BUNDLED_MODELS
+from headforms.figures import paper as figures_paper
 from ui import cached, model_label, page_context, show_figure, try_load
 
 ctx = page_context()

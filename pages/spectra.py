@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import figures_paper
-from headforms import spectra as sp
+from headforms.analyses import spectra as sp
+from headforms.figures import paper as figures_paper
 from ui import (
     PlotPayload,
     cached,

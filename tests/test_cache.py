@@ -20,10 +20,10 @@ import tiny_models as tm
 
 import headforms.engine as engine
 from headforms import ModelAnalysis, analyze
-from headforms.cache import ResultCache, cache_key
 from headforms.engine import analysis_options
 from headforms.readers import read_safetensors_header
 from headforms.sources import resolve
+from headforms.store import ResultCache, cache_key
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ import pytest
 from gguf_reference import dequantized, reference_tensors
 
 from headforms import BUNDLED_MODELS, ModelAnalysis, analyze
-from headforms.analysis import parity_table
-from headforms.architectures import shapes_from_config
-from headforms.extract import TensorIndex, effective_factors, read_layer
+from headforms.analyses.parity import parity_table
 from headforms.forms import head_forms
+from headforms.models.architectures import shapes_from_config
+from headforms.models.extract import TensorIndex, effective_factors, read_layer
 from headforms.sources import resolve
 
 BUNDLED = ("smollm2-135m", "minilm-l6", "gemma3-270m")

@@ -1,9 +1,9 @@
 """Pure Plotly builders for the paper's spectral views: Figs 3-6, 10, 11 and model comparison.
 
-Inputs are tidy data from :mod:`headforms.spectra`, :mod:`headforms.fits`,
-:mod:`headforms.theorem5` and the per-head frames of :func:`headforms.analyze`; every builder
-returns a ``go.Figure`` with a title and axis titles. Clickable points carry
-``customdata = [model_name, layer, head]`` like the simplex of :mod:`headforms.figures`.
+Inputs are tidy data from :mod:`headforms.analyses.spectra`, :mod:`headforms.analyses.fits`,
+:mod:`headforms.analyses.theorem5` and the per-head frames of :func:`headforms.analyze`; every
+builder returns a ``go.Figure`` with a title and axis titles. Clickable points carry
+``customdata = [model_name, layer, head]`` like the simplex of :mod:`headforms.figures.simplex`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .analysis import paper_table2, parity_table
-from .figures import (
+from ..analyses.parity import paper_table2, parity_table
+from ..forms import PARITY_LABELS
+from .head import lobe_bars
+from .style import (
     BASELINE_COLOR,
     MODEL_COLORS,
     NEGATIVE_COLOR,
@@ -27,12 +29,9 @@ from .figures import (
     SELECTED_COLOR,
     TEMPLATE,
     UIREVISION,
+    Selected,
     head_customdata,
-    lobe_bars,
 )
-from .forms import PARITY_LABELS
-
-Selected = tuple[str, int, int] | None
 
 FAMILY_COLORS: dict[str, str] = {
     "gamma": "#d62728",

