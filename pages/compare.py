@@ -40,6 +40,7 @@ for spec in chosen:
         if loaded is not None:
             analyses[spec] = loaded
 models = {name: analysis.heads for name, analysis in analyses.items()}
+baselines = {name: analysis.baseline.heads for name, analysis in analyses.items()}
 key = (tuple(models), ctx.rope_position)
 
 simplex = cached(
@@ -62,7 +63,11 @@ st.dataframe(table.style.format({p: "{:.1f}" for p in ("I+", "II", "I-")}), hide
 left, right = st.columns(2)
 with left:
     show_figure(
-        cached("compare_pairing", key, lambda: figures_paper.distribution_figure(models)),
+        cached(
+            "compare_pairing",
+            key,
+            lambda: figures_paper.distribution_figure(models, baselines=baselines),
+        ),
         "Pairing score per model (dashed: medians; dotted: Gaussian baselines).",
     )
 with right:
@@ -71,7 +76,7 @@ with right:
             "compare_energy",
             key,
             lambda: figures_paper.distribution_figure(
-                models, "energy", "symmetric energy ‖S‖²/‖L‖²"
+                models, "energy", "symmetric energy ‖S‖²/‖L‖²", baselines
             ),
         ),
         "Symmetric energy per model (dashed: medians; dotted: Gaussian baselines).",

@@ -94,6 +94,7 @@ dl[1].download_button(
     on_click="ignore",
 )
 st.caption(
-    "The CSV has one row per query head (layer-major) with every metric and its rand_* "
-    "baseline; the npz holds the spectra arrays aligned with those rows, plus layer and head."
+    "The CSV has one row per query head (layer-major) with every metric and, as rand_*, the same "
+    "metric of the Gaussian baseline; the npz holds the spectra (baseline: rand_*) aligned with "
+    "those rows, plus layer and head."
 )

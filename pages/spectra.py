@@ -47,7 +47,7 @@ mean = cached(
     model_key,
     lambda: (
         sp.mean_unit_spectrum(eig_s),
-        sp.mean_unit_spectrum(ctx.analysis.spectra["rand_eig_s"]),
+        sp.mean_unit_spectrum(ctx.analysis.baseline.spectra["eig_s"]),
     ),
 )
 pca = cached("spectra_pca", model_key, lambda: sp.spectral_pca(eig_s))

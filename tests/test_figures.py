@@ -13,6 +13,7 @@ from plotly.colors import hex_to_rgb
 
 from headforms import HeadformsError, analyze
 from headforms.analyses.parity import parity_by_layer
+from headforms.engine import ALL_SPECTRA
 from headforms.figures import head as FH
 from headforms.figures import heatmaps as FM
 from headforms.figures import simplex as FS
@@ -25,7 +26,7 @@ SYMMETRIC = ["b_sym", "c_sym", "d_sym"]
 
 @pytest.fixture(scope="module")
 def minilm():
-    return analyze("minilm-l6")
+    return analyze("minilm-l6", spectra=ALL_SPECTRA)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +45,14 @@ def synthetic_heads() -> pd.DataFrame:
         (2, 1, 0.25, 0.25, 0.25, 0.25, 0.5, 0.3, 0.2, 0.75, 0.7, "I+"),
     ]
     cols = ["layer", "head", *PROFILE, *SYMMETRIC, "energy", "pairing", "parity"]
-    frame = pd.DataFrame(rows, columns=cols)
-    frame["rand_energy"] = [0.51, 0.49, 0.5, 0.5, 0.52]
-    frame["rand_pairing"] = [0.97, 0.96, 0.98, 0.97, 0.95]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def synthetic_baseline() -> pd.DataFrame:
+    """A baseline table for :func:`synthetic_heads` (same rows)."""
+    frame = synthetic_heads()[["layer", "head"]].copy()
+    frame["energy"] = [0.51, 0.49, 0.5, 0.5, 0.52]
+    frame["pairing"] = [0.97, 0.96, 0.98, 0.97, 0.95]
     return frame
 
 
@@ -288,12 +294,12 @@ def test_triangle_geometry_band_and_points(minilm):
 
 
 def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
-    heads = minilm.heads
-    fig = FM.heatmap_pair_figure(heads, "energy", "minilm", selected=("minilm", 3, 7))
+    heads, base = minilm.heads, minilm.baseline.heads
+    fig = FM.heatmap_pair_figure(heads, base, "energy", "minilm", selected=("minilm", 3, 7))
     axis = fig.layout.coloraxis
     assert (axis.cmin + axis.cmax) / 2 == pytest.approx(0.5)
-    for column in ("energy", "rand_energy"):
-        assert axis.cmin <= heads[column].min() and heads[column].max() <= axis.cmax
+    for values in (heads["energy"], base["energy"]):
+        assert axis.cmin <= values.min() and values.max() <= axis.cmax
     scale = dict((pos, color) for pos, color in axis.colorscale)
     assert hex_to_rgb(scale[0.5]) == (255, 255, 255)
     low = hex_to_rgb(scale[0.0])
@@ -303,10 +309,10 @@ def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
     cells = traces_with(fig, "cells")
     assert [t.meta["panel"] for t in cells] == ["trained", "baseline"]
     assert {t.xaxis for t in cells} == {"x", "x2"}
-    for trace, column in zip(cells, ("energy", "rand_energy"), strict=True):
+    for trace, values in zip(cells, (heads["energy"], base["energy"]), strict=True):
         assert trace.marker.coloraxis == "coloraxis"
         assert trace.marker.symbol == "square"
-        np.testing.assert_allclose(np.asarray(trace.marker.color, float), heads[column])
+        np.testing.assert_allclose(np.asarray(trace.marker.color, float), values)
         for (model, layer, head), x, y in zip(trace.customdata, trace.x, trace.y, strict=True):
             assert (model, layer, head) == ("minilm", y, x)
     assert sum(1 for t in fig.data if getattr(t.marker, "showscale", None)) == 0
@@ -317,24 +323,26 @@ def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
 
 
 def test_heatmap_range_is_symmetric_about_half_and_covers_both_panels():
-    heads = synthetic_heads()
-    fig = FM.heatmap_pair_figure(heads, "pairing", "synthetic")
+    heads, base = synthetic_heads(), synthetic_baseline()
+    fig = FM.heatmap_pair_figure(heads, base, "pairing", "synthetic")
     axis = fig.layout.coloraxis
     assert axis.cmin == pytest.approx(0.0) and axis.cmax == pytest.approx(1.0)
-    with pytest.raises(HeadformsError, match="rand_balance"):
-        FM.heatmap_pair_figure(heads.assign(balance=1.0), "balance", "synthetic")
+    with pytest.raises(HeadformsError, match="baseline has no column 'balance'"):
+        FM.heatmap_pair_figure(heads.assign(balance=1.0), base, "balance", "synthetic")
+    with pytest.raises(HeadformsError, match="not the same shapes"):
+        FM.heatmap_pair_figure(heads, base.iloc[:3], "pairing", "synthetic")
 
 
 def test_heatmap_marker_size_shrinks_with_the_grid(minilm, smollm):
-    small = FM.heatmap_pair_figure(minilm.heads, "energy", "minilm")
-    large = FM.heatmap_pair_figure(smollm.heads, "energy", "smollm")
+    small = FM.heatmap_pair_figure(minilm.heads, minilm.baseline.heads, "energy", "minilm")
+    large = FM.heatmap_pair_figure(smollm.heads, smollm.baseline.heads, "energy", "smollm")
     assert traces_with(large, "cells")[0].marker.size < traces_with(small, "cells")[0].marker.size
 
 
 def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
     eig = minilm.spectra["eig_s"][4].copy()
     eig[-3:] = 0.0  # pretend three are exact zeros
-    fig = FH.eigenvalue_histogram(eig, minilm.spectra["rand_eig_s"][4], title="L0H4")
+    fig = FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"][4], title="L0H4")
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     assert sum(float(np.sum(b.y)) for b in bars) == pytest.approx(np.count_nonzero(eig))
     positive, negative = bars
@@ -351,7 +359,7 @@ def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
 
 def test_eigenvalue_histogram_pools_several_heads_per_head(minilm):
     eig = minilm.spectra["eig_s"]
-    fig = FH.eigenvalue_histogram(eig, minilm.spectra["rand_eig_s"])
+    fig = FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"])
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     total = sum(float(np.sum(b.y)) for b in bars)
     assert total == pytest.approx(np.count_nonzero(eig) / eig.shape[0])
@@ -361,7 +369,7 @@ def test_lobes_figure_accepts_lobes_or_eigenvalues_for_the_baseline(minilm):
     sp = minilm.spectra
     i = 7
     pos, neg = sp["lobe_pos"][i], sp["lobe_neg"][i]
-    rand = sp["rand_eig_s"][i]
+    rand = minilm.baseline.spectra["eig_s"][i]
     rpos = np.sort(rand[rand > 0])[::-1]
     rneg = np.sort(-rand[rand < 0])[::-1]
     by_lobes = FH.lobes_figure(pos, neg, rpos, rneg)
@@ -379,7 +387,7 @@ def test_lobes_figure_accepts_lobes_or_eigenvalues_for_the_baseline(minilm):
 
 def test_singular_values_figure_keeps_distinct_values(minilm):
     sv = minilm.spectra["sv_a"][3]
-    fig = FH.singular_values_figure(sv, minilm.spectra["rand_sv_a"][3])
+    fig = FH.singular_values_figure(sv, minilm.baseline.spectra["sv_a"][3])
     head, base = fig.data
     n = minilm.card.head_dim
     assert len(head.y) == len(base.y) == n
@@ -400,25 +408,26 @@ def test_parity_by_layer_bars_stack_to_100(minilm):
 
 
 def test_profile_bar_figure_uses_the_baseline_columns(minilm):
-    row = minilm.heads.iloc[5]
-    fig = FH.profile_bar_figure(row)
+    row, base_row = minilm.heads.iloc[5], minilm.baseline.heads.iloc[5]
+    fig = FH.profile_bar_figure(row, base_row)
     head, base = fig.data
     np.testing.assert_allclose(head.y[:4], row[PROFILE].to_numpy(float))
-    np.testing.assert_allclose(base.y[:4], row[[f"rand_{c}" for c in PROFILE]].to_numpy(float))
+    np.testing.assert_allclose(base.y[:4], base_row[PROFILE].to_numpy(float))
 
 
 def all_figures(analysis) -> dict[str, go.Figure]:
     heads, sp = analysis.heads, analysis.spectra
+    base, bsp = analysis.baseline.heads, analysis.baseline.spectra
     models = {"m": heads}
     return {
         "simplex": FS.simplex_figure(models),
         "triangle": FS.triangle_figure(models, color_by="layer"),
-        "histogram": FH.eigenvalue_histogram(sp["eig_s"][0], sp["rand_eig_s"][0]),
-        "lobes": FH.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], sp["rand_eig_s"][0]),
-        "singular": FH.singular_values_figure(sp["sv_a"][0], sp["rand_sv_a"][0]),
-        "heatmap": FM.heatmap_pair_figure(heads, "pairing", "m"),
+        "histogram": FH.eigenvalue_histogram(sp["eig_s"][0], bsp["eig_s"][0]),
+        "lobes": FH.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], bsp["eig_s"][0]),
+        "singular": FH.singular_values_figure(sp["sv_a"][0], bsp["sv_a"][0]),
+        "heatmap": FM.heatmap_pair_figure(heads, base, "pairing", "m"),
         "parity": FM.parity_by_layer_figure(parity_by_layer(heads)),
-        "profile": FH.profile_bar_figure(heads.iloc[0]),
+        "profile": FH.profile_bar_figure(heads.iloc[0], base.iloc[0]),
     }
 
 

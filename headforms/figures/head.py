@@ -228,16 +228,12 @@ def singular_values_figure(
     return fig
 
 
-
-def profile_bar_figure(row: pd.Series, baseline_row: pd.Series | None = None) -> go.Figure:
-    """The profile (a, b, c, d) and symmetric profile of one head beside its Gaussian baseline
-    (``rand_*`` columns of the same row unless ``baseline_row`` is given)."""
+def profile_bar_figure(row: pd.Series, baseline_row: pd.Series) -> go.Figure:
+    """The profile (a, b, c, d) and symmetric profile of one head beside the same head of its
+    Gaussian baseline (``baseline_row``: the baseline table's row)."""
     coords = ["a", "b", "c", "d", "b_sym", "c_sym", "d_sym"]
     labels = ["a", "b", "c", "d", "b_S", "c_S", "d_S"]
-    if baseline_row is None:
-        base = [row.get(f"rand_{c}", np.nan) for c in coords]
-    else:
-        base = [baseline_row.get(c, np.nan) for c in coords]
+    base = [baseline_row.get(c, np.nan) for c in coords]
     fig = go.Figure(
         [
             go.Bar(

@@ -40,20 +40,27 @@ def heatmap_range(values: Sequence[np.ndarray], mid: float = 0.5) -> tuple[float
 
 
 def heatmap_pair_figure(
-    heads: pd.DataFrame, column: str, model_name: str, selected: Selected = None
+    heads: pd.DataFrame,
+    baseline: pd.DataFrame,
+    column: str,
+    model_name: str,
+    selected: Selected = None,
 ) -> go.Figure:
-    """Layer x head grid of ``column`` (trained heads) beside ``rand_<column>`` (Gaussian
-    baseline), Figures 13/14: square scatter markers (clickable), shared diverging colour
-    scale white at 1/2, red above, blue below, one colour bar."""
-    baseline_column = f"rand_{column}"
-    for col in (column, baseline_column):
-        if col not in heads.columns:
-            raise FigureInputError(f"heads has no column {col!r}")
+    """Layer x head grid of ``column`` for the trained heads beside the same column of the
+    Gaussian baseline's table (same rows), Figures 13/14: square scatter markers (clickable),
+    shared diverging colour scale white at 1/2, red above, blue below, one colour bar."""
+    for name, frame in (("heads", heads), ("baseline", baseline)):
+        if column not in frame.columns:
+            raise FigureInputError(f"{name} has no column {column!r}")
+    if len(baseline) != len(heads):
+        raise FigureInputError(
+            f"the baseline has {len(baseline)} rows for {len(heads)} heads: not the same shapes"
+        )
     n_layers = int(heads["layer"].max()) + 1 if len(heads) else 1
     n_heads = int(heads["head"].max()) + 1 if len(heads) else 1
     cell = float(np.clip(min(430.0 / n_heads, 640.0 / n_layers), 4.0, 34.0))
     height = int(max(320.0, cell * n_layers + 170.0))
-    cmin, cmax = heatmap_range([heads[column], heads[baseline_column]])
+    cmin, cmax = heatmap_range([heads[column], baseline[column]])
     title = COLUMN_TITLES.get(column, column)
     fig = make_subplots(
         rows=1,
@@ -63,8 +70,8 @@ def heatmap_pair_figure(
         subplot_titles=("trained heads", "Gaussian baseline (same n, N)"),
     )
     customdata = head_customdata(heads, model_name)
-    for col_index, (col, label) in enumerate(
-        ((column, "trained"), (baseline_column, "baseline")), start=1
+    for col_index, (values, label) in enumerate(
+        ((heads[column], "trained"), (baseline[column], "baseline")), start=1
     ):
         fig.add_trace(
             go.Scatter(
@@ -74,14 +81,14 @@ def heatmap_pair_figure(
                 marker={
                     "symbol": "square",
                     "size": cell * 0.92,
-                    "color": heads[col],
+                    "color": values.to_numpy(dtype=float),
                     "coloraxis": "coloraxis",
                     "line": {"width": 0},
                 },
                 customdata=customdata,
                 name=label,
                 showlegend=False,
-                text=[f"{value:.4f}" for value in heads[col].to_numpy(dtype=float)],
+                text=[f"{value:.4f}" for value in values.to_numpy(dtype=float)],
                 hovertemplate=f"{label}<br>layer %{{y}}, head %{{x}}<br>{column} "
                 "%{text}<extra></extra>",
                 meta={"role": "cells", "panel": label},
@@ -177,5 +184,3 @@ def parity_by_layer_figure(frame: pd.DataFrame, title: str = "Parity by layer") 
         legend={"traceorder": "normal"},
     )
     return fig
-
-

@@ -473,11 +473,12 @@ def distribution_figure(
     models: Mapping[str, pd.DataFrame],
     column: str = "pairing",
     label: str = "pairing score 𝒫 = 1 − ‖λ₊−λ₋‖/‖S‖",
-    baseline: bool = True,
+    baselines: Mapping[str, pd.DataFrame] | None = None,
     bins: int = 40,
 ) -> go.Figure:
     """Fig 11 (and the energy analogue): per-model histograms of a per-head column on [0, 1],
-    dashed vertical lines at the model medians, and each model's Gaussian baseline outlined."""
+    dashed vertical lines at the model medians, and each model's Gaussian baseline (its table in
+    ``baselines``, by model name) outlined."""
     fig = go.Figure()
     edges = np.linspace(0.0, 1.0, bins + 1)
     for i, (name, heads) in enumerate(models.items()):
@@ -496,9 +497,8 @@ def distribution_figure(
         )
         if values.size:
             fig.add_vline(x=float(np.median(values)), line={"color": color, "dash": "dash"})
-        base_col = f"rand_{column}"
-        if baseline and base_col in heads:
-            base = heads[base_col].to_numpy(dtype=float)
+        if baselines is not None and name in baselines:
+            base = baselines[name][column].to_numpy(dtype=float)
             base = base[np.isfinite(base)]
             if not base.size:
                 continue

@@ -103,7 +103,6 @@ def _hover_text(heads: pd.DataFrame, model: str, columns: Sequence[str]) -> list
     ]
 
 
-
 def _color_range(models: Mapping[str, pd.DataFrame], color_by: str) -> tuple[float, float]:
     """Shared colour range across all models for a continuous ``color_by``."""
     if color_by in ("energy", "pairing"):
@@ -450,5 +449,3 @@ def triangle_figure(
     if color_by not in ("parity", "model"):
         fig.update_layout(coloraxis=_coloraxis(color_by, *_color_range(models, color_by), y=-0.2))
     return fig
-
-

@@ -75,7 +75,6 @@ class FigureInputError(HeadformsError, ValueError):
     """A figure builder got an argument it cannot draw (unknown colouring, missing column)."""
 
 
-
 def head_customdata(heads: pd.DataFrame, model: str) -> np.ndarray:
     """``[model_name, layer, head]`` per row: the click payload of every head marker (object
     array; layer and head stay Python ints so they round-trip through JSON)."""
@@ -84,5 +83,3 @@ def head_customdata(heads: pd.DataFrame, model: str) -> np.ndarray:
     data[:, 1] = heads["layer"].to_numpy().astype(int).tolist()
     data[:, 2] = heads["head"].to_numpy().astype(int).tolist()
     return data
-
-

@@ -128,6 +128,8 @@ class ModelSource:
     layout: Layout = "separate"
     gguf_permuted: bool = False
     norm_gain_offset: float = 0.0
+    all_weights: bool = True
+    """Whether ``reader`` covers every weight of the model (not only the attention shards)."""
 
     @property
     def total_bytes(self) -> int:
@@ -224,6 +226,7 @@ def open_path(path: Path, spec: str) -> ModelSource:
         patterns=_hf_patterns(arch),
         layout=arch.layout,
         norm_gain_offset=arch.norm_gain_offset,
+        all_weights=len(files) == len(weight_files(path)),
     )
 
 
@@ -521,6 +524,7 @@ def open_hub(repo_id: str, revision: str | None, spec: str) -> ModelSource:
         patterns=_hf_patterns(arch),
         layout=arch.layout,
         norm_gain_offset=arch.norm_gain_offset,
+        all_weights=len(files) == 1 and not ranges,
     )
 
 
