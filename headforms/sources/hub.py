@@ -74,7 +74,7 @@ def locate_hub(spec: str, repo_id: str, revision: str | None) -> Located:
     if not offline:
         try:
             listing, commit = _remote_listing(repo_id, revision, endpoint)
-        except HubUnavailableError:
+        except _Unreachable:
             _remember_unreachable(endpoint)
             offline = True
     if offline:
@@ -118,7 +118,9 @@ def _remote_listing(
         info = HfApi(endpoint=endpoint).model_info(
             repo_id, revision=revision, files_metadata=True, timeout=HUB_TIMEOUT
         )
-    except Exception as exc:  # mapped to one line each; unknown failures: unreachable
+    except Exception as exc:  # the hub's own answers: one line each; no answer: unreachable
+        if _is_connection_failure(exc):
+            raise _Unreachable from exc
         raise _hub_error(exc, repo_id, revision) from exc
     if not info.sha:
         raise HubUnavailableError(f"the hub did not report a commit for {repo_id!r}")
@@ -234,6 +236,24 @@ def _hub_error(
         )
     return HubUnavailableError(
         f"cannot reach the Hugging Face hub for {repo_id!r} ({type(exc).__name__}); {OFFLINE_HINT}"
+    )
+
+
+class _Unreachable(Exception):
+    """The hub gave no answer (connection refused, DNS failure, timeout)."""
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    """Whether an exception means the hub could not be reached at all (not a hub answer)."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    if isinstance(exc, OfflineModeIsEnabled):
+        return True
+    if isinstance(exc, HfHubHTTPError):
+        return False
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"ConnectError", "TimeoutException", "ConnectionError", "Timeout"}) or (
+        isinstance(exc, OSError)
     )
 
 
