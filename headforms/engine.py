@@ -204,7 +204,13 @@ def analyze(
     """Analyse every head of a model (cached). See :func:`compute_analysis` for the work.
 
     ``spectra``: extra spectra to compute besides the core ones (:data:`EXTRA_SPECTRA`).
+    A published per-head table (``FILE.csv::MODEL``, :mod:`headforms.tables`) opens read-only,
+    without spectra.
     """
+    from .tables import is_table_spec, open_table
+
+    if is_table_spec(spec):
+        return open_table(spec, rope_position)
     wanted = spectra_names(spectra)
     source = resolve(spec)
     check_options(source, rope_position)
