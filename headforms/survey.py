@@ -30,9 +30,10 @@ from .errors import HeadformsError, OptionError
 MANIFEST_VERSION = 1
 MiB = 1 << 20
 
-BASE_BYTES = 450 * MiB
+BASE_BYTES = 512 * MiB
 """Estimated memory of a worker that reads a config.json model (Python, numpy, pandas, scipy,
-transformers' config classes and torch): measured 380 MiB (benchmarks/bench_survey.py)."""
+transformers' config classes, torch and, for RoPE models, transformers' RoPE functions):
+measured up to about 400 MiB (tests/test_survey.py checks the estimates bound the peaks)."""
 
 BASE_GGUF_BYTES = 250 * MiB
 """Estimated memory of a worker that reads a GGUF file (no transformers): measured 180 MiB."""
@@ -61,6 +62,9 @@ class Outcome:
     peak_rss_bytes: int | None = None
     estimate_bytes: int | None = None
     part: str | None = None
+    started: float = 0.0
+    ended: float = 0.0
+    """Wall-clock times (``time.time()``) the model's analysis began and ended."""
 
 
 @dataclass
@@ -219,11 +223,9 @@ def analyse_one(
     Failures come back as an outcome with the one-line message (a :class:`HeadformsError`'s
     own text, or the exception's type and text for anything else).
     """
-    import resource
-
     if threads:
         os.environ["HEADFORMS_THREADS"] = str(threads)
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     try:
         from .analyses.survey import survey_rows
         from .engine import analyze
@@ -249,8 +251,26 @@ def analyse_one(
             spec, "failed", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         )
     outcome.seconds = time.perf_counter() - start
-    outcome.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    outcome.started, outcome.ended = started, time.time()
+    outcome.peak_rss_bytes = peak_rss_bytes()
     return outcome
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory since it started its program.
+
+    ``VmHWM`` of ``/proc/self/status`` (Linux): unlike ``ru_maxrss``, which keeps the high-water
+    mark of the parent that forked a spawned worker, it starts afresh at ``exec``.
+    """
+    import resource
+
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 # ---------------------------------------------------------------------------------------------
