@@ -46,7 +46,7 @@ from .results import (
     metric_columns,
     spectra_names,
 )
-from .sources import locate
+from .sources import Located, locate
 from .sources.specs import is_table_spec
 from .store import ResultStore, cache_key, key_lock
 
@@ -62,6 +62,7 @@ __all__ = [
     "analyze",
     "compute_analysis",
     "gaussian_baseline",
+    "stored_analysis",
 ]
 
 Progress = Callable[[int, int, str], None]
@@ -163,6 +164,28 @@ def analyze(
     return hit
 
 
+def stored_analysis(
+    located: Located,
+    rope_position: int = 0,
+    fold_qk_norm: bool = True,
+    spectra: Iterable[str] = (),
+    baseline: bool = False,
+    store: ResultStore | None = None,
+) -> ModelAnalysis | None:
+    """The stored analysis of a located model with every spectrum asked for, or None; nothing
+    is opened or computed (a hosted server reads what its contained workers stored).
+    ``baseline``: None unless the Gaussian baseline of its shapes is stored too."""
+    store = store or ResultStore()
+    options = analysis_options(check_rope_position(rope_position), fold_qk_norm)
+    hit = _stored_analysis(store, cache_key(located.fingerprint, options))
+    if hit is None or not spectra_names(spectra) <= hit.spectra.keys():
+        return None
+    if baseline and store.get(baseline_key(hit.card.baseline_shapes), "baseline") is None:
+        return None
+    hit.card.spec = located.spec
+    return hit
+
+
 def _stored_analysis(store: ResultStore, key: str) -> ModelAnalysis | None:
     record = store.get(key, "analysis")
     return None if record is None else analysis_from_record(record)
@@ -186,7 +209,7 @@ def gaussian_baseline(
 ) -> Baseline:
     """The Gaussian baseline of ``shapes`` (:mod:`headforms.baseline`), stored per shape."""
     store = store or ResultStore()
-    key = cache_key("gaussian-baseline", {"shapes": asdict(shapes), "seed": int(seed)})
+    key = baseline_key(shapes, seed)
     record = store.get(key, "baseline")
     if record is None:
         with key_lock(key):
@@ -196,6 +219,11 @@ def gaussian_baseline(
                 store.put(key, baseline_record(baseline))
                 return baseline
     return baseline_from_record(record)
+
+
+def baseline_key(shapes: BaselineShapes, seed: int = BASELINE_SEED) -> str:
+    """The store key of the Gaussian baseline of ``shapes``."""
+    return cache_key("gaussian-baseline", {"shapes": asdict(shapes), "seed": int(seed)})
 
 
 def check_options(source: ModelSource, rope_position: int) -> None:

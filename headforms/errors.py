@@ -34,3 +34,8 @@ class OptionError(HeadformsError):
 class UnavailableDataError(HeadformsError):
     """What a view needs is not in this model's data (a published table has no spectra, or no
     model dim N for a Gaussian baseline)."""
+
+
+class LimitError(HeadformsError):
+    """Hosted mode stopped or refused work at one of its limits (an analysis's memory or time,
+    the server's concurrent analyses, a session's new computations)."""
