@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import state
+from ui import guard, state
 from ui.sidebar import render_sidebar
 from ui.static import ensure_plotly_js
 
+guard.protect_session()  # first: hosted mode shows no exception details
 st.set_page_config(
     page_title="headforms",
     layout="wide",

@@ -8,9 +8,11 @@ import streamlit as st
 from headforms import HeadformsError
 from headforms.analyses import theorem5
 from headforms.figures import paper as figures_paper
-from ui import cached, show_figure
+from ui import cached, guard, show_figure
 
 PAPER = theorem5.PAPER_PARAMETERS
+LOBE_SCALE = 1e6  # largest |μ|, ν and k accepted
+MAX_SIZES = 8  # values of n sampled at once
 
 st.title("Theorem 5: sampled gamma lobes")
 st.caption(
@@ -30,7 +32,24 @@ sizes = st.multiselect(
     default=list(PAPER["sizes"]),
     accept_new_options=True,
 )
-key = (mu, nu, k, tuple(sorted(int(n) for n in sizes if str(n).isdigit())), int(reps), int(seed))
+checked = (
+    guard.finite_number(mu, -LOBE_SCALE, -0.01),
+    guard.finite_number(nu, 0.01, LOBE_SCALE),
+    guard.finite_number(k, 0.1, LOBE_SCALE),
+    guard.whole_number(reps, 1, theorem5.MAX_EIGENVALUES),
+    guard.whole_number(seed, 0, 2**32 - 1),
+)
+if None in checked:
+    st.error(
+        f"Accepted: μ from -{LOBE_SCALE:g} to -0.01, ν and k from 0.01 (k: 0.1) to "
+        f"{LOBE_SCALE:g}, spectra per n from 1 to {theorem5.MAX_EIGENVALUES}, a seed from 0 to "
+        "2³² - 1.",
+        icon=":material/error:",
+    )
+    st.stop()
+mu, nu, k, reps, seed = checked
+n_values = guard.whole_numbers(sizes, 1, theorem5.MAX_EIGENVALUES, MAX_SIZES, "values of n")
+key = (mu, nu, k, tuple(sorted(n_values)), reps, seed)
 if not key[3]:
     st.info("Choose at least one n (a positive integer).", icon=":material/info:")
     st.stop()
@@ -38,7 +57,10 @@ try:
     samples = cached(
         "theorem5",
         key,
-        lambda: theorem5.sample_profiles_for_sizes(mu, nu, k, key[3], key[4], key[5]),
+        guard.new_computation(
+            "samples",
+            lambda: theorem5.sample_profiles_for_sizes(mu, nu, k, key[3], key[4], key[5]),
+        ),
     )
     limit = theorem5.limit_profile(mu, nu)
 except HeadformsError as error:

@@ -11,13 +11,15 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from headforms import BUNDLED_MODELS, ModelAnalysis, ModelCard
+from headforms import BUNDLED_MODELS, DEFAULT_MODEL, ModelAnalysis, ModelCard
 
-from . import state
+from . import guard, state
 from .loading import try_load
 from .tables import first_model, sibling_models
 
 CONTEXT_KEY = "_hf_page_context"
+LAST_SPEC_KEY = "_hf_last_good_spec"
+"""The last spec that loaded (what a refused spec falls back to)."""
 ROTARY = "rotary"
 MAX_ROPE = 10**7
 """Largest |d| the engine accepts."""
@@ -91,9 +93,12 @@ def render_sidebar() -> PageContext | None:
 
     An engine error is shown as ``st.error`` in the main area with the engine's message.
     """
+    guard.protect_session()
     state.init_state()
     ss = st.session_state
-    ss[state.MODEL_KEY] = first_model(str(ss[state.MODEL_KEY]).strip())  # a table: its models
+    typed = guard.spec_or_none(ss[state.MODEL_KEY])  # too long or not text: the last good one
+    spec = typed if typed is not None else ss.get(LAST_SPEC_KEY, DEFAULT_MODEL)
+    ss[state.MODEL_KEY] = first_model(spec)  # a table: its models
     sidebar = st.sidebar
     sidebar.selectbox(
         "Model",
@@ -111,8 +116,10 @@ def render_sidebar() -> PageContext | None:
         ss[CONTEXT_KEY] = None
         state.write_url()
         return None
+    ss[LAST_SPEC_KEY] = spec
     rotary = base.card.positional == ROTARY
-    ss[state.ROPE_KEY] = min(max(int(ss[state.ROPE_KEY]), -MAX_ROPE), MAX_ROPE) if rotary else 0
+    rope = guard.whole_number(ss[state.ROPE_KEY], -MAX_ROPE, MAX_ROPE)
+    ss[state.ROPE_KEY] = rope if rotary and rope is not None else 0
     sidebar.number_input(
         "RoPE relative position d",
         min_value=-MAX_ROPE,

@@ -14,6 +14,9 @@ from typing import Any
 import streamlit as st
 
 from headforms import DEFAULT_MODEL
+from headforms.engine import MAX_ROPE_POSITION
+
+from . import guard
 
 MODEL_KEY = "hf_model"
 ROPE_KEY = "hf_rope_position"
@@ -39,6 +42,13 @@ COLOR_CHOICES: dict[str, str] = {
 QUERY_PARAMS = {"model": MODEL_KEY, "rope": ROPE_KEY, "layer": LAYER_KEY, "head": HEAD_KEY}
 """URL query parameter -> session-state key."""
 
+URL_RANGES = {
+    ROPE_KEY: (-MAX_ROPE_POSITION, MAX_ROPE_POSITION),
+    LAYER_KEY: (0, guard.MAX_INDEX),
+    HEAD_KEY: (0, guard.MAX_INDEX),
+}
+"""Ranges URL numbers are clamped to (layer and head to the model's later)."""
+
 DEFAULTS: dict[str, Any] = {
     MODEL_KEY: DEFAULT_MODEL,
     ROPE_KEY: 0,
@@ -60,13 +70,13 @@ def init_state() -> None:
             value = params.get(param)
             if value is None or value == "":
                 continue
-            if key == MODEL_KEY:
-                state[key] = value.strip()
-            else:
-                try:
-                    state[key] = int(value)
-                except ValueError:
-                    st.toast(f"Ignored the URL's {param}={value!r}: not an integer.")
+            checked = (
+                guard.spec_or_none(value)
+                if key == MODEL_KEY
+                else guard.url_number(param, value, *URL_RANGES[key])
+            )
+            if checked is not None:
+                state[key] = checked
     for key, value in DEFAULTS.items():
         if key not in state:
             state[key] = list(value) if isinstance(value, list) else value
@@ -85,8 +95,9 @@ def write_url() -> None:
 def clamp_selection(n_layers: int, n_heads: int) -> None:
     """Keep layer and head inside the loaded model (after a model switch or a stale URL)."""
     state = st.session_state
-    state[LAYER_KEY] = min(max(int(state.get(LAYER_KEY, 0)), 0), n_layers - 1)
-    state[HEAD_KEY] = min(max(int(state.get(HEAD_KEY, 0)), 0), n_heads - 1)
+    for key, count in ((LAYER_KEY, n_layers), (HEAD_KEY, n_heads)):
+        value = guard.whole_number(state.get(key, 0), -guard.MAX_INDEX, guard.MAX_INDEX) or 0
+        state[key] = min(max(value, 0), count - 1)
 
 
 def select_head(spec: str, layer: int, head: int, jump: bool = False) -> None:
@@ -100,11 +111,11 @@ def select_head(spec: str, layer: int, head: int, jump: bool = False) -> None:
 
 
 def select_from_customdata(point: Sequence[Any] | None, jump: bool = True) -> None:
-    """Select the head of a clicked point whose customdata is ``[model, layer, head]``."""
-    if not point or len(point) < 3:
-        return
-    spec, layer, head = point[0], point[1], point[2]
-    select_head(str(spec), int(layer), int(head), jump=jump)
+    """Select the head of a clicked point whose customdata is ``[model, layer, head]`` (a head
+    of a model this session loaded; anything else is ignored with one toast line)."""
+    target = guard.click_target(point)
+    if target is not None:
+        select_head(*target, jump=jump)
 
 
 def step_head(step: int, n_layers: int, n_heads: int) -> None:

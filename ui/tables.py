@@ -18,15 +18,19 @@ from headforms.errors import UnavailableDataError
 from headforms.sources.specs import split_spec
 from headforms.tables import expand_table_spec, table_spec
 
+from . import guard
+
 
 def expand_models(specs: Iterable[str]) -> list[str]:
-    """Specs with every table file replaced by its models' specs (a bad table: one st.error)."""
+    """Specs with every table file replaced by its models' specs (a bad table: one st.error);
+    at most :data:`ui.guard.MAX_EXTRA_MODELS` specs typed, each of at most ``MAX_SPEC_LENGTH``
+    characters."""
     out: list[str] = []
-    for spec in specs:
+    for spec in guard.extra_models(specs):
         try:
             out.extend(expand_table_spec(spec))
         except HeadformsError as error:
-            st.error(str(error), icon=":material/error:")
+            st.error(guard.public_message(str(error)), icon=":material/error:")
     return list(dict.fromkeys(out))
 
 

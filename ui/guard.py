@@ -1,0 +1,333 @@
+"""What the dashboard accepts from a browser, and what it shows back: checked values, one-line
+messages, per-session budgets.
+
+Everything a browser sends is untrusted: URL parameters, widget values and click payloads are
+checked here before use (whole numbers finite and in range, a model this session has loaded,
+a spec of at most :data:`headforms.sources.MAX_SPEC_LENGTH` characters); what was wrong is one
+toast line. Streamlit deserialises widget values before any page code runs, and its own
+deserialisers raise on values no browser sends (NaN for an integer input, a string for a
+number): :func:`harden_widget_states` makes such a value the widget's default instead.
+
+In hosted mode (``HEADFORMS_HOSTED=1``) a visitor sees no exception details
+(``client.showErrorDetails = "none"``) and no server-private location in any message
+(:func:`public_message`), and each session may start only so many new computations
+(:func:`spend`; limits in :class:`headforms.contained.Limits`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import sys
+import sysconfig
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from headforms import contained
+from headforms.contained import SESSION_ANALYSES_ENV, SESSION_SAMPLES_ENV, Limits
+from headforms.errors import LimitError, ModelSpecError
+from headforms.sources import MAX_SPEC_LENGTH, hosted
+
+LOGGER = logging.getLogger(__name__)
+
+LOADED_KEY = "_hf_loaded_models"
+"""Session state: spec -> (fingerprint, layers, heads) of every model this session loaded."""
+BUDGET_KEY = "_hf_budget"
+"""Session state: kind -> new computations this session started."""
+
+MAX_EXTRA_MODELS = 8
+"""Models a page may load besides the sidebar's (overlays, comparisons)."""
+MAX_INDEX = 10**6
+"""Largest layer or head index accepted from a URL before the model is known."""
+SHOWN_CHARACTERS = 40
+"""Characters of a refused value echoed in its message."""
+
+_WHOLE = re.compile(r"[+-]?\d{1,19}")
+
+BUDGETS = {
+    "analyses": ("new analyses (models or RoPE positions)", SESSION_ANALYSES_ENV),
+    "samples": ("new Theorem 5 samplings", SESSION_SAMPLES_ENV),
+}
+"""Per-session budgets: kind -> (what is counted, its variable)."""
+
+
+def is_hosted() -> bool:
+    """Whether this server runs in hosted mode."""
+    return hosted.enabled()
+
+
+def protect_session() -> None:
+    """Call first in every script run: hardens widget deserialisation, and in hosted mode hides
+    exception details from the browser."""
+    harden_widget_states()
+    if is_hosted() and st.get_option("client.showErrorDetails") != "none":
+        st.set_option("client.showErrorDetails", "none")
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+def shown(value: Any) -> str:
+    """A refused value as echoed in a message (short, one line)."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
+
+
+def whole_number(value: Any, low: int, high: int) -> int | None:
+    """``value`` as an int in ``[low, high]`` (an int, an integral finite float, or decimal
+    digits), else None. Booleans, NaN, infinities, fractions and other strings are refused."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    elif isinstance(value, str):
+        if not _WHOLE.fullmatch(value.strip()):
+            return None
+        value = int(value.strip())
+    elif not isinstance(value, int):
+        return None
+    return value if low <= value <= high else None
+
+
+def finite_number(value: Any, low: float, high: float) -> float | None:
+    """``value`` as a float in ``[low, high]`` (finite), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and low <= value <= high else None
+
+
+def checked_spec(value: Any) -> str:
+    """A model spec as typed (stripped), or a one-line :class:`ModelSpecError`."""
+    if not isinstance(value, str):
+        raise ModelSpecError(f"the model spec must be text, not {type(value).__name__}")
+    text = value.strip()
+    if not text:
+        raise ModelSpecError("empty model spec; choose a bundled model or type a spec")
+    if len(text) > MAX_SPEC_LENGTH:
+        raise ModelSpecError(
+            f"model spec is {len(text)} characters long (at most {MAX_SPEC_LENGTH})"
+        )
+    return text
+
+
+def spec_or_none(value: Any) -> str | None:
+    """:func:`checked_spec`, or None (after one toast line saying why)."""
+    try:
+        return checked_spec(value)
+    except ModelSpecError as error:
+        st.toast(f"Ignored a model spec: {error}.", icon=":material/block:")
+        return None
+
+
+def url_number(param: str, value: str, low: int, high: int) -> int | None:
+    """A URL parameter as a whole number clamped to ``[low, high]``, or None (after one toast
+    line) when it is not a whole number."""
+    number = whole_number(value, -(10**19), 10**19)
+    if number is None:
+        st.toast(
+            f"Ignored the URL's {param}={shown(value)}: not a whole number.",
+            icon=":material/block:",
+        )
+        return None
+    return min(max(number, low), high)
+
+
+def extra_models(specs: Iterable[Any]) -> list[str]:
+    """Specs a page should load besides the sidebar's: checked, at most :data:`MAX_EXTRA_MODELS`
+    (the rest refused in one toast line)."""
+    out: list[str] = []
+    for value in specs:
+        spec = spec_or_none(value)
+        if spec is not None and spec not in out:
+            out.append(spec)
+    if len(out) > MAX_EXTRA_MODELS:
+        st.toast(
+            f"Showing the first {MAX_EXTRA_MODELS} of {len(out)} extra models "
+            f"(at most {MAX_EXTRA_MODELS}).",
+            icon=":material/block:",
+        )
+    return out[:MAX_EXTRA_MODELS]
+
+
+def whole_numbers(values: Iterable[Any], low: int, high: int, limit: int, what: str) -> list[int]:
+    """The distinct whole numbers in ``[low, high]`` among ``values`` (at most ``limit``); the
+    others are refused in one toast line."""
+    out: list[int] = []
+    refused = []
+    for value in values:
+        number = whole_number(value, low, high)
+        if number is None:
+            refused.append(value)
+        elif number not in out:
+            out.append(number)
+    if refused or len(out) > limit:
+        st.toast(
+            f"Ignored {len(refused) + max(len(out) - limit, 0)} {what}: at most {limit}, each "
+            f"a whole number from {low} to {high}.",
+            icon=":material/block:",
+        )
+    return out[:limit]
+
+
+# ---------------------------------------------------------------------------------------------
+# Loaded models and clicks
+
+
+def remember(spec: str, fingerprint: str, n_layers: int, n_heads: int) -> None:
+    """Record a model this session loaded (clicks may select its heads)."""
+    st.session_state.setdefault(LOADED_KEY, {})[spec] = (fingerprint, n_layers, n_heads)
+
+
+def loaded() -> dict[str, tuple[str, int, int]]:
+    """spec -> (fingerprint, layers, heads) of the models this session loaded."""
+    return st.session_state.get(LOADED_KEY, {})
+
+
+def click_target(point: Any) -> tuple[str, int, int] | None:
+    """``(model, layer, head)`` of a click payload naming a head of a model this session loaded,
+    else None (after one toast line). A payload is ``[model, layer, head, ...]``."""
+    if not isinstance(point, list | tuple) or len(point) < 3:
+        st.toast("Ignored a click: not a head of a loaded model.", icon=":material/block:")
+        return None
+    spec, layer, head = point[0], point[1], point[2]
+    shapes = loaded().get(spec) if isinstance(spec, str) else None
+    if shapes is None:
+        st.toast(f"Ignored a click on {shown(spec)}: not a loaded model.", icon=":material/block:")
+        return None
+    _, n_layers, n_heads = shapes
+    layer_index = whole_number(layer, 0, n_layers - 1)
+    head_index = whole_number(head, 0, n_heads - 1)
+    if layer_index is None or head_index is None:
+        st.toast(
+            f"Ignored a click on layer {shown(layer)}, head {shown(head)}: {spec} has layers "
+            f"0-{n_layers - 1} and heads 0-{n_heads - 1}.",
+            icon=":material/block:",
+        )
+        return None
+    return spec, layer_index, head_index
+
+
+# ---------------------------------------------------------------------------------------------
+# Budgets
+
+
+def spend(kind: str) -> None:
+    """Count one new computation of ``kind`` (``analyses``, ``samples``) for this session; in
+    hosted mode, past the session's limit, a one-line :class:`LimitError` instead."""
+    counts = st.session_state.setdefault(BUDGET_KEY, {})
+    if is_hosted():
+        limits = Limits.from_env()
+        limit = {"analyses": limits.session_analyses, "samples": limits.session_samples}[kind]
+        if counts.get(kind, 0) >= limit:
+            what, variable = BUDGETS[kind]
+            raise LimitError(
+                f"this session has started {limit} {what}, the most one session may start on "
+                f"this server ({variable}); results already computed still open"
+            )
+    counts[kind] = counts.get(kind, 0) + 1
+
+
+def new_computation(kind: str, build: Callable[[], Any]) -> Callable[[], Any]:
+    """``build`` counted against this session's ``kind`` budget when it really runs (a cache
+    miss of :func:`ui.cached`), and in hosted mode holding one of the server's slots."""
+
+    def counted() -> Any:
+        spend(kind)
+        if not is_hosted():
+            return build()
+        with contained.slot():
+            return build()
+
+    return counted
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages
+
+
+def public_message(text: str) -> str:
+    """``text`` as a visitor may see it: in hosted mode every server-private location (the
+    result cache, the hub cache, the hub endpoint, the installation) is replaced by what it is.
+    The allowed model directories stay (a visitor needs them)."""
+    if not is_hosted():
+        return text
+    policy_roots = [str(r) for r in hosted.Policy.from_env().roots]
+    kept = {f"\0root{i}\0": root for i, root in enumerate(policy_roots)}
+    for marker, root in kept.items():
+        text = text.replace(root, marker)
+    for location, name in _private_locations():
+        text = text.replace(location, name)
+    for marker, root in kept.items():
+        text = text.replace(marker, root)
+    return text
+
+
+def _private_locations() -> list[tuple[str, str]]:
+    """(location, replacement) pairs, longest first."""
+    from headforms.sources.hub import hub_cache_dir, hub_endpoint
+    from headforms.store import cache_dir
+
+    pairs: dict[str, str] = {}
+
+    def add(path: Any, name: str) -> None:
+        for variant in {str(path), os.path.realpath(str(path))}:
+            if len(variant) > 1:
+                pairs.setdefault(variant, name)
+
+    add(hub_endpoint(), "the hub")
+    add(os.environ.get("HF_ENDPOINT") or hub_endpoint(), "the hub")
+    add(hub_cache_dir(), "[hub cache]")
+    add(cache_dir(), "[result cache]")
+    add(sysconfig.get_paths()["purelib"], "[installation]")
+    add(sys.prefix, "[installation]")
+    add(Path(__file__).resolve().parents[1], "[installation]")
+    return sorted(pairs.items(), key=lambda item: -len(item[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Streamlit's widget deserialisation
+
+
+def harden_widget_states() -> None:
+    """Make a malformed widget value fall back to the widget's default (idempotent).
+
+    Streamlit 1.67 deserialises every widget's value at the start of a run, before any page
+    code: a forged ``NaN`` for an integer ``number_input`` (``int(nan)``), or a string for a
+    number, raises there. Values a browser really sends are never malformed, so this changes
+    nothing for them; a forged one is logged and replaced by the widget's default, as Streamlit
+    itself does for out-of-range values.
+    """
+    from streamlit.runtime.state import session_state as module
+
+    states = module.WStates
+    if getattr(states.__getitem__, "_headforms_tolerant", False):
+        return
+    original = states.__getitem__
+
+    def tolerant_getitem(self: Any, key: str) -> Any:
+        try:
+            return original(self, key)
+        except KeyError:
+            raise
+        except Exception as error:  # a value no browser sends
+            LOGGER.warning("ignored a malformed value of widget %s (%s)", key, type(error).__name__)
+            metadata = self.widget_metadata.get(key)
+            try:
+                value = metadata.deserializer(None)
+            except Exception:
+                self.states.pop(key, None)
+                raise KeyError(key) from None
+            self.states[key] = module.Value(value)
+            return value
+
+    tolerant_getitem._headforms_tolerant = True  # type: ignore[attr-defined]
+    states.__getitem__ = tolerant_getitem
