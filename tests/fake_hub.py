@@ -26,6 +26,9 @@ Revisions: every :meth:`FakeRepo.commit` makes a new commit (40-hex sha) with a 
 of the repo's files on a branch (default ``main``); :meth:`FakeRepo.tag` names a commit. A
 revision is a branch, a tag or a full commit sha.
 
+A hostile hub's metadata: ``repo.declared_sizes[name] = n`` makes ``model_info`` declare ``n``
+bytes for a file (``None``: no size) while the file's real bytes are still served.
+
 Adding a repo::
 
     repo = hub.add_repo("org/tiny-gpt2")                       # or gated=True / private=True
@@ -112,6 +115,9 @@ class FakeRepo:
     commits: dict[str, dict[str, FakeFile]] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    declared_sizes: dict[str, int | None] = field(default_factory=dict)
+    """A hostile hub's metadata: file name -> the size it declares (None: no size at all)
+    instead of the size of the bytes it serves."""
 
     def commit(
         self,
@@ -580,13 +586,13 @@ def _model_info(repo: FakeRepo, sha: str, files: dict[str, FakeFile], blobs: boo
     for name, file in sorted(files.items()):
         entry: dict[str, Any] = {"rfilename": name}
         if blobs:
-            entry.update(size=len(file.data), blobId=file.blob_id)
-            if file.lfs:
-                entry["lfs"] = {
-                    "sha256": file.sha256,
-                    "size": len(file.data),
-                    "pointerSize": LFS_POINTER_SIZE,
-                }
+            size = repo.declared_sizes.get(name, len(file.data))
+            entry.update(blobId=file.blob_id)
+            if size is not None:
+                entry["size"] = size
+            if file.lfs and size is not None:
+                lfs = {"sha256": file.sha256, "size": size, "pointerSize": LFS_POINTER_SIZE}
+                entry["lfs"] = lfs
         siblings.append(entry)
     config = None
     if "config.json" in files:

@@ -125,7 +125,8 @@ def clickable_plot(
     figure_json = payload.json
 
     def clicked() -> None:
-        value = st.session_state[key].get("clicked")
+        state = st.session_state.get(key)  # absent when a forged message sends only the trigger
+        value = state.get("clicked") if hasattr(state, "get") else None
         if on_click is not None and value is not None:
             on_click(value)
 
