@@ -15,12 +15,17 @@ for an integer input, a string for a number, any click payload for a component).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-FINAL = {"FINISHED_SUCCESSFULLY", "FINISHED_WITH_COMPILE_ERROR", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
+FINAL = {
+    "FINISHED_SUCCESSFULLY",
+    "FINISHED_WITH_COMPILE_ERROR",
+    "FINISHED_FRAGMENT_RUN_SUCCESSFULLY",
+}
 """Script-finished statuses that end a run (an early finish for a rerun does not)."""
 
 
@@ -57,7 +62,10 @@ class Session:
 
         self.timeout = timeout
         url = f"ws://127.0.0.1:{port}/_stcore/stream"
-        self._ws = connect(url, subprotocols=["streamlit"], open_timeout=30, max_size=None)
+        self._stack = contextlib.ExitStack()
+        self._ws = self._stack.enter_context(
+            connect(url, subprotocols=["streamlit"], open_timeout=30, max_size=None)
+        )
         self.widgets: dict[tuple[str, str], str] = {}
         self.components: dict[str, str] = {}
 
@@ -69,7 +77,7 @@ class Session:
 
     def close(self) -> None:
         """Close the websocket (the server then stops this session's script run)."""
-        self._ws.close()
+        self._stack.close()
 
     def widget(self, kind: str, label: str) -> str:
         """The id of the ``kind`` widget labelled ``label`` drawn by the last run."""

@@ -52,6 +52,7 @@ State (:mod:`ui.state`)
     ``step_head(step, n_layers, n_heads)``. The URL mirrors model, rope, layer and head.
 """
 
+from . import guard
 from .loading import cached, load_analysis, try_load
 from .plot import PlotPayload, clickable_plot
 from .sidebar import PageContext, head_label, model_label, page_context, render_sidebar
@@ -77,3 +78,5 @@ __all__ = [
     "step_head",
     "try_load",
 ]
+
+guard.protect_session()  # before any page's widgets: also for a page run without app.py

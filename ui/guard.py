@@ -61,12 +61,23 @@ def is_hosted() -> bool:
     return hosted.enabled()
 
 
+ERROR_DETAILS = "client.showErrorDetails"
+_configured_details: list[Any] = []
+"""The server's own value of :data:`ERROR_DETAILS` while hosted mode overrides it."""
+
+
 def protect_session() -> None:
-    """Call first in every script run: hardens widget deserialisation, and in hosted mode hides
-    exception details from the browser."""
+    """Call first in every script run: hardens widget deserialisation; in hosted mode hides
+    exception details from the browser (``client.showErrorDetails = "none"``), otherwise keeps
+    the server's own setting (details for developers)."""
     harden_widget_states()
-    if is_hosted() and st.get_option("client.showErrorDetails") != "none":
-        st.set_option("client.showErrorDetails", "none")
+    if is_hosted():
+        if not _configured_details:
+            _configured_details.append(st.get_option(ERROR_DETAILS))
+        if st.get_option(ERROR_DETAILS) != "none":
+            st.set_option(ERROR_DETAILS, "none")
+    elif _configured_details:
+        st.set_option(ERROR_DETAILS, _configured_details.pop())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,37 +308,41 @@ def _private_locations() -> list[tuple[str, str]]:
 # Streamlit's widget deserialisation
 
 
+UNCHECKED_VALUES = frozenset({"chat_input_value", "file_uploader_state_value"})
+"""Widget value fields whose deserialisation has side effects (not tried twice)."""
+
+
 def harden_widget_states() -> None:
-    """Make a malformed widget value fall back to the widget's default (idempotent).
+    """Drop a malformed widget value before Streamlit uses it (idempotent): the widget keeps
+    its previous value.
 
     Streamlit 1.67 deserialises every widget's value at the start of a run, before any page
     code: a forged ``NaN`` for an integer ``number_input`` (``int(nan)``), or a string for a
-    number, raises there. Values a browser really sends are never malformed, so this changes
-    nothing for them; a forged one is logged and replaced by the widget's default, as Streamlit
-    itself does for out-of-range values.
+    number, raises there. Each incoming value is now deserialised once on arrival; one that
+    raises (a browser never sends such a value) is logged and not stored.
     """
     from streamlit.runtime.state import session_state as module
+    from streamlit.runtime.state.common import unpack_widget_state_value
 
     states = module.WStates
-    if getattr(states.__getitem__, "_headforms_tolerant", False):
+    if getattr(states.set_widget_from_proto, "_headforms_checked", False):
         return
-    original = states.__getitem__
+    original = states.set_widget_from_proto
 
-    def tolerant_getitem(self: Any, key: str) -> Any:
-        try:
-            return original(self, key)
-        except KeyError:
-            raise
-        except Exception as error:  # a value no browser sends
-            LOGGER.warning("ignored a malformed value of widget %s (%s)", key, type(error).__name__)
-            metadata = self.widget_metadata.get(key)
+    def checked_set(self: Any, widget_state: Any) -> None:
+        metadata = self.widget_metadata.get(widget_state.id)
+        field = widget_state.WhichOneof("value")
+        if metadata is not None and field not in UNCHECKED_VALUES:
             try:
-                value = metadata.deserializer(None)
-            except Exception:
-                self.states.pop(key, None)
-                raise KeyError(key) from None
-            self.states[key] = module.Value(value)
-            return value
+                metadata.deserializer(unpack_widget_state_value(widget_state))
+            except Exception as error:  # a value no browser sends
+                LOGGER.warning(
+                    "ignored a malformed value of widget %s (%s)",
+                    widget_state.id,
+                    type(error).__name__,
+                )
+                return
+        original(self, widget_state)
 
-    tolerant_getitem._headforms_tolerant = True  # type: ignore[attr-defined]
-    states.__getitem__ = tolerant_getitem
+    checked_set._headforms_checked = True  # type: ignore[attr-defined]
+    states.set_widget_from_proto = checked_set

@@ -90,10 +90,13 @@ def _hub_fingerprint(spec: str) -> str:
 
 
 def fingerprint(spec: str) -> str:
-    """The fingerprint of a model's weights (a refusal or bad spec: its HeadformsError)."""
-    if parse_spec(spec).kind == "hub":
-        return _hub_fingerprint(spec)
-    return _local_fingerprint(spec)
+    """The fingerprint of a model's weights (a refusal or bad spec: its HeadformsError, as
+    :func:`headforms.sources.locate` words it)."""
+    try:
+        hub = parse_spec(spec).kind == "hub"
+    except HeadformsError:
+        hub = False  # locate gives the error (in hosted mode, the policy's first)
+    return _hub_fingerprint(spec) if hub else _local_fingerprint(spec)
 
 
 def load_analysis(spec: str, rope_position: int = 0) -> ModelAnalysis:
