@@ -44,7 +44,8 @@ start_engine() {
 # Debian bookworm minbase with Debian's python3 (3.11) and venv: what python:3.11-slim gives
 # the Dockerfile. The host's extra CA certificates go into its trust store (pip reads PIP_CERT).
 build_local_base() {
-  local root
+  local root began
+  began=$(date +%s)
   root=$(mktemp -d /var/tmp/headforms-base.XXXXXX)
   log "building the base $LOCAL_BASE with debootstrap from $MIRROR"
   debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,passwd \
@@ -59,6 +60,7 @@ build_local_base() {
     --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
     --change 'CMD ["python3"]' - "$LOCAL_BASE" >/dev/null
   rm -rf "$root" "$root.log"
+  log "built the base $LOCAL_BASE in $(($(date +%s) - began)) s"
 }
 
 choose_base() {
