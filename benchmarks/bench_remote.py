@@ -114,7 +114,7 @@ def main() -> int:
     server = None
     try:
         from headforms.engine import compute_analysis
-        from headforms.remote import RangeFetcher, RemoteSafetensorsReader
+        from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader
         from headforms.sources import open_path
 
         model = work / "mini-mistral"

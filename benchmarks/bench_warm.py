@@ -43,9 +43,9 @@ def main() -> int:
     env = thread_env(args.threads, HEADFORMS_CACHE_DIR=work, HF_HUB_OFFLINE="1")
     try:
         from headforms import analyze, readers
-        from headforms.cache import ResultCache, cache_key
         from headforms.engine import analysis_options
         from headforms.sources import resolve
+        from headforms.store import ResultCache, cache_key
 
         rows = []
         with limit_threads(args.threads):

@@ -70,7 +70,7 @@ def _progress(done: int, total: int, message: str) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analysis import parity_table
+    from .analyses.parity import parity_table
     from .engine import analyze
 
     if args.out is not None:
@@ -83,17 +83,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
     )
     card = result.card
+    table = result.table(baseline=args.baseline)
     if args.out is not None:
-        write_table(result.heads, args.out)
-        print(f"wrote {len(result.heads)} heads to {args.out}", file=sys.stderr)
+        write_table(table, args.out)
+        print(f"wrote {len(table)} heads to {args.out}", file=sys.stderr)
     else:
         print(
             f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
             f"({card.n_kv_heads} kv), N={card.model_dim}, n={card.head_dim}, {card.storage}"
         )
         print(parity_table({card.name: result.heads}).to_string())
-        cols = ["a", "b", "c", "d", "energy", "pairing", "rand_energy", "rand_pairing"]
-        print(result.heads[cols].describe().loc[["mean", "50%", "min", "max"]].to_string())
+        cols = ["a", "b", "c", "d", "energy", "pairing"]
+        if args.baseline:
+            cols += [c for c in table.columns if c in ("rand_energy", "rand_pairing")]
+        print(table[cols].describe().loc[["mean", "50%", "min", "max"]].to_string())
     return 0
 
 
@@ -127,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-fold-qk-norm",
         action="store_true",
         help="analyse raw Q/K without folding QK-norm gains",
+    )
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="add the Gaussian baseline of the same shapes as rand_* columns",
     )
     p.add_argument("--no-cache", action="store_true", help="recompute, ignore the cache")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -3,33 +3,34 @@
 Weights are streamed layer by layer (peak memory about one layer's Q/K); each layer's heads
 are computed at once from their Gram matrices (:mod:`headforms.forms`). Results are cached
 on disk under a key of the weights' fingerprint and the options, so a second analysis of the
-same model is a cache read.
+same model is a cache read. The Gaussian baseline (:mod:`headforms.baseline`) depends only on
+the shapes and is computed, and cached per shape, when it is first asked for.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .architectures import Shapes, shapes_from_config
-from .cache import ResultCache, cache_key, key_lock
+from .baseline import BASELINE_SEED, Baseline, BaselineShapes, compute_baseline
 from .errors import OptionError
-from .extract import TensorIndex, effective_factors, read_layer
-from .forms import FormBatch, forms_from_factor, head_forms, wishart_factor
-from .rope import inverse_frequencies, rope_parameters
+from .forms import FormBatch, forms_from_factor, head_factors
+from .models.architectures import Shapes, shapes_from_config
+from .models.extract import TensorIndex, effective_factors, read_layer
+from .models.rope import inverse_frequencies, rope_parameters
 from .sources import ModelSource, resolve
+from .store import ResultCache, cache_key, key_lock
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, message)``: called before each layer and once at the end."""
-
-BASELINE_SEED = 20260929
-"""Seed of the Gaussian baseline (per layer: ``default_rng([seed, layer])``)."""
 
 THREADS_ENV = "HEADFORMS_THREADS"
 
@@ -46,10 +47,7 @@ QUANT_NOTES = {
     "Q6_K": "6-bit",
 }
 
-TABLE_COLUMNS = (
-    "layer",
-    "head",
-    "kv_head",
+METRIC_COLUMNS = (
     "a",
     "b",
     "c",
@@ -68,11 +66,23 @@ TABLE_COLUMNS = (
     "participation_ratio",
     "stable_rank",
     "leading_share",
-    "q_bias_norm",
-    "k_bias_norm",
 )
+"""Per-head metrics of a form (:func:`headforms.forms.form_metrics`), in table order."""
+
+TABLE_COLUMNS = ("layer", "head", "kv_head", *METRIC_COLUMNS, "q_bias_norm", "k_bias_norm")
+"""Columns of a model's per-head table."""
+
 BASELINE_PREFIX = "rand_"
-BASELINE_METRICS = ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "energy", "pairing", "parity")
+"""Prefix of the baseline's columns when they are joined to a model's table
+(:meth:`ModelAnalysis.table`): the only place where the two tables meet."""
+
+CORE_SPECTRA = ("eig_s", "lobe_pos", "lobe_neg")
+"""Spectra every analysis has (the per-head table is computed from them)."""
+
+EXTRA_SPECTRA = ("sv_a", "eig_l_abs")
+"""Spectra computed only when asked for: singular values of A, moduli of the eigenvalues of L."""
+
+ALL_SPECTRA = CORE_SPECTRA + EXTRA_SPECTRA
 
 
 @dataclass
@@ -99,11 +109,17 @@ class ModelCard:
     notes: list[str] = field(default_factory=list)
     fingerprint: str = ""
     weight_bytes: int = 0
+    n_parameters: int | None = None
 
     @property
     def total_heads(self) -> int:
         """Number of query heads in the model."""
         return self.n_layers * self.n_heads
+
+    @property
+    def baseline_shapes(self) -> BaselineShapes:
+        """The shapes the Gaussian baseline of this model depends on."""
+        return BaselineShapes(self.n_layers, self.n_heads, self.head_dim, self.model_dim)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict (for JSON and the overview table)."""
@@ -112,12 +128,14 @@ class ModelCard:
 
 @dataclass
 class ModelAnalysis:
-    """One model's per-head table, spectra and card.
+    """One model's per-head table, spectra and card; its Gaussian baseline on demand.
 
-    ``heads``: one row per query head (columns :data:`TABLE_COLUMNS` plus ``rand_*`` baseline
-    columns). ``spectra``: arrays aligned with the rows: ``eig_s`` (2n eigenvalues of S that can be
-    non-zero, decreasing), ``lobe_pos``/``lobe_neg``, ``sv_a`` (singular values of A),
-    ``eig_l_abs`` (moduli of the eigenvalues of L) and the same with the ``rand_`` prefix.
+    ``heads``: one row per query head, layer-major (columns :data:`TABLE_COLUMNS`).
+    ``spectra``: arrays aligned with the rows: always ``eig_s`` (the 2n eigenvalues of S that can
+    be non-zero, decreasing), ``lobe_pos``/``lobe_neg``; ``sv_a`` (singular values of A) and
+    ``eig_l_abs`` (moduli of the eigenvalues of L) when asked for (``analyze(spectra=...)``).
+    ``baseline``: :class:`headforms.baseline.Baseline` of the same shapes, computed (and cached)
+    on first access.
     """
 
     card: ModelCard
@@ -130,6 +148,25 @@ class ModelAnalysis:
             raise IndexError(f"no head L{layer}H{head} in {self.card.name}")
         return layer * self.card.n_heads + head
 
+    @cached_property
+    def baseline(self) -> Baseline:
+        """Independent Gaussian ``K, Q`` of this model's shapes (cached on disk per shape)."""
+        return gaussian_baseline(self.card.baseline_shapes)
+
+    def table(self, baseline: bool = False) -> pd.DataFrame:
+        """The per-head table; with ``baseline``, the baseline's metrics as ``rand_*`` columns."""
+        if not baseline:
+            return self.heads
+        base = self.baseline.heads[list(METRIC_COLUMNS)].add_prefix(BASELINE_PREFIX)
+        return pd.concat([self.heads.reset_index(drop=True), base.reset_index(drop=True)], axis=1)
+
+    def arrays(self, baseline: bool = False) -> dict[str, np.ndarray]:
+        """The spectra, rows aligned with the table; ``baseline`` adds its spectra as ``rand_*``."""
+        out = dict(self.spectra)
+        if baseline:
+            out.update({BASELINE_PREFIX + k: v for k, v in self.baseline.spectra.items()})
+        return out
+
 
 def default_threads() -> int:
     """BLAS threads for the engine: ``$HEADFORMS_THREADS`` or the number of usable cores."""
@@ -141,40 +178,69 @@ def default_threads() -> int:
 
 def analysis_options(rope_position: int, fold_qk_norm: bool) -> dict[str, Any]:
     """The options that change results (part of the cache key)."""
-    return {
-        "rope_position": int(rope_position),
-        "fold_qk_norm": bool(fold_qk_norm),
-        "baseline_seed": BASELINE_SEED,
-    }
+    return {"rope_position": int(rope_position), "fold_qk_norm": bool(fold_qk_norm)}
+
+
+def spectra_names(spectra: Iterable[str]) -> set[str]:
+    """The spectra to compute: the core ones plus those asked for (unknown names: an error)."""
+    names = set(spectra)
+    unknown = names - set(ALL_SPECTRA)
+    if unknown:
+        raise OptionError(
+            f"unknown spectra {sorted(unknown)}; accepted: {', '.join(EXTRA_SPECTRA)}"
+        )
+    return names | set(CORE_SPECTRA)
 
 
 def analyze(
     spec: str,
     rope_position: int = 0,
     fold_qk_norm: bool = True,
+    spectra: Iterable[str] = (),
     progress: Progress | None = None,
     cache: ResultCache | None = None,
     use_cache: bool = True,
 ) -> ModelAnalysis:
-    """Analyse every head of a model (cached). See :func:`compute_analysis` for the work."""
+    """Analyse every head of a model (cached). See :func:`compute_analysis` for the work.
+
+    ``spectra``: extra spectra to compute besides the core ones (:data:`EXTRA_SPECTRA`).
+    """
+    wanted = spectra_names(spectra)
     source = resolve(spec)
     check_options(source, rope_position)
     if not use_cache:
-        return compute_analysis(source, rope_position, fold_qk_norm, progress)
+        return compute_analysis(source, rope_position, fold_qk_norm, progress, wanted)
     cache = cache or ResultCache()
     key = cache_key(source.fingerprint, analysis_options(rope_position, fold_qk_norm))
     hit = cache.get(key)
-    if hit is None:
+    if hit is None or not wanted <= hit.spectra.keys():
         with key_lock(key):  # one extraction per model at a time, across processes
             hit = cache.get(key)
-            if hit is None:
-                hit = compute_analysis(source, rope_position, fold_qk_norm, progress)
+            if hit is None or not wanted <= hit.spectra.keys():
+                wanted |= set(hit.spectra) if hit is not None else set()
+                hit = compute_analysis(source, rope_position, fold_qk_norm, progress, wanted)
                 cache.set(key, hit)
                 return hit
     hit.card.spec = spec
     if progress:
         total = hit.card.n_layers
         progress(total, total, "loaded from cache")
+    return hit
+
+
+def gaussian_baseline(
+    shapes: BaselineShapes, seed: int = BASELINE_SEED, cache: ResultCache | None = None
+) -> Baseline:
+    """The Gaussian baseline of ``shapes`` (:mod:`headforms.baseline`), cached on disk."""
+    cache = cache or ResultCache()
+    key = cache_key("gaussian-baseline", {"shapes": asdict(shapes), "seed": int(seed)})
+    hit = cache.get(key)
+    if hit is None:
+        with key_lock(key):
+            hit = cache.get(key)
+            if hit is None:
+                hit = compute_baseline(shapes, seed)
+                cache.set(key, hit)
     return hit
 
 
@@ -194,29 +260,32 @@ def compute_analysis(
     rope_position: int = 0,
     fold_qk_norm: bool = True,
     progress: Progress | None = None,
+    spectra: Iterable[str] = (),
 ) -> ModelAnalysis:
-    """Stream the model layer by layer and compute every head's form and its baseline."""
+    """Stream the model layer by layer and compute every head's form."""
     from threadpoolctl import threadpool_limits
 
+    wanted = spectra_names(spectra)
     shapes = shapes_from_config(source.config)
     index = TensorIndex(source.reader, source.patterns["q_weight"])
     parts: list[dict[str, np.ndarray]] = []
-    spectra: dict[str, list[np.ndarray]] = {}
+    collected: dict[str, list[np.ndarray]] = {name: [] for name in ALL_SPECTRA if name in wanted}
     flags = {"qk_norm": False, "bias": False}
 
     def one_layer(layer: int) -> tuple[tuple[bool, bool], dict[str, np.ndarray], dict]:
         weights = read_layer(source, shapes, index, layer)
         q, k = effective_factors(source, shapes, weights, layer, rope_position, fold_qk_norm)
-        batch = head_forms(q, k, shapes.kv_of_head)
-        rng = np.random.default_rng([BASELINE_SEED, layer])
-        baseline = forms_from_factor(
-            wishart_factor(rng, shapes.n_heads, shapes.head_dim, shapes.model_dim),
+        factor, gram = head_factors(q, k, shapes.kv_of_head)
+        batch = forms_from_factor(
+            factor,
             shapes.model_dim,
-            eig_l=False,  # the baseline keeps eig_s and sv_a only
+            gram,
+            sv_a="sv_a" in wanted,
+            eig_l="eig_l_abs" in wanted,
         )
-        rows = _layer_rows(layer, shapes, weights, batch, baseline)
+        rows = _layer_rows(layer, shapes, weights, batch)
         found = (weights.q_gain is not None, weights.q_bias is not None)
-        return found, rows, _layer_spectra(batch, baseline)  # small: no weights kept
+        return found, rows, {name: getattr(batch, name) for name in collected}
 
     # With several threads, layers run concurrently on single-threaded BLAS: numpy releases the
     # GIL in LAPACK, and the many small 2n x 2n problems scale across cores, BLAS threads do not.
@@ -233,45 +302,42 @@ def compute_analysis(
                 flags["bias"] |= found[1]
                 parts.append(rows)
                 for name, values in layer_spectra.items():
-                    spectra.setdefault(name, []).append(values)
+                    collected[name].append(values)
     finally:
         if pool:
             pool.shutdown(wait=True, cancel_futures=True)
     if progress:
         progress(shapes.n_layers, shapes.n_layers, "done")
-    heads = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in parts[0]})
+    heads = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in TABLE_COLUMNS})
     card = _card(source, shapes, index, rope_position, fold_qk_norm, flags)
-    return ModelAnalysis(card, heads, {k: np.concatenate(v) for k, v in spectra.items()})
+    return ModelAnalysis(card, heads, {k: np.concatenate(v) for k, v in collected.items()})
+
+
+def metric_columns(layer: int, head: np.ndarray, batch: FormBatch) -> dict[str, np.ndarray]:
+    """``layer``, ``head`` and every :data:`METRIC_COLUMNS` of one layer's batch of forms."""
+    metrics = batch.metrics()
+    columns = {"layer": np.full(len(head), layer), "head": np.asarray(head)}
+    columns.update({name: metrics[name] for name in METRIC_COLUMNS})
+    return columns
 
 
 def _layer_rows(
-    layer: int, shapes: Shapes, weights: Any, batch: FormBatch, baseline: FormBatch
+    layer: int, shapes: Shapes, weights: Any, batch: FormBatch
 ) -> dict[str, np.ndarray]:
-    metrics = batch.metrics()
-    H = shapes.n_heads
+    rows = metric_columns(layer, np.arange(shapes.n_heads), batch)
     kv = shapes.kv_of_head
-    rows: dict[str, np.ndarray] = {
-        "layer": np.full(H, layer),
-        "head": np.arange(H),
-        "kv_head": kv,
-    }
-    rows.update({name: metrics[name] for name in TABLE_COLUMNS if name in metrics})
+    rows["kv_head"] = kv
     if weights.q_bias is not None:
         rows["q_bias_norm"] = np.linalg.norm(weights.q_bias, axis=-1)
         rows["k_bias_norm"] = np.linalg.norm(weights.k_bias, axis=-1)[kv]
     else:
-        rows["q_bias_norm"] = rows["k_bias_norm"] = np.full(H, np.nan)
-    rows = {name: rows[name] for name in TABLE_COLUMNS}
-    base = baseline.metrics()
-    rows.update({BASELINE_PREFIX + name: base[name] for name in BASELINE_METRICS})
-    return rows
+        rows["q_bias_norm"] = rows["k_bias_norm"] = np.full(shapes.n_heads, np.nan)
+    return {name: rows[name] for name in TABLE_COLUMNS}
 
 
-def _layer_spectra(batch: FormBatch, baseline: FormBatch) -> dict[str, np.ndarray]:
-    names = ("eig_s", "lobe_pos", "lobe_neg", "sv_a", "eig_l_abs")
-    out = {name: getattr(batch, name) for name in names}
-    out.update({BASELINE_PREFIX + name: getattr(baseline, name) for name in ("eig_s", "sv_a")})
-    return out
+def parameter_count(reader: Any) -> int:
+    """Number of stored parameters (elements of every tensor), read from the file headers."""
+    return int(sum(math.prod(reader.shape(name)) for name in reader.names()))
 
 
 def _card(
@@ -362,4 +428,5 @@ def _card(
         notes=notes,
         fingerprint=source.fingerprint,
         weight_bytes=source.total_bytes,
+        n_parameters=parameter_count(reader) if source.all_weights else None,
     )

@@ -150,12 +150,17 @@ def forms_from_gram(gram: np.ndarray, model_dim: int) -> FormBatch:
 
 
 def forms_from_factor(
-    factor: np.ndarray, model_dim: int, gram: np.ndarray | None = None, eig_l: bool = True
+    factor: np.ndarray,
+    model_dim: int,
+    gram: np.ndarray | None = None,
+    sv_a: bool = True,
+    eig_l: bool = True,
 ) -> FormBatch:
     """All spectra of the forms ``L_h = K_h^T Q_h`` from ``F`` with ``F F^T = G`` (module doc).
 
-    ``eig_l=False`` skips the eigenvalues of L (``eig_l_abs`` is then empty): the baseline does
-    not use them, and they cost as much as the spectrum of S.
+    ``sv_a=False`` / ``eig_l=False`` skip the singular values of A / the eigenvalues of L (the
+    field is then empty, shape ``(heads, 0)``): no per-head metric needs them, and each costs
+    about as much as the spectrum of S.
     """
     f = np.asarray(factor, dtype=np.float64)
     gram = f @ np.swapaxes(f, -1, -2) if gram is None else gram
@@ -178,7 +183,10 @@ def forms_from_factor(
     eig_s = np.where(np.abs(eig_s) <= tol, 0.0, eig_s)
     lobe_pos = np.sort(np.clip(eig_s, 0.0, None), axis=-1)[..., ::-1]
     lobe_neg = np.sort(np.clip(-eig_s, 0.0, None), axis=-1)[..., ::-1]
-    sv_a = np.linalg.svd(skew, compute_uv=False)
+    if sv_a:
+        singular_a = np.linalg.svd(skew, compute_uv=False)
+    else:
+        singular_a = np.empty((*skew.shape[:-2], 0))
     # Non-zero eigenvalues of L = K^T Q are those of Q K^T = (K Q^T)^T (n x n).
     if eig_l:
         eig_l_abs = np.sort(np.abs(np.linalg.eigvals(np.swapaxes(gkq, -1, -2))), axis=-1)[..., ::-1]
@@ -192,7 +200,7 @@ def forms_from_factor(
         eig_s=np.ascontiguousarray(eig_s),
         lobe_pos=np.ascontiguousarray(lobe_pos),
         lobe_neg=np.ascontiguousarray(lobe_neg),
-        sv_a=sv_a,
+        sv_a=singular_a,
         eig_l_abs=np.ascontiguousarray(eig_l_abs),
     )
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS, figures, figures_paper, fits
+from headforms import BUNDLED_MODELS
+from headforms.analyses import fits
+from headforms.figures import paper as figures_paper
+from headforms.figures import simplex as simplex_figures
 from ui import (
     PlotPayload,
     cached,
@@ -37,12 +40,15 @@ for spec in chosen:
         if loaded is not None:
             analyses[spec] = loaded
 models = {name: analysis.heads for name, analysis in analyses.items()}
+baselines = {name: analysis.baseline.heads for name, analysis in analyses.items()}
 key = (tuple(models), ctx.rope_position)
 
 simplex = cached(
     "compare_simplex",
     (*key, ctx.selected),
-    lambda: PlotPayload.of(figures.simplex_figure(models, color_by="model", selected=ctx.selected)),
+    lambda: PlotPayload.of(
+        simplex_figures.simplex_figure(models, color_by="model", selected=ctx.selected)
+    ),
 )
 clickable_plot(simplex, key="compare_simplex", on_click=select_from_customdata)
 st.caption("Profiles of every compared model on one simplex, coloured by model; click a head.")
@@ -57,7 +63,11 @@ st.dataframe(table.style.format({p: "{:.1f}" for p in ("I+", "II", "I-")}), hide
 left, right = st.columns(2)
 with left:
     show_figure(
-        cached("compare_pairing", key, lambda: figures_paper.distribution_figure(models)),
+        cached(
+            "compare_pairing",
+            key,
+            lambda: figures_paper.distribution_figure(models, baselines=baselines),
+        ),
         "Pairing score per model (dashed: medians; dotted: Gaussian baselines).",
     )
 with right:
@@ -66,7 +76,7 @@ with right:
             "compare_energy",
             key,
             lambda: figures_paper.distribution_figure(
-                models, "energy", "symmetric energy ‖S‖²/‖L‖²"
+                models, "energy", "symmetric energy ‖S‖²/‖L‖²", baselines
             ),
         ),
         "Symmetric energy per model (dashed: medians; dotted: Gaussian baselines).",

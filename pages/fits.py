@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import HeadformsError, figures_paper, fits
+from headforms import HeadformsError
+from headforms.analyses import fits
+from headforms.figures import paper as figures_paper
 from ui import cached, page_context, show_figure
 
 ctx = page_context()

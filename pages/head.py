@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import figures
+from headforms.figures import head as figures
 from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
 
 ctx = page_context()
 card, row, spectra = ctx.card, ctx.head_row, ctx.analysis.spectra
+baseline = ctx.analysis.baseline
+base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
 
 nav = st.columns([6, 1, 1], vertical_alignment="bottom")
 nav[0].title(ctx.label)
@@ -48,7 +50,7 @@ for col, (label, name) in zip(
     strict=True,
 ):
     with col:
-        metric_vs_baseline(label, row[name], row[f"rand_{name}"], help=BASELINE_HELP)
+        metric_vs_baseline(label, row[name], base_row[name], help=BASELINE_HELP)
 
 key = (ctx.spec, ctx.rope_position, ctx.layer, ctx.head)
 i = ctx.row
@@ -59,7 +61,7 @@ with left:
             "eig_hist",
             key,
             lambda: figures.eigenvalue_histogram(
-                spectra["eig_s"][i], spectra["rand_eig_s"][i], title="Eigenvalues of S"
+                spectra["eig_s"][i], base_spectra["eig_s"][i], title="Eigenvalues of S"
             ),
         ),
         "Histogram of the non-zero eigenvalues of the symmetric part S, scaled by ‖S‖: "
@@ -69,7 +71,7 @@ with left:
         cached(
             "singular_values",
             key,
-            lambda: figures.singular_values_figure(spectra["sv_a"][i], spectra["rand_sv_a"][i]),
+            lambda: figures.singular_values_figure(spectra["sv_a"][i], base_spectra["sv_a"][i]),
         ),
         "Singular values of the antisymmetric part A by rank (unit length), head vs baseline.",
     )
@@ -79,14 +81,17 @@ with right:
             "lobes",
             key,
             lambda: figures.lobes_figure(
-                spectra["lobe_pos"][i], spectra["lobe_neg"][i], spectra["rand_eig_s"][i]
+                spectra["lobe_pos"][i],
+                spectra["lobe_neg"][i],
+                base_spectra["lobe_pos"][i],
+                base_spectra["lobe_neg"][i],
             ),
         ),
         "The i-th largest positive eigenvalue λ₊ᵢ against the i-th largest |negative| one "
         "λ₋ᵢ; on the diagonal the lobes pair exactly (hyperbolic, b = 1).",
     )
     show_figure(
-        cached("profile", key, lambda: figures.profile_bar_figure(row)),
+        cached("profile", key, lambda: figures.profile_bar_figure(row, base_row)),
         "Profile (a, b, c, d) of L and symmetric profile (b_S, c_S, d_S) of S, head vs "
         "Gaussian baseline; each profile sums to 1.",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import figures
+from headforms.figures import heatmaps
 from ui import (
     PlotPayload,
     cached,
@@ -33,7 +33,9 @@ for column, caption in CAPTIONS.items():
         "heatmap",
         (ctx.spec, ctx.rope_position, column, ctx.selected),
         lambda column=column: PlotPayload.of(
-            figures.heatmap_pair_figure(ctx.heads, column, ctx.spec, selected=ctx.selected)
+            heatmaps.heatmap_pair_figure(
+                ctx.heads, ctx.analysis.baseline.heads, column, ctx.spec, selected=ctx.selected
+            )
         ),
     )
     clickable_plot(payload, key=f"heatmap_{column}", on_click=select_from_customdata)

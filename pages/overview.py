@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import figures
-from headforms.analysis import paper_table2, parity_by_layer, parity_table
+from headforms.analyses.parity import paper_table2, parity_by_layer, parity_table
+from headforms.figures import heatmaps as figures
 from ui import cached, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
 from ui.widgets import format_layers
@@ -94,6 +94,7 @@ dl[1].download_button(
     on_click="ignore",
 )
 st.caption(
-    "The CSV has one row per query head (layer-major) with every metric and its rand_* "
-    "baseline; the npz holds the spectra arrays aligned with those rows, plus layer and head."
+    "The CSV has one row per query head (layer-major) with every metric and, as rand_*, the same "
+    "metric of the Gaussian baseline; the npz holds the spectra (baseline: rand_*) aligned with "
+    "those rows, plus layer and head."
 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS, figures_paper
+from headforms import BUNDLED_MODELS
+from headforms.figures import paper as figures_paper
 from ui import cached, model_label, page_context, show_figure, try_load
 
 ctx = page_context()
@@ -24,21 +25,29 @@ extra = st.multiselect(
     placeholder="bundled name, hub id or local path",
 )
 models = {ctx.spec: ctx.heads}
+baselines = {ctx.spec: ctx.analysis.baseline.heads}
 for spec in extra:
     if spec != ctx.spec:
         loaded = try_load(spec, 0)
         if loaded is not None:
             models[spec] = loaded.heads
+            baselines[spec] = loaded.baseline.heads
 key = (tuple(models), ctx.rope_position)
 show_figure(
-    cached("pairing_fig", key, lambda: figures_paper.distribution_figure(models, "pairing")),
+    cached(
+        "pairing_fig",
+        key,
+        lambda: figures_paper.distribution_figure(models, "pairing", baselines=baselines),
+    ),
     "Fig 11: distribution of the heads' pairing scores per model.",
 )
 show_figure(
     cached(
         "energy_fig",
         key,
-        lambda: figures_paper.distribution_figure(models, "energy", "symmetric energy ‖S‖²/‖L‖²"),
+        lambda: figures_paper.distribution_figure(
+            models, "energy", "symmetric energy ‖S‖²/‖L‖²", baselines
+        ),
     ),
     "Symmetric energy per model; the Gaussian baseline concentrates near (N + 1)/(2N).",
 )

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS, figures
+from headforms import BUNDLED_MODELS
+from headforms.figures import simplex as figures
 from ui import (
     PlotPayload,
     cached,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import figures_paper
-from headforms import spectra as sp
+from headforms.analyses import spectra as sp
+from headforms.figures import paper as figures_paper
 from ui import (
     PlotPayload,
     cached,
@@ -47,7 +47,7 @@ mean = cached(
     model_key,
     lambda: (
         sp.mean_unit_spectrum(eig_s),
-        sp.mean_unit_spectrum(ctx.analysis.spectra["rand_eig_s"]),
+        sp.mean_unit_spectrum(ctx.analysis.baseline.spectra["eig_s"]),
     ),
 )
 pca = cached("spectra_pca", model_key, lambda: sp.spectral_pca(eig_s))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import HeadformsError, figures_paper, theorem5
+from headforms import HeadformsError
+from headforms.analyses import theorem5
+from headforms.figures import paper as figures_paper
 from ui import cached, show_figure
 
 PAPER = theorem5.PAPER_PARAMETERS

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
 from headforms import DEFAULT_MODEL, HeadformsError, analyze
+from headforms.engine import ALL_SPECTRA, METRIC_COLUMNS
 from headforms.sources import resolve
 from ui import state
 from ui.exports import heads_csv, spectra_npz
@@ -193,13 +194,22 @@ def test_overview_card_and_parity_table(tiny_llama: str) -> None:
 
 
 def test_downloads_round_trip(tiny_llama: str) -> None:
-    analysis = analyze(tiny_llama)
+    analysis = analyze(tiny_llama, spectra=ALL_SPECTRA)
     table = pd.read_csv(io.StringIO(heads_csv(analysis)))
-    assert list(table.columns) == list(analysis.heads.columns)
+    baseline = analysis.baseline
+    assert list(table.columns) == [
+        *analysis.heads.columns,
+        *(f"rand_{c}" for c in METRIC_COLUMNS),
+    ]
     np.testing.assert_allclose(table["energy"], analysis.heads["energy"], rtol=1e-12)
+    np.testing.assert_allclose(table["rand_energy"], baseline.heads["energy"], rtol=1e-12)
     with np.load(io.BytesIO(spectra_npz(analysis))) as npz:
-        assert set(npz.files) == set(analysis.spectra) | {"layer", "head"}
+        assert set(npz.files) == set(ALL_SPECTRA) | {f"rand_{k}" for k in baseline.spectra} | {
+            "layer",
+            "head",
+        }
         np.testing.assert_array_equal(npz["eig_s"], analysis.spectra["eig_s"])
+        np.testing.assert_array_equal(npz["rand_sv_a"], baseline.spectra["sv_a"])
         np.testing.assert_array_equal(npz["head"], analysis.heads["head"])
 
 

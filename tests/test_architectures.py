@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import tiny_models as tm
 
-from headforms.architectures import Shapes, shapes_from_config, split_biases, split_weights
 from headforms.engine import compute_analysis
-from headforms.extract import TensorIndex, effective_factors, read_layer
+from headforms.models.architectures import Shapes, shapes_from_config, split_biases, split_weights
+from headforms.models.extract import TensorIndex, effective_factors, read_layer
 from headforms.sources import ModelSource, resolve
 
 SEQ = 7

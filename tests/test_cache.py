@@ -20,10 +20,10 @@ import tiny_models as tm
 
 import headforms.engine as engine
 from headforms import ModelAnalysis, analyze
-from headforms.cache import ResultCache, cache_key
 from headforms.engine import analysis_options
 from headforms.readers import read_safetensors_header
 from headforms.sources import resolve
+from headforms.store import ResultCache, cache_key
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +53,11 @@ def computations(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     real = engine.compute_analysis
 
-    def counting(source: Any, rope_position: int = 0, fold_qk_norm: bool = True, progress=None):
+    def counting(
+        source: Any, rope_position: int = 0, fold_qk_norm: bool = True, progress=None, spectra=()
+    ):
         calls.append({"rope_position": rope_position, "fold_qk_norm": fold_qk_norm})
-        return real(source, rope_position, fold_qk_norm, progress)
+        return real(source, rope_position, fold_qk_norm, progress, spectra)
 
     monkeypatch.setattr(engine, "compute_analysis", counting)
     return calls

@@ -33,7 +33,7 @@ import pandas as pd
 import pytest
 
 from headforms import DEFAULT_MODEL, engine
-from headforms.cache import ResultCache, cache_key
+from headforms.store import ResultCache, cache_key
 
 REPO = Path(__file__).resolve().parent.parent
 N_SESSIONS = 20

@@ -12,8 +12,12 @@ import pytest
 from plotly.colors import hex_to_rgb
 
 from headforms import HeadformsError, analyze
-from headforms import figures as F
-from headforms.analysis import parity_by_layer
+from headforms.analyses.parity import parity_by_layer
+from headforms.engine import ALL_SPECTRA
+from headforms.figures import head as FH
+from headforms.figures import heatmaps as FM
+from headforms.figures import simplex as FS
+from headforms.figures import style as FT
 from headforms.forms import PARITY_LABELS, head_forms
 
 PROFILE = ["a", "b", "c", "d"]
@@ -22,7 +26,7 @@ SYMMETRIC = ["b_sym", "c_sym", "d_sym"]
 
 @pytest.fixture(scope="module")
 def minilm():
-    return analyze("minilm-l6")
+    return analyze("minilm-l6", spectra=ALL_SPECTRA)
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +45,14 @@ def synthetic_heads() -> pd.DataFrame:
         (2, 1, 0.25, 0.25, 0.25, 0.25, 0.5, 0.3, 0.2, 0.75, 0.7, "I+"),
     ]
     cols = ["layer", "head", *PROFILE, *SYMMETRIC, "energy", "pairing", "parity"]
-    frame = pd.DataFrame(rows, columns=cols)
-    frame["rand_energy"] = [0.51, 0.49, 0.5, 0.5, 0.52]
-    frame["rand_pairing"] = [0.97, 0.96, 0.98, 0.97, 0.95]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def synthetic_baseline() -> pd.DataFrame:
+    """A baseline table for :func:`synthetic_heads` (same rows)."""
+    frame = synthetic_heads()[["layer", "head"]].copy()
+    frame["energy"] = [0.51, 0.49, 0.5, 0.5, 0.52]
+    frame["pairing"] = [0.97, 0.96, 0.98, 0.97, 0.95]
     return frame
 
 
@@ -88,7 +97,7 @@ def check_clickable_points(fig: go.Figure, models: dict, columns: list[str]) -> 
 
 
 def test_simplex_vertices_form_a_regular_tetrahedron():
-    fig = F.simplex_figure({"synthetic": synthetic_heads()})
+    fig = FS.simplex_figure({"synthetic": synthetic_heads()})
     vertices = vertex_coords(fig)
     assert vertices.shape == (4, 3)
     distances = [np.linalg.norm(p - q) for p, q in itertools.combinations(vertices, 2)]
@@ -99,7 +108,7 @@ def test_simplex_vertices_form_a_regular_tetrahedron():
 
 
 def test_simplex_edges_cover_all_six_edges():
-    fig = F.simplex_figure({"synthetic": synthetic_heads()})
+    fig = FS.simplex_figure({"synthetic": synthetic_heads()})
     vertices = vertex_coords(fig)
     found = set()
     for trace in traces_with(fig, "edges"):
@@ -116,7 +125,7 @@ def test_simplex_edges_cover_all_six_edges():
 
 def test_known_profiles_land_at_their_barycentric_points():
     heads = synthetic_heads()
-    fig = F.simplex_figure({"synthetic": heads})
+    fig = FS.simplex_figure({"synthetic": heads})
     va, vb, vc, vd = vertex_coords(fig)
     by_head = {}
     for trace in traces_with(fig, "heads"):
@@ -130,7 +139,7 @@ def test_known_profiles_land_at_their_barycentric_points():
 
 
 def test_theta_segments_join_c_and_d_to_the_midpoint_of_ab():
-    fig = F.simplex_figure({"synthetic": synthetic_heads()})
+    fig = FS.simplex_figure({"synthetic": synthetic_heads()})
     va, vb, vc, vd = vertex_coords(fig)
     (theta,) = traces_with(fig, "theta")
     assert theta.line.color == "red"
@@ -157,7 +166,7 @@ def test_rank_one_forms_are_drawn_on_theta():
     heads = pd.DataFrame({col: metrics[col] for col in [*PROFILE, "energy", "pairing"]})
     heads["parity"] = metrics["parity"]
     heads["layer"], heads["head"] = 0, np.arange(6)
-    fig = F.simplex_figure({"rank one": heads})
+    fig = FS.simplex_figure({"rank one": heads})
     (theta,) = traces_with(fig, "theta")
     xyz = points(theta)
     segments = [(xyz[0], xyz[1]), (xyz[3], xyz[4])]
@@ -169,7 +178,7 @@ def test_rank_one_forms_are_drawn_on_theta():
 
 def test_simplex_marker_count_and_customdata_round_trip(minilm):
     heads = minilm.heads
-    fig = F.simplex_figure({"minilm": heads})
+    fig = FS.simplex_figure({"minilm": heads})
     assert check_clickable_points(fig, {"minilm": heads}, PROFILE) == len(
         valid_heads(heads, PROFILE)
     )
@@ -182,18 +191,18 @@ def test_simplex_marker_count_and_customdata_round_trip(minilm):
     ]
     assert sorted(sent) == sorted(("minilm", int(r.layer), int(r.head)) for r in heads.itertuples())
     synthetic = synthetic_heads()
-    fig = F.simplex_figure({"synthetic": synthetic})
+    fig = FS.simplex_figure({"synthetic": synthetic})
     assert check_clickable_points(fig, {"synthetic": synthetic}, PROFILE) == 4
 
 
 def test_simplex_traces_are_per_parity_with_palette_and_symbols(minilm):
-    fig = F.simplex_figure({"minilm": minilm.heads})
+    fig = FS.simplex_figure({"minilm": minilm.heads})
     head_traces = traces_with(fig, "heads")
     assert len(head_traces) == len(set(minilm.heads["parity"]) & set(PARITY_LABELS))
     symbols = {t.meta["parity"]: t.marker.symbol for t in head_traces}
     assert len(set(symbols.values())) == len(symbols)
     for trace in head_traces:
-        assert trace.marker.color == F.PARITY_COLORS[trace.meta["parity"]]
+        assert trace.marker.color == FT.PARITY_COLORS[trace.meta["parity"]]
         assert trace.marker.symbol in {"circle", "diamond", "square", "cross", "x"}
         assert "layer" in trace.text[0] and "energy" in trace.text[0]
 
@@ -201,7 +210,7 @@ def test_simplex_traces_are_per_parity_with_palette_and_symbols(minilm):
 @pytest.mark.parametrize("color_by", ["layer", "energy", "pairing"])
 def test_simplex_continuous_colouring_has_a_colour_bar(minilm, color_by):
     heads = minilm.heads
-    fig = F.simplex_figure({"minilm": heads}, color_by=color_by)
+    fig = FS.simplex_figure({"minilm": heads}, color_by=color_by)
     assert fig.layout.coloraxis.colorbar.title.text
     for trace in traces_with(fig, "heads"):
         assert trace.marker.coloraxis == "coloraxis"
@@ -217,12 +226,12 @@ def test_simplex_continuous_colouring_has_a_colour_bar(minilm, color_by):
 
 def test_invalid_color_by_is_a_clear_error():
     with pytest.raises(HeadformsError, match="color_by"):
-        F.simplex_figure({"synthetic": synthetic_heads()}, color_by="colour")
+        FS.simplex_figure({"synthetic": synthetic_heads()}, color_by="colour")
 
 
 def test_overlay_has_one_legend_group_per_model(minilm, smollm):
     models = {"minilm": minilm.heads, "smollm2": smollm.heads}
-    fig = F.simplex_figure(models)
+    fig = FS.simplex_figure(models)
     groups = {t.legendgroup for t in traces_with(fig, "heads")}
     assert groups == set(models)
     total = sum(len(valid_heads(h, PROFILE)) for h in models.values())
@@ -233,21 +242,21 @@ def test_overlay_has_one_legend_group_per_model(minilm, smollm):
 
 def test_selected_head_is_highlighted(minilm):
     heads = minilm.heads
-    fig = F.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5))
+    fig = FS.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5))
     (sel,) = traces_with(fig, "selected")
     assert tuple(sel.customdata[0]) == ("minilm", 2, 5)
     row = heads[(heads["layer"] == 2) & (heads["head"] == 5)][PROFILE].to_numpy(float)
     np.testing.assert_allclose(points(sel)[0], (row @ vertex_coords(fig))[0])
     assert sel.marker.size > traces_with(fig, "heads")[0].marker.size
-    assert traces_with(F.simplex_figure({"minilm": heads}), "selected") == []
-    other = F.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
+    assert traces_with(FS.simplex_figure({"minilm": heads}), "selected") == []
+    other = FS.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
     assert traces_with(other, "selected") == []
 
 
 def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):
-    one = F.simplex_figure({"minilm": minilm.heads})
-    two = F.simplex_figure({"minilm": minilm.heads}, color_by="energy", selected=("minilm", 0, 0))
-    assert one.layout.uirevision == two.layout.uirevision == F.UIREVISION
+    one = FS.simplex_figure({"minilm": minilm.heads})
+    two = FS.simplex_figure({"minilm": minilm.heads}, color_by="energy", selected=("minilm", 0, 0))
+    assert one.layout.uirevision == two.layout.uirevision == FT.UIREVISION
     assert isinstance(one.layout.uirevision, str)
     assert one.layout.scene.xaxis.visible is False
     assert one.layout.scene.camera.eye.y is not None
@@ -256,7 +265,7 @@ def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):
 
 def test_triangle_geometry_band_and_points(minilm):
     heads = minilm.heads
-    fig = F.triangle_figure({"minilm": heads}, selected=("minilm", 1, 2))
+    fig = FS.triangle_figure({"minilm": heads}, selected=("minilm", 1, 2))
     assert all(isinstance(t, go.Scatter) for t in fig.data)
     vertices = vertex_coords(fig)
     labels = [a.text for a in fig.layout.annotations if a.name == "vertex"]
@@ -285,12 +294,12 @@ def test_triangle_geometry_band_and_points(minilm):
 
 
 def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
-    heads = minilm.heads
-    fig = F.heatmap_pair_figure(heads, "energy", "minilm", selected=("minilm", 3, 7))
+    heads, base = minilm.heads, minilm.baseline.heads
+    fig = FM.heatmap_pair_figure(heads, base, "energy", "minilm", selected=("minilm", 3, 7))
     axis = fig.layout.coloraxis
     assert (axis.cmin + axis.cmax) / 2 == pytest.approx(0.5)
-    for column in ("energy", "rand_energy"):
-        assert axis.cmin <= heads[column].min() and heads[column].max() <= axis.cmax
+    for values in (heads["energy"], base["energy"]):
+        assert axis.cmin <= values.min() and values.max() <= axis.cmax
     scale = dict((pos, color) for pos, color in axis.colorscale)
     assert hex_to_rgb(scale[0.5]) == (255, 255, 255)
     low = hex_to_rgb(scale[0.0])
@@ -300,10 +309,10 @@ def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
     cells = traces_with(fig, "cells")
     assert [t.meta["panel"] for t in cells] == ["trained", "baseline"]
     assert {t.xaxis for t in cells} == {"x", "x2"}
-    for trace, column in zip(cells, ("energy", "rand_energy"), strict=True):
+    for trace, values in zip(cells, (heads["energy"], base["energy"]), strict=True):
         assert trace.marker.coloraxis == "coloraxis"
         assert trace.marker.symbol == "square"
-        np.testing.assert_allclose(np.asarray(trace.marker.color, float), heads[column])
+        np.testing.assert_allclose(np.asarray(trace.marker.color, float), values)
         for (model, layer, head), x, y in zip(trace.customdata, trace.x, trace.y, strict=True):
             assert (model, layer, head) == ("minilm", y, x)
     assert sum(1 for t in fig.data if getattr(t.marker, "showscale", None)) == 0
@@ -314,24 +323,26 @@ def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
 
 
 def test_heatmap_range_is_symmetric_about_half_and_covers_both_panels():
-    heads = synthetic_heads()
-    fig = F.heatmap_pair_figure(heads, "pairing", "synthetic")
+    heads, base = synthetic_heads(), synthetic_baseline()
+    fig = FM.heatmap_pair_figure(heads, base, "pairing", "synthetic")
     axis = fig.layout.coloraxis
     assert axis.cmin == pytest.approx(0.0) and axis.cmax == pytest.approx(1.0)
-    with pytest.raises(HeadformsError, match="rand_balance"):
-        F.heatmap_pair_figure(heads.assign(balance=1.0), "balance", "synthetic")
+    with pytest.raises(HeadformsError, match="baseline has no column 'balance'"):
+        FM.heatmap_pair_figure(heads.assign(balance=1.0), base, "balance", "synthetic")
+    with pytest.raises(HeadformsError, match="not the same shapes"):
+        FM.heatmap_pair_figure(heads, base.iloc[:3], "pairing", "synthetic")
 
 
 def test_heatmap_marker_size_shrinks_with_the_grid(minilm, smollm):
-    small = F.heatmap_pair_figure(minilm.heads, "energy", "minilm")
-    large = F.heatmap_pair_figure(smollm.heads, "energy", "smollm")
+    small = FM.heatmap_pair_figure(minilm.heads, minilm.baseline.heads, "energy", "minilm")
+    large = FM.heatmap_pair_figure(smollm.heads, smollm.baseline.heads, "energy", "smollm")
     assert traces_with(large, "cells")[0].marker.size < traces_with(small, "cells")[0].marker.size
 
 
 def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
     eig = minilm.spectra["eig_s"][4].copy()
     eig[-3:] = 0.0  # pretend three are exact zeros
-    fig = F.eigenvalue_histogram(eig, minilm.spectra["rand_eig_s"][4], title="L0H4")
+    fig = FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"][4], title="L0H4")
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     assert sum(float(np.sum(b.y)) for b in bars) == pytest.approx(np.count_nonzero(eig))
     positive, negative = bars
@@ -348,7 +359,7 @@ def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
 
 def test_eigenvalue_histogram_pools_several_heads_per_head(minilm):
     eig = minilm.spectra["eig_s"]
-    fig = F.eigenvalue_histogram(eig, minilm.spectra["rand_eig_s"])
+    fig = FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"])
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     total = sum(float(np.sum(b.y)) for b in bars)
     assert total == pytest.approx(np.count_nonzero(eig) / eig.shape[0])
@@ -358,11 +369,11 @@ def test_lobes_figure_accepts_lobes_or_eigenvalues_for_the_baseline(minilm):
     sp = minilm.spectra
     i = 7
     pos, neg = sp["lobe_pos"][i], sp["lobe_neg"][i]
-    rand = sp["rand_eig_s"][i]
+    rand = minilm.baseline.spectra["eig_s"][i]
     rpos = np.sort(rand[rand > 0])[::-1]
     rneg = np.sort(-rand[rand < 0])[::-1]
-    by_lobes = F.lobes_figure(pos, neg, rpos, rneg)
-    by_eigs = F.lobes_figure(pos, neg, rand)
+    by_lobes = FH.lobes_figure(pos, neg, rpos, rneg)
+    by_eigs = FH.lobes_figure(pos, neg, rand)
     head, base = by_lobes.data[1], by_lobes.data[2]
     norm = np.sqrt(np.sum(sp["eig_s"][i] ** 2))
     keep = (pos > 0) | (neg > 0)
@@ -376,7 +387,7 @@ def test_lobes_figure_accepts_lobes_or_eigenvalues_for_the_baseline(minilm):
 
 def test_singular_values_figure_keeps_distinct_values(minilm):
     sv = minilm.spectra["sv_a"][3]
-    fig = F.singular_values_figure(sv, minilm.spectra["rand_sv_a"][3])
+    fig = FH.singular_values_figure(sv, minilm.baseline.spectra["sv_a"][3])
     head, base = fig.data
     n = minilm.card.head_dim
     assert len(head.y) == len(base.y) == n
@@ -387,9 +398,9 @@ def test_singular_values_figure_keeps_distinct_values(minilm):
 
 def test_parity_by_layer_bars_stack_to_100(minilm):
     frame = parity_by_layer(minilm.heads)
-    fig = F.parity_by_layer_figure(frame)
+    fig = FM.parity_by_layer_figure(frame)
     assert fig.layout.barmode == "stack"
-    assert [t.marker.color for t in fig.data] == [F.PARITY_COLORS[p] for p in PARITY_LABELS]
+    assert [t.marker.color for t in fig.data] == [FT.PARITY_COLORS[p] for p in PARITY_LABELS]
     totals = np.sum([np.asarray(t.y) for t in fig.data], axis=0)
     np.testing.assert_allclose(totals, 100.0)
     counts = minilm.heads.groupby("layer")["parity"].apply(lambda s: (s == "I+").mean() * 100)
@@ -397,25 +408,26 @@ def test_parity_by_layer_bars_stack_to_100(minilm):
 
 
 def test_profile_bar_figure_uses_the_baseline_columns(minilm):
-    row = minilm.heads.iloc[5]
-    fig = F.profile_bar_figure(row)
+    row, base_row = minilm.heads.iloc[5], minilm.baseline.heads.iloc[5]
+    fig = FH.profile_bar_figure(row, base_row)
     head, base = fig.data
     np.testing.assert_allclose(head.y[:4], row[PROFILE].to_numpy(float))
-    np.testing.assert_allclose(base.y[:4], row[[f"rand_{c}" for c in PROFILE]].to_numpy(float))
+    np.testing.assert_allclose(base.y[:4], base_row[PROFILE].to_numpy(float))
 
 
 def all_figures(analysis) -> dict[str, go.Figure]:
     heads, sp = analysis.heads, analysis.spectra
+    base, bsp = analysis.baseline.heads, analysis.baseline.spectra
     models = {"m": heads}
     return {
-        "simplex": F.simplex_figure(models),
-        "triangle": F.triangle_figure(models, color_by="layer"),
-        "histogram": F.eigenvalue_histogram(sp["eig_s"][0], sp["rand_eig_s"][0]),
-        "lobes": F.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], sp["rand_eig_s"][0]),
-        "singular": F.singular_values_figure(sp["sv_a"][0], sp["rand_sv_a"][0]),
-        "heatmap": F.heatmap_pair_figure(heads, "pairing", "m"),
-        "parity": F.parity_by_layer_figure(parity_by_layer(heads)),
-        "profile": F.profile_bar_figure(heads.iloc[0]),
+        "simplex": FS.simplex_figure(models),
+        "triangle": FS.triangle_figure(models, color_by="layer"),
+        "histogram": FH.eigenvalue_histogram(sp["eig_s"][0], bsp["eig_s"][0]),
+        "lobes": FH.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], bsp["eig_s"][0]),
+        "singular": FH.singular_values_figure(sp["sv_a"][0], bsp["sv_a"][0]),
+        "heatmap": FM.heatmap_pair_figure(heads, base, "pairing", "m"),
+        "parity": FM.parity_by_layer_figure(parity_by_layer(heads)),
+        "profile": FH.profile_bar_figure(heads.iloc[0], base.iloc[0]),
     }
 
 

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from headforms import analyze, fits
+from headforms import analyze
+from headforms.analyses import fits
 from headforms.errors import HeadformsError
-from headforms.figures_paper import fit_errors_figure, fit_head_figure
+from headforms.figures.paper import fit_errors_figure, fit_head_figure
 
 GENERATORS = {
     "gamma": lambda rng, n: rng.gamma(3.0, 2.0, n),

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import tiny_models
 
-from headforms import hosted, sources
+from headforms import sources
 from headforms.engine import analyze
 from headforms.errors import HeadformsError, ModelSpecError, NotAllowedError
+from headforms.sources import hosted
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from headforms import analyze, figures_paper
+from headforms import analyze
+from headforms.figures import paper as figures_paper
 from ui import state
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

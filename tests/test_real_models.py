@@ -16,10 +16,10 @@ import pytest
 from gguf_reference import dequantized, reference_tensors
 
 from headforms import BUNDLED_MODELS, ModelAnalysis, analyze
-from headforms.analysis import parity_table
-from headforms.architectures import shapes_from_config
-from headforms.extract import TensorIndex, effective_factors, read_layer
+from headforms.analyses.parity import parity_table
 from headforms.forms import head_forms
+from headforms.models.architectures import shapes_from_config
+from headforms.models.extract import TensorIndex, effective_factors, read_layer
 from headforms.sources import resolve
 
 BUNDLED = ("smollm2-135m", "minilm-l6", "gemma3-270m")
@@ -136,7 +136,7 @@ def test_profiles_lie_in_the_simplex(analyses: dict[str, ModelAnalysis], name: s
 
 @pytest.mark.parametrize("name", BUNDLED)
 def test_baseline_mean_energy_is_near_theory(analyses: dict[str, ModelAnalysis], name: str) -> None:
-    card, energy = analyses[name].card, analyses[name].heads["rand_energy"]
+    card, energy = analyses[name].card, analyses[name].baseline.heads["energy"]
     expected = (card.model_dim + 1) / (2 * card.model_dim)
     standard_error = energy.std(ddof=1) / np.sqrt(len(energy))
     assert abs(energy.mean() - expected) < 4 * standard_error
@@ -154,8 +154,15 @@ def test_parity_shares_and_mean_profiles(
     models["gemma3-270m (unfolded)"] = gemma_unfolded.heads
     table = parity_table(models)
     np.testing.assert_allclose(table[["I+", "II", "I-"]].sum(axis=1), 100.0, atol=1e-9)
+    baselines = {name: result.baseline.heads for name, result in analyses.items()}
+    baselines["gemma3-270m (unfolded)"] = gemma_unfolded.baseline.heads
     means = {
-        name: heads[[*PROFILE, "energy", "pairing", "rand_energy"]].mean()
+        name: pd.concat(
+            [
+                heads[[*PROFILE, "energy", "pairing"]].mean(),
+                pd.Series({"baseline energy": baselines[name]["energy"].mean()}),
+            ]
+        )
         for name, heads in models.items()
     }
     for mean in means.values():

@@ -27,7 +27,7 @@ from safetensors.torch import save_file
 from headforms.engine import compute_analysis
 from headforms.errors import CorruptFileError, HubUnavailableError
 from headforms.readers import SafetensorsReader
-from headforms.remote import RangeFetcher, RemoteSafetensorsReader, ranges_enabled
+from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader, ranges_enabled
 from headforms.sources import open_path
 
 REPO, COMMIT = "org/tiny-llama", "0123456789abcdef0123456789abcdef01234567"

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 import tiny_models as tm
 
-from headforms.architectures import shapes_from_config
 from headforms.engine import compute_analysis
-from headforms.extract import TensorIndex, effective_factors, read_layer
-from headforms.rope import inverse_frequencies, rotation
+from headforms.models.architectures import shapes_from_config
+from headforms.models.extract import TensorIndex, effective_factors, read_layer
+from headforms.models.rope import inverse_frequencies, rotation
 from headforms.sources import ModelSource, resolve
 
 POSITIONS = np.array([0, 1, 2, 4, 7, 11, 16, 23, 31, 40])
@@ -408,7 +408,7 @@ def test_gguf_rope_freqs_divisors_reproduce_llama3_scaling(
 def test_light_gguf_config_matches_transformers_config(name: str) -> None:
     """The transformers-free GGUF config (fast cold start) equals transformers' own config
     class built from the same metadata: shapes, layer types, RoPE parameters and frequencies."""
-    from headforms.rope import rope_parameters
+    from headforms.models.rope import rope_parameters
 
     light = resolve(name).config
     reference = light.to_transformers()

@@ -8,9 +8,9 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from headforms import analyze
-from headforms import spectra as sp
+from headforms.analyses import spectra as sp
 from headforms.errors import HeadformsError
-from headforms.figures_paper import (
+from headforms.figures.paper import (
     cluster_spectra_figure,
     mean_spectrum_figure,
     silhouette_figure,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from headforms import theorem5
+from headforms.analyses import theorem5
 from headforms.errors import HeadformsError
-from headforms.figures_paper import theorem5_figure
+from headforms.figures.paper import theorem5_figure
 from headforms.forms import profile_from_lobes
 
 

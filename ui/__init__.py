@@ -3,7 +3,7 @@
 How a page is written (pages stay thin: no math, no file I/O)::
 
     import streamlit as st
-    from headforms import figures
+    from headforms.figures import head as figures
     from ui import cached, page_context, show_figure
 
     ctx = page_context()              # drawn by app.py: model, RoPE position, layer, head

@@ -10,14 +10,15 @@ from headforms import ModelAnalysis
 
 
 def heads_csv(analysis: ModelAnalysis) -> str:
-    """The per-head table as CSV text (one row per query head, layer-major)."""
-    return analysis.heads.to_csv(index=False)
+    """The per-head table with its Gaussian baseline (``rand_*``) as CSV text (layer-major)."""
+    return analysis.table(baseline=True).to_csv(index=False)
 
 
 def spectra_npz(analysis: ModelAnalysis) -> bytes:
-    """The spectra arrays (rows aligned with the per-head table) plus ``layer``/``head``."""
+    """The spectra arrays and the baseline's (``rand_*``), rows aligned with the per-head table,
+    plus ``layer``/``head``."""
     buffer = io.BytesIO()
-    arrays = dict(analysis.spectra)
+    arrays = analysis.arrays(baseline=True)
     arrays["layer"] = analysis.heads["layer"].to_numpy()
     arrays["head"] = analysis.heads["head"].to_numpy()
     np.savez_compressed(buffer, **arrays)

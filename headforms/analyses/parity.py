@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from .forms import PARITY_LABELS
+from ..forms import PARITY_LABELS
 
 PAPER_TABLE2: dict[str, tuple[float, float, float]] = {
     "distilgpt2": (34.7, 26.4, 38.9),

@@ -27,7 +27,7 @@ CACHE_DIR_ENV = "HEADFORMS_CACHE_DIR"
 
 def cache_dir() -> Path:
     """The cache directory (created on first use)."""
-    default = Path(__file__).resolve().parent.parent / "cache"
+    default = Path(__file__).resolve().parents[2] / "cache"
     path = Path(os.environ.get(CACHE_DIR_ENV) or default)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -42,7 +42,7 @@ def inverse_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
     divisors = getattr(config, "rope_freq_divisors", None)
     if divisors is not None:
         if len(divisors) != len(inv_freq):
-            from .errors import CorruptFileError
+            from ..errors import CorruptFileError
 
             raise CorruptFileError(
                 f"rope_freqs has {len(divisors)} divisors for {len(inv_freq)} rotary frequencies"

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import CorruptFileError, ModelSpecError
+from ..errors import CorruptFileError, ModelSpecError
 
 
 class TensorReader(Protocol):

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import CorruptFileError, UnsupportedArchitectureError
+from ..errors import CorruptFileError, UnsupportedArchitectureError
 
 Layout = Literal["separate", "conv1d_qkv", "per_head_qkv"]
 

@@ -1,9 +1,9 @@
 """Pure Plotly builders for the paper's spectral views: Figs 3-6, 10, 11 and model comparison.
 
-Inputs are tidy data from :mod:`headforms.spectra`, :mod:`headforms.fits`,
-:mod:`headforms.theorem5` and the per-head frames of :func:`headforms.analyze`; every builder
-returns a ``go.Figure`` with a title and axis titles. Clickable points carry
-``customdata = [model_name, layer, head]`` like the simplex of :mod:`headforms.figures`.
+Inputs are tidy data from :mod:`headforms.analyses.spectra`, :mod:`headforms.analyses.fits`,
+:mod:`headforms.analyses.theorem5` and the per-head frames of :func:`headforms.analyze`; every
+builder returns a ``go.Figure`` with a title and axis titles. Clickable points carry
+``customdata = [model_name, layer, head]`` like the simplex of :mod:`headforms.figures.simplex`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .analysis import paper_table2, parity_table
-from .figures import (
+from ..analyses.parity import paper_table2, parity_table
+from ..forms import PARITY_LABELS
+from .head import lobe_bars
+from .style import (
     BASELINE_COLOR,
     MODEL_COLORS,
     NEGATIVE_COLOR,
@@ -27,12 +29,9 @@ from .figures import (
     SELECTED_COLOR,
     TEMPLATE,
     UIREVISION,
+    Selected,
     head_customdata,
-    lobe_bars,
 )
-from .forms import PARITY_LABELS
-
-Selected = tuple[str, int, int] | None
 
 FAMILY_COLORS: dict[str, str] = {
     "gamma": "#d62728",
@@ -474,11 +473,12 @@ def distribution_figure(
     models: Mapping[str, pd.DataFrame],
     column: str = "pairing",
     label: str = "pairing score 𝒫 = 1 − ‖λ₊−λ₋‖/‖S‖",
-    baseline: bool = True,
+    baselines: Mapping[str, pd.DataFrame] | None = None,
     bins: int = 40,
 ) -> go.Figure:
     """Fig 11 (and the energy analogue): per-model histograms of a per-head column on [0, 1],
-    dashed vertical lines at the model medians, and each model's Gaussian baseline outlined."""
+    dashed vertical lines at the model medians, and each model's Gaussian baseline (its table in
+    ``baselines``, by model name) outlined."""
     fig = go.Figure()
     edges = np.linspace(0.0, 1.0, bins + 1)
     for i, (name, heads) in enumerate(models.items()):
@@ -497,9 +497,8 @@ def distribution_figure(
         )
         if values.size:
             fig.add_vline(x=float(np.median(values)), line={"color": color, "dash": "dash"})
-        base_col = f"rand_{column}"
-        if baseline and base_col in heads:
-            base = heads[base_col].to_numpy(dtype=float)
+        if baselines is not None and name in baselines:
+            base = baselines[name][column].to_numpy(dtype=float)
             base = base[np.isfinite(base)]
             if not base.size:
                 continue

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import CorruptFileError
+from ..readers import TensorReader
+from ..sources import ModelSource
 from .architectures import Shapes, split_biases, split_weights, unpermute_gguf_rows
-from .errors import CorruptFileError
-from .readers import TensorReader
 from .rope import inverse_frequencies, rotation
-from .sources import ModelSource
 
 _FOREIGN_TOWERS = ("vision", "visual", "audio", "image", "mm_projector")
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CorruptFileError, HubUnavailableError
-from .readers import (
+from ..errors import CorruptFileError, HubUnavailableError
+from . import (
     _SAFETENSORS_MAX_HEADER,
     SafetensorsHeaderTensors,
     check_safetensors_header,
@@ -149,7 +149,7 @@ class RemoteSafetensorsReader(SafetensorsHeaderTensors):
         from huggingface_hub import constants
         from huggingface_hub.utils import build_hf_headers
 
-        from .cache import cache_dir
+        from ..store import cache_dir
 
         base = f"{constants.ENDPOINT.rstrip('/')}/{repo_id}/resolve/{commit}/"
         root = cache_root or cache_dir() / "hub-ranges" / _safe_part(repo_id) / _safe_part(commit)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from .errors import HeadformsError
+from ..errors import HeadformsError
 
 FAMILIES = ("gamma", "exponential", "lognormal", "weibull")
 """Fitted families; each is a scipy.stats distribution with location 0 (see :data:`SCIPY`)."""

@@ -23,7 +23,7 @@ from sklearn.decomposition import PCA
 from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits
 
-from .errors import HeadformsError
+from ..errors import HeadformsError
 
 RANDOM_STATE = 0
 """Seed of KMeans (results must not change between reruns of a page)."""

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import NotAllowedError
+from ..errors import NotAllowedError
 
 HOSTED_ENV = "HEADFORMS_HOSTED"
 ROOTS_ENV = "HEADFORMS_MODEL_ROOTS"
@@ -72,7 +72,7 @@ class Policy:
 
 def check_spec(spec: str, policy: Policy | None = None) -> None:
     """Refuse a model spec this server does not serve (:class:`NotAllowedError`, one line)."""
-    from .sources import BUNDLED_MODELS, HUB_ID_PATTERN, parse_spec
+    from . import BUNDLED_MODELS, HUB_ID_PATTERN, parse_spec
 
     policy = policy or Policy.from_env()
     if not isinstance(spec, str):
@@ -164,8 +164,8 @@ def _within_roots(path: Path, spec_path: Path, policy: Policy) -> Path:
 
 def local_model_files(path: Path, policy: Policy) -> list[Path]:
     """The files a local spec would read, each checked to lie under a root (real paths)."""
-    from .errors import ModelSpecError
-    from .sources import weight_files
+    from ..errors import ModelSpecError
+    from . import weight_files
 
     real = _within_roots(path, path, policy)
     if not real.exists():
@@ -204,7 +204,7 @@ def hub_weight_bytes(repo_id: str, revision: str | None) -> int | None:
 
     Offline, the local hub cache's snapshot is measured instead; None when neither is known.
     """
-    from .sources import hub_offline
+    from . import hub_offline
 
     if not hub_offline():
         from huggingface_hub import HfApi

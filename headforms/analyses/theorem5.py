@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .errors import HeadformsError
-from .forms import profile_from_lobes
+from ..errors import HeadformsError
+from ..forms import profile_from_lobes
 
 PAPER_PARAMETERS = {"mu": -0.5, "nu": 1.0, "k": 2.0, "sizes": (64, 1024), "repetitions": 100}
 """The values of the paper's Fig 10."""

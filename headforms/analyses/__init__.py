@@ -1,0 +1,5 @@
+"""Model-level analyses of per-head tables and spectra (fast: they never read weights).
+
+:mod:`.parity` (Table 2, Figure 12), :mod:`.spectra` (unit spectra, Figures 3-5),
+:mod:`.fits` (lobe distribution fits, Figure 6), :mod:`.theorem5` (Figure 10).
+"""
