@@ -1,31 +1,16 @@
 # headforms dashboard: CPU-only PyTorch, the bundled models inside, results in a volume.
 #   docker build -t headforms .
 #   docker run -p 8501:8501 -v headforms-cache:/app/cache headforms
+# Needs BuildKit (the default builder since Docker 23; DOCKER_BUILDKIT=1 on older engines).
 # Offline or behind a mirror: a CPU torch wheel in wheels/ is used alone (wheels/README.md), and
 # --build-arg BASE_IMAGE=... names another Debian-based Python 3.11 image with `python3 -m venv`.
 # Hosted mode is on, with the safe defaults below (README: "Docker and hosted mode").
 ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
-# --- build: the virtual environment and the app, through the shared scripts/install.sh ---
-FROM ${BASE_IMAGE} AS build
 # torch comes from this index alone, or from a wheel in wheels/ (never from PyPI: its torch is
 # the CUDA build); scripts/install.sh fails the build unless torch.version.cuda is None.
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
-ENV PYTHONDONTWRITEBYTECODE=1 \
-    PIP_NO_CACHE_DIR=1 \
-    VENV=/opt/venv \
-    PATH=/opt/venv/bin:$PATH
-WORKDIR /app
-COPY wheels/ /tmp/wheels/
-COPY requirements.txt requirements-models.txt ./
-COPY scripts/install.sh scripts/install.sh
-RUN TORCH_WHEELS=/tmp/wheels TORCH_INDEX_URL="$TORCH_INDEX_URL" scripts/install.sh
-COPY . .
-# /app is read-only for the app at run time: generate static/plotly.js now.
-RUN rm -rf wheels && python -m ui.static
-
-# --- the image: the venv and the app, no wheel, no build leftovers ---
-FROM ${BASE_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     VENV=/opt/venv \
@@ -38,12 +23,28 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HEADFORMS_MODEL_ROOTS=/models \
     HEADFORMS_HUB_ALLOWLIST=HuggingFaceTB/SmolLM2-*,openai-community/gpt2,sentence-transformers/all-MiniLM-*,Qwen/Qwen2.5-0.5B* \
     HEADFORMS_MAX_MODEL_BYTES=1073741824
-COPY --from=build /opt/venv /opt/venv
-COPY --from=build /app /app
 WORKDIR /app
-# The app runs as uid 10001; it owns only the cache. /models stays root-owned: mount models
-# read-only there (-v /path/to/models:/models:ro).
-RUN useradd --create-home --uid 10001 headforms \
+
+# The one install script of make and CI. Dependencies first, so that this layer is rebuilt only
+# when a requirements file changes; wheels/ is mounted for this step only, never copied.
+COPY requirements.txt requirements-models.txt ./
+COPY scripts/install.sh scripts/install.sh
+RUN --mount=type=bind,source=wheels,target=/tmp/wheels \
+    PIP_NO_CACHE_DIR=1 TORCH_WHEELS=/tmp/wheels TORCH_INDEX_URL="$TORCH_INDEX_URL" \
+    scripts/install.sh
+
+# The app only (.dockerignore keeps everything else out of the context).
+COPY app.py ./
+COPY .streamlit/ .streamlit/
+COPY scripts/ scripts/
+COPY headforms/ headforms/
+COPY ui/ ui/
+COPY pages/ pages/
+# /app stays root-owned and read-only for the app: generate static/plotly.min.js now. The app
+# runs as uid 10001, which owns only the cache; /models stays root-owned: mount models there
+# read-only (-v /path/to/models:/models:ro).
+RUN python -m ui.static \
+    && useradd --create-home --uid 10001 headforms \
     && mkdir -p /app/cache /models \
     && chown headforms:headforms /app/cache
 USER headforms

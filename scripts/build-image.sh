@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Build the Docker image, by hand or for the image test (tests/test_image.py):
-#   scripts/build-image.sh [TAG]            (default TAG: headforms)
+#   scripts/build-image.sh [TAG [CONTEXT]]      (default TAG: headforms; CONTEXT: this checkout)
 # Base image: BASE_IMAGE if set, else python:3.11-slim (pulled when missing); when it cannot be
 # pulled (no Docker Hub), an equivalent base is built once with debootstrap and kept under the
 # tag headforms-base:bookworm-py3.11 (Debian bookworm + its Python 3.11 + venv + the host's extra
 # CA certificates, which this host's HTTPS needs), and used instead.
 # torch: when pip finds the pinned torch as a local file (its find-links), the wheel is put in
-# wheels/ and the build takes torch from it alone; otherwise from the CPU index alone.
+# CONTEXT/wheels/ and the build takes torch from it alone (LOCAL_TORCH=0: never); otherwise from
+# the CPU index alone (TORCH_INDEX_URL, if set, names another one).
+# Builder: BuildKit, through `docker buildx` or else a docker CLI that has it built in (before
+# Docker 23, e.g. Debian 12's docker.io, with DOCKER_BUILDKIT=1).
 # Engine: the running Docker daemon; with none, and as root, dockerd is started for the build
 # and stopped by its PID at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TAG=${1:-headforms}
+CONTEXT=${2:-.}
 SLIM=python:3.11-slim
 LOCAL_BASE=headforms-base:bookworm-py3.11
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -81,20 +85,42 @@ choose_base() {
 # The pinned torch for CPython 3.11 on x86_64, only if pip finds it as a local file (--no-index
 # keeps the find-links of pip's configuration and drops every index).
 hand_local_torch() {
-  local pin python
-  pin=$(grep -E '^torch==' requirements.txt)
-  if compgen -G "wheels/torch-${pin#torch==}[+-]*.whl" >/dev/null; then
+  local pin python wheels="$CONTEXT/wheels"
+  pin=$(grep -E '^torch==' "$CONTEXT/requirements.txt")
+  if [ "${LOCAL_TORCH:-1}" = 0 ]; then
+    log "LOCAL_TORCH=0: the build takes torch from the CPU index"
+    return
+  fi
+  if compgen -G "$wheels/torch-${pin#torch==}[+-]*.whl" >/dev/null; then
     return
   fi
   python=$(command -v python3)
   [ -x .venv/bin/python ] && python=.venv/bin/python
-  if "$python" -m pip download --quiet --no-deps --no-index --dest wheels --only-binary=:all: \
+  if "$python" -m pip download --quiet --no-deps --no-index --dest "$wheels" --only-binary=:all: \
     --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 "$pin" 2>/dev/null; then
-    log "handing the local wheel $(basename wheels/torch-*.whl) to the build"
+    log "handing the local wheel $(basename "$wheels"/torch-*.whl) to the build"
   else
     log "no local $pin wheel: the build takes torch from the CPU index"
   fi
+}
+
+# `docker buildx build --load`, or a docker CLI with BuildKit built in (before Docker 23).
+buildkit_build() {
+  local cli major
+  if docker buildx version >/dev/null 2>&1; then
+    docker buildx build --load "$@"
+    return
+  fi
+  for cli in $(type -ap docker); do
+    major=$("$cli" version -f '{{.Client.Version}}' 2>/dev/null | cut -d. -f1)
+    if [ -n "$major" ] && [ "$major" -lt 23 ]; then
+      DOCKER_BUILDKIT=1 "$cli" build "$@"
+      return
+    fi
+  done
+  log "no BuildKit: install docker-buildx (or Debian's docker.io, whose CLI has it built in)"
+  return 1
 }
 
 start_engine
@@ -102,6 +128,10 @@ base=$(choose_base)
 hand_local_torch
 log "building $TAG from $base"
 began=$(date +%s)
-docker build --build-arg BASE_IMAGE="$base" -t "$TAG" .
+args=(--progress=plain --build-arg BASE_IMAGE="$base" -t "$TAG")
+if [ -n "${TORCH_INDEX_URL:-}" ]; then
+  args+=(--build-arg TORCH_INDEX_URL="$TORCH_INDEX_URL")
+fi
+buildkit_build "${args[@]}" "$CONTEXT"
 size=$(docker image inspect -f '{{.Size}}' "$TAG")
 log "built $TAG in $(($(date +%s) - began)) s; image size $((size / 1000000)) MB"

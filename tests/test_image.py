@@ -243,25 +243,33 @@ def test_build_fails_without_a_wheel_when_the_torch_index_is_unreachable(
     image: str, tmp_path: Path
 ) -> None:
     """No wheel handed in and the CPU index out of reach: the build stops at torch, instead of
-    taking PyPI's (CUDA) torch."""
-    for name in ("Dockerfile", "requirements.txt", "requirements-models.txt", "scripts/install.sh"):
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        shutil.copy2(REPO / name, tmp_path / name)
-    (tmp_path / "wheels").mkdir()
-    (tmp_path / "wheels" / "README.md").write_text("no wheel\n")
+    taking PyPI's (CUDA) torch. The context is this checkout's files without the wheel."""
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, tmp_path / name)
+    assert not list((tmp_path / "wheels").glob("*.whl"))
     index = "http://127.0.0.1:9/simple"  # the build container's own loopback: refused
-    built = docker(
-        "build",
-        "--force-rm",
-        "--build-arg",
-        f"BASE_IMAGE={BASE[image]}",
-        "--build-arg",
-        f"TORCH_INDEX_URL={index}",
-        "-t",
-        f"{PREFIX}-no-torch",
-        str(tmp_path),
-        check=False,
+    env = {**os.environ, "BASE_IMAGE": BASE[image], "LOCAL_TORCH": "0", "TORCH_INDEX_URL": index}
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-image.sh"), f"{PREFIX}-no-torch", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=900,
+        check=False,
     )
     output = built.stdout + built.stderr
     assert built.returncode != 0, output[-3000:]
