@@ -179,13 +179,14 @@ def dashboard_app() -> Path:
     checkout = Path(__file__).resolve().parents[1] / "app.py"
     if checkout.is_file():
         return checkout
-    try:
-        import headforms_dashboard  # the dashboard files of a wheel installation
-    except ImportError as exc:
+    import importlib.util
+
+    installed = importlib.util.find_spec("headforms_dashboard")  # a wheel's dashboard files
+    if installed is None or not installed.submodule_search_locations:
         raise OptionError(
             "the dashboard's files (app.py, pages/, ui/) are not installed next to this package"
-        ) from exc
-    return Path(headforms_dashboard.__file__).resolve().parent / "app.py"
+        )
+    return Path(list(installed.submodule_search_locations)[0]) / "app.py"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
