@@ -45,10 +45,12 @@ def heatmap_pair_figure(
     column: str,
     model_name: str,
     selected: Selected = None,
+    color_range: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Layer x head grid of ``column`` for the trained heads beside the same column of the
     Gaussian baseline's table (same rows), Figures 13/14: square scatter markers (clickable),
-    shared diverging colour scale white at 1/2, red above, blue below, one colour bar."""
+    shared diverging colour scale white at 1/2, red above, blue below, one colour bar.
+    ``color_range``: a range shared with other models' figures (default: this pair's own)."""
     for name, frame in (("heads", heads), ("baseline", baseline)):
         if column not in frame.columns:
             raise FigureInputError(f"{name} has no column {column!r}")
@@ -60,7 +62,7 @@ def heatmap_pair_figure(
     n_heads = int(heads["head"].max()) + 1 if len(heads) else 1
     cell = float(np.clip(min(430.0 / n_heads, 640.0 / n_layers), 4.0, 34.0))
     height = int(max(320.0, cell * n_layers + 170.0))
-    cmin, cmax = heatmap_range([heads[column], baseline[column]])
+    cmin, cmax = color_range or heatmap_range([heads[column], baseline[column]])
     title = COLUMN_TITLES.get(column, column)
     fig = make_subplots(
         rows=1,

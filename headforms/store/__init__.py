@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 """Bump when a change to the engine alters any cached number."""
 
 CACHE_DIR_ENV = "HEADFORMS_CACHE_DIR"
