@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -20,6 +21,7 @@ TITLES = {
     "theorem5": "Theorem 5: sampled gamma lobes",
     "pairing": "Pairing scores per model",
     "compare": "Compare models",
+    "observations": "Observations",
 }
 
 
@@ -78,3 +80,38 @@ def test_comparison_figures_and_table(models):
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
     medians = [s for s in figures[1].layout.shapes if s.line.dash == "dash"]
     assert len(medians) == len(models)
+
+
+@pytest.mark.parametrize("k", [3, "best silhouette", 5])
+def test_spectra_page_projection_and_cluster_options(k):
+    at = _run_page("spectra", spectra_k=k, spectra_projection="pca", spectra_color="cluster")
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    clusters = at.dataframe[0].value
+    heads = analyze(MODEL).heads
+    assert clusters["size"].sum() == len(heads)
+    if k == 3:
+        assert list(clusters["name"]) == ["Type I+", "Type II", "Type I−"]
+    assert any("PCA" in c.value for c in at.caption)
+
+
+def test_type2_tolerance_from_the_sidebar_changes_the_parity_shares():
+    heads = analyze(MODEL).heads
+    total = heads["c_sym"] + heads["d_sym"]
+    for page, tolerance in (("overview", 0.1), ("compare", 0.05)):
+        at = _run_page(page, **{state.TOLERANCE_KEY: tolerance})
+        assert not at.exception, [e.message for e in at.exception]
+        table = at.dataframe[0].value
+        row = table.iloc[0] if page == "overview" else table[table["model"] == MODEL].iloc[0]
+        assert row["II"] == pytest.approx(100 * np.mean(total <= tolerance))
+        assert any(f"{tolerance:g}" in c.value for c in at.caption)
+
+
+def test_observations_page_tables_follow_the_models():
+    at = _run_page("observations", observations_models=["smollm2-135m"])
+    assert not at.exception, [e.message for e in at.exception]
+    theorem3, theta, obs5 = (d.value for d in at.dataframe[:3])
+    assert list(theorem3.index) == [MODEL, "smollm2-135m"]
+    assert theorem3.loc["smollm2-135m", "generic"] == pytest.approx(100.0)
+    assert set(theta["heads"]) == {"trained", "Gaussian baseline"} and len(theta) == 4
+    assert len(obs5) == 4

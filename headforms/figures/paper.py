@@ -885,7 +885,7 @@ def parity_by_layer_grid_figure(
             col=1,
         )
         fig.update_xaxes(title_text="layer", dtick=1 if len(frame) <= 32 else None, row=i, col=1)
-        fig.update_yaxes(autorange="reversed", row=i, col=1)
+        fig.update_yaxes(title_text="parity type", autorange="reversed", row=i, col=1)
     fig.update_layout(
         template=TEMPLATE,
         title={
