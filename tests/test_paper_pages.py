@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+from tiny_models import build
 
 from headforms import analyze
 from headforms.figures import paper as figures_paper
@@ -31,9 +32,17 @@ def models():
     return {name: analyze(name).heads for name in ("minilm-l6", "smollm2-135m")}
 
 
-def _run_page(page: str, **session) -> AppTest:
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random GPT-2 (2 layers x 4 heads): few heads for clusters and fits."""
+    directory = tmp_path_factory.mktemp("tiny-gpt2-paper")
+    build("gpt2", directory, seed=11)
+    return str(directory)
+
+
+def _run_page(page: str, model: str = MODEL, **session) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[state.MODEL_KEY] = MODEL
+    at.session_state[state.MODEL_KEY] = model
     for key, value in session.items():
         at.session_state[key] = value
     at.switch_page(f"pages/{page}.py")
@@ -115,3 +124,11 @@ def test_observations_page_tables_follow_the_models():
     assert theorem3.loc["smollm2-135m", "generic"] == pytest.approx(100.0)
     assert set(theta["heads"]) == {"trained", "Gaussian baseline"} and len(theta) == 4
     assert len(obs5) == 4
+
+
+@pytest.mark.parametrize("page", list(TITLES))
+def test_pages_render_for_a_tiny_model(page, tiny_gpt2):
+    at = _run_page(page, model=tiny_gpt2)
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert [t.value for t in at.title] == [TITLES[page]]
