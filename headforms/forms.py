@@ -239,6 +239,12 @@ def parity_labels(
     return labels
 
 
+def parity_counts(labels: np.ndarray) -> dict[str, int]:
+    """Number of heads of each parity type (I+, II, I-, in that order); ``zero`` forms aside."""
+    labels = np.asarray(labels)
+    return {p: int(np.count_nonzero(labels == p)) for p in PARITY_LABELS}
+
+
 def proportional_profile(rho: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Theorem 5: the symmetric profile ``(b_S, c_S, d_S)`` of lobes ``lambda_- = rho lambda_+``.
 

@@ -31,7 +31,7 @@ def minilm():
 
 @pytest.fixture(scope="module")
 def smollm():
-    return analyze("smollm2-135m")
+    return analyze("smollm2-135m", spectra=ALL_SPECTRA)
 
 
 def synthetic_heads() -> pd.DataFrame:
