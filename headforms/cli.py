@@ -1,4 +1,4 @@
-"""Command line: ``headforms analyze MODEL``, ``headforms models``, ``headforms serve``.
+"""Command line: ``headforms analyze MODEL``, ``models``, ``survey MODEL...``, ``serve``.
 
 Also ``python -m headforms ...``. Bad input gives one line on stderr and exit status 2, never a
 traceback. The summary printed by ``analyze`` needs no pandas; pandas is imported only to write
@@ -97,8 +97,7 @@ def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digit
     cells = {label: [cell(v) for v in values] for label, values in rows.items()}
     label_width = max([len(label) for label in cells] + [0])
     widths = [
-        max([len(h)] + [len(values[i]) for values in cells.values()])
-        for i, h in enumerate(header)
+        max([len(h)] + [len(values[i]) for values in cells.values()]) for i, h in enumerate(header)
     ]
     cells_of_header = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
     lines = [" " * label_width + "  " + cells_of_header]
@@ -210,6 +209,129 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+SURVEY_EXIT_FAILED = 1
+"""Exit status of a survey in which some model failed (bad arguments: 2, as everywhere)."""
+
+
+def parse_bytes(text: str) -> int:
+    """A memory size: bytes, or a number with K, M, G or T (binary units), e.g. ``6G``."""
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    value = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = value[-1:] if value[-1:] in units else ""
+    try:
+        number = float(value[: len(value) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size like 6G, 512M or 1000000"
+        ) from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the memory budget must be positive")
+    return int(number * units[unit])
+
+
+def cmd_survey(args: argparse.Namespace) -> int:
+    from . import survey
+    from .presets import preset
+
+    out = args.out
+    check_output_path(out)
+    models = list(args.models)
+    if args.list is not None:
+        models += survey.read_model_list(args.list)
+    if args.preset is not None:
+        models += preset(args.preset)
+    specs = survey.survey_specs(models)
+    options = survey.SurveyOptions(args.rope_position, not args.no_fold_qk_norm)
+
+    def report(outcome: survey.Outcome, done: int, total: int) -> None:
+        if outcome.status == "done":
+            line = f"{outcome.heads} heads in {outcome.seconds:.1f} s"
+        else:
+            line = f"FAILED: {outcome.error}"
+        if not args.quiet or outcome.status != "done":
+            print(f"[{done}/{total}] {outcome.spec}: {line}", file=sys.stderr, flush=True)
+
+    result = survey.run_survey(
+        specs,
+        out,
+        options,
+        jobs=args.jobs,
+        memory_budget=args.memory_budget,
+        scheduler=args.scheduler,
+        report=report,
+    )
+    if len(result.table):
+        write_table(result.table, out)
+        summary_out = survey_summary_path(out)
+        write_table(result.summary.reset_index(), summary_out)
+        print(
+            f"wrote {len(result.table)} heads of {len(result.summary)} models to {out}, the "
+            f"summary to {summary_out}",
+            file=sys.stderr,
+        )
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(result.summary.round(3).to_string())
+    for outcome in result.failed:
+        print(f"failed: {outcome.spec}: {outcome.error}", file=sys.stderr)
+    return SURVEY_EXIT_FAILED if result.failed else 0
+
+
+def survey_summary_path(out: Path) -> Path:
+    """The summary table written beside a survey's per-head table: ``heads.summary.csv``."""
+    return out.with_name(f"{out.stem}.summary{out.suffix}")
+
+
+def add_survey_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``survey`` subcommand."""
+    p = sub.add_parser(
+        "survey",
+        help="many models into one per-head table and a model summary",
+        description="Analyse many models (concurrently within a memory budget, or as tasks on "
+        "a Dask cluster) into one per-head table with a model column, and print the model "
+        "summary (parity shares as in Table 2, mean profile, energy, pairing, balance), also "
+        "written beside it as OUT.summary.EXT. Resumable: run it again with the same --out and "
+        "the models already done are skipped. Exit status: 0 all models done, 1 some failed "
+        "(one line each), 2 bad arguments.",
+    )
+    p.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help="bundled name, local dir, .gguf, hub id[@revision], or a published table file "
+        "(all its models) / FILE::MODEL",
+    )
+    p.add_argument(
+        "--list", type=Path, metavar="FILE", help="more models, one per line (#: comment)"
+    )
+    p.add_argument("--preset", metavar="NAME", help="a named list of models: paper (its 14 models)")
+    p.add_argument(
+        "--out", type=Path, required=True, help="the per-head table (.csv, .json or .parquet)"
+    )
+    p.add_argument(
+        "--jobs", type=int, default=None, metavar="J", help="models at once (default: cores)"
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=parse_bytes,
+        default=None,
+        metavar="SIZE",
+        help="the estimated peaks of the models running at once stay below this (e.g. 6G; "
+        "default: half the available memory)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run each model as a task on this Dask distributed scheduler (tcp://host:8786); "
+        "its workers must see --out's directory",
+    )
+    p.add_argument("--rope-position", type=int, default=0, metavar="D", help="as for analyze")
+    p.add_argument("--no-fold-qk-norm", action="store_true", help="as for analyze")
+    p.add_argument("--quiet", action="store_true", help="report failed models only")
+    p.set_defaults(func=cmd_survey)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(
@@ -246,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     s.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8501")))
     s.set_defaults(func=cmd_serve)
+    add_survey_parser(sub)
     return parser
 
 

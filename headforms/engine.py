@@ -47,6 +47,7 @@ from .results import (
     spectra_names,
 )
 from .sources import locate
+from .sources.specs import is_table_spec
 from .store import ResultStore, cache_key, key_lock
 
 __all__ = [
@@ -130,8 +131,13 @@ def analyze(
 
     ``spectra``: extra spectra to compute besides the core ones (:data:`EXTRA_SPECTRA`); a
     stored result lacking one is recomputed with it. ``use_cache=False`` computes and stores
-    nothing.
+    nothing. A published per-head table (``FILE.csv::MODEL``, :mod:`headforms.tables`) opens
+    read-only, without spectra.
     """
+    if is_table_spec(spec):
+        from .tables import open_table  # pandas: only for tables
+
+        return open_table(spec, rope_position)
     wanted = spectra_names(spectra)
     rope_position = check_rope_position(rope_position)
     if progress:

@@ -10,8 +10,10 @@ from headforms import HeadformsError
 from headforms.analyses import fits
 from headforms.figures import paper as figures_paper
 from ui import cached, page_context, show_figure
+from ui.tables import require_spectra
 
 ctx = page_context()
+require_spectra(ctx.analysis, "Fits")
 st.title("Distribution fits of the spectral lobes")
 st.caption(
     "Each sample (a head's λ₊, |λ₋|, |eigenvalues of L| or singular values of A) is rescaled to "

@@ -23,6 +23,7 @@ from ui import (
     show_figure,
     try_load,
 )
+from ui.tables import baseline_heads, expand_models
 
 ctx = page_context()
 st.title("Observations")
@@ -38,19 +39,20 @@ extra = controls[0].multiselect(
     key="observations_models",
     format_func=model_label,
     accept_new_options=True,
-    placeholder="bundled name, hub id or local path",
-    help="Other models are analysed at RoPE position 0.",
+    placeholder="bundled name, hub id, local path or table file",
+    help="Other models are analysed at RoPE position 0; a published per-head table adds all its "
+    "models (quantities it does not hold are left out).",
 )
 with controls[1]:
     jump_toggle()
 analyses = {ctx.spec: ctx.analysis}
-for spec in extra:
+for spec in expand_models(extra):  # a table file: all its models
     if spec != ctx.spec:
         loaded = try_load(spec, 0)
         if loaded is not None:
             analyses[spec] = loaded
 models = {name: analysis.heads for name, analysis in analyses.items()}
-baselines = {name: analysis.baseline.heads for name, analysis in analyses.items()}
+baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
 key = (tuple(models), ctx.rope_position)
 
 st.subheader("Observation 1: the symmetric part is balanced (Theorem 3)")

@@ -21,6 +21,7 @@ from ui import (
     state,
     try_load,
 )
+from ui.tables import baseline_heads, expand_models
 
 ctx = page_context()
 st.title("Profiles on the simplex")
@@ -37,9 +38,10 @@ extra = controls[0].multiselect(
     key=state.OVERLAY_KEY,
     format_func=model_label,
     accept_new_options=True,
-    placeholder="bundled name, hub id or local path",
-    help="Extra models drawn on the same simplex and triangle (at RoPE position 0); the "
-    "sidebar's model is always drawn.",
+    placeholder="bundled name, hub id, local path or table file",
+    help="Extra models drawn on the same simplex and triangle (at RoPE position 0); a "
+    "published per-head table (.csv/.parquet) adds all its models; the sidebar's model is "
+    "always drawn.",
 )
 with controls[1]:
     jump_toggle()
@@ -51,14 +53,15 @@ show_baseline = controls[2].toggle(
 )
 
 analyses = {ctx.spec: ctx.analysis}
-for spec in extra:
+for spec in expand_models(extra):  # a table file: all its models
     if spec != ctx.spec:
         overlay = try_load(spec, 0)
         if overlay is not None:
             analyses[spec] = overlay
 models = {spec: analysis.heads for spec, analysis in analyses.items()}
 
-baselines = {spec: a.baseline.heads for spec, a in analyses.items()} if show_baseline else {}
+found = {spec: baseline_heads(a) for spec, a in analyses.items()} if show_baseline else {}
+baselines = {spec: table for spec, table in found.items() if table is not None}
 key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",

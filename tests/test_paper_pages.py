@@ -132,3 +132,28 @@ def test_pages_render_for_a_tiny_model(page, tiny_gpt2):
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     assert [t.value for t in at.title] == [TITLES[page]]
+
+
+@pytest.fixture(scope="module")
+def table_file(tmp_path_factory: pytest.TempPathFactory):
+    """A published per-head table with the author's columns (no spectra, no n_pos, no N)."""
+    from test_tables import author_table
+
+    path = tmp_path_factory.mktemp("published-paper") / "head_statistics.csv"
+    author_table("pub-a", 3, 4, 2, 16, 0).to_csv(path, index=False)
+    return f"{path}::pub-a"
+
+
+@pytest.mark.parametrize("page", ["observations", "compare"])
+def test_table_models_on_the_observation_and_compare_pages(page, table_file):
+    key = "observations_models" if page == "observations" else "compare_models"
+    at = _run_page(page, **{key: [table_file], state.TOLERANCE_KEY: 0.05})
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    if page == "observations":
+        theorem3 = at.dataframe[0].value
+        assert np.isnan(theorem3.loc[table_file, "balanced"])  # not in the table: not 0%
+        assert theorem3.loc[MODEL, "balanced"] == pytest.approx(100.0)
+        theta = at.dataframe[1].value
+        assert set(theta["model"]) == {MODEL, table_file}
+        assert len(theta[theta["model"] == table_file]) == 1  # no baseline without N

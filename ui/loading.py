@@ -19,6 +19,7 @@ import streamlit as st
 
 from headforms import HeadformsError, ModelAnalysis, analyze
 from headforms.engine import ALL_SPECTRA
+from headforms.errors import UnavailableDataError
 
 LOGGER = logging.getLogger(__name__)
 MAX_ANALYSES = 8
@@ -74,7 +75,10 @@ def load_analysis(spec: str, rope_position: int = 0) -> ModelAnalysis:
     try:
         analysis = analyze(key[0], rope_position=key[1], spectra=ALL_SPECTRA, progress=progress)
         bar.progress(1.0, text=f"{key[0]}: Gaussian baseline of the same shapes")
-        analysis.baseline  # noqa: B018 - computed now, under the progress bar, not mid-page
+        try:
+            analysis.baseline  # noqa: B018 - computed now, under the progress bar, not mid-page
+        except UnavailableDataError:  # a published table without N: pages show it has none
+            pass
     finally:
         bar.empty()
     store.put(key, analysis)

@@ -103,18 +103,22 @@ def theorem3_summary(models: Mapping[str, tuple[pd.DataFrame, int]]) -> pd.DataF
     """Theorem 3 per model: percent of heads whose S is balanced (``n_pos = n_neg``) and of those
     with exactly ``n_pos = n_neg = n`` (the generic case), with ``n`` and the head count.
 
-    ``models``: name -> (per-head table, head dim n).
+    ``models``: name -> (per-head table, head dim n). Counts a table does not hold (a published
+    table without ``n_pos``/``n_neg``, or without n) are NaN, never 0%.
     """
     rows = {}
     for name, (heads, head_dim) in models.items():
-        n_pos = heads["n_pos"].to_numpy()
-        n_neg = heads["n_neg"].to_numpy()
-        total = max(len(heads), 1)
+        n_pos = heads["n_pos"].to_numpy(dtype=float)
+        n_neg = heads["n_neg"].to_numpy(dtype=float)
+        known = np.isfinite(n_pos) & np.isfinite(n_neg)
+        total = np.count_nonzero(known)
+        balanced = np.count_nonzero(known & (n_pos == n_neg))
+        generic = np.count_nonzero(known & (n_pos == head_dim) & (n_neg == head_dim))
         rows[name] = {
             "heads": len(heads),
-            "n": int(head_dim),
-            "balanced": 100.0 * np.count_nonzero(n_pos == n_neg) / total,
-            "generic": 100.0 * np.count_nonzero((n_pos == head_dim) & (n_neg == head_dim)) / total,
+            "n": int(head_dim) if head_dim else np.nan,
+            "balanced": 100.0 * balanced / total if total else np.nan,
+            "generic": 100.0 * generic / total if total and head_dim else np.nan,
         }
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "model"

@@ -28,6 +28,34 @@ ACCEPTED = (
 )
 
 
+SEPARATOR = "::"
+"""Between a table file and a model name in a spec."""
+
+TABLE_SUFFIXES = (".csv", ".parquet", ".json")
+"""Table formats (``FILE::MODEL``); a bare spec is a table only for :data:`BARE_SUFFIXES`."""
+
+BARE_SUFFIXES = (".csv", ".parquet")
+
+
+def split_spec(spec: str) -> tuple[Path, str | None] | None:
+    """``(file, model or None)`` if ``spec`` names a published per-head table (or a model in
+    one, ``FILE::MODEL``), else None. Tables are opened by :mod:`headforms.tables`."""
+    spec = spec.strip()
+    if SEPARATOR in spec:
+        path, _, model = spec.rpartition(SEPARATOR)
+        if Path(path).suffix.lower() in TABLE_SUFFIXES:
+            return Path(path).expanduser(), model.strip() or None
+        return None
+    if Path(spec).suffix.lower() in BARE_SUFFIXES:
+        return Path(spec).expanduser(), None
+    return None
+
+
+def is_table_spec(spec: str) -> bool:
+    """Whether ``spec`` names a published table (or a model in one)."""
+    return split_spec(spec) is not None
+
+
 @dataclass(frozen=True)
 class Spec:
     """A classified spec: ``kind`` is ``bundled``, ``path`` or ``hub``; ``value`` the name, path
