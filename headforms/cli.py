@@ -97,8 +97,7 @@ def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digit
     cells = {label: [cell(v) for v in values] for label, values in rows.items()}
     label_width = max([len(label) for label in cells] + [0])
     widths = [
-        max([len(h)] + [len(values[i]) for values in cells.values()])
-        for i, h in enumerate(header)
+        max([len(h)] + [len(values[i]) for values in cells.values()]) for i, h in enumerate(header)
     ]
     cells_of_header = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
     lines = [" " * label_width + "  " + cells_of_header]

@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from headforms import DEFAULT_MODEL
+from headforms.forms import PARITY_TYPE_II_THRESHOLD
 
 MODEL_KEY = "hf_model"
 ROPE_KEY = "hf_rope_position"
@@ -22,6 +23,7 @@ HEAD_KEY = "hf_head"
 COLOR_KEY = "hf_color_by"
 OVERLAY_KEY = "hf_overlay"
 JUMP_KEY = "hf_jump_on_click"
+TOLERANCE_KEY = "hf_type2_tolerance"
 PENDING_JUMP_KEY = "_hf_pending_jump"
 URL_LOADED_KEY = "_hf_url_loaded"
 
@@ -47,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
     COLOR_KEY: "parity",
     OVERLAY_KEY: [],
     JUMP_KEY: True,
+    TOLERANCE_KEY: PARITY_TYPE_II_THRESHOLD,
 }
 
 
