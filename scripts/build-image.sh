@@ -22,6 +22,12 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 log() { echo "build-image: $*" >&2; }
 
+stop_engine() {
+  log "stopping dockerd (pid $DOCKERD_PID)"
+  kill "$DOCKERD_PID"
+  wait "$DOCKERD_PID" || true
+}
+
 start_engine() {
   if docker info >/dev/null 2>&1; then
     return
@@ -34,7 +40,7 @@ start_engine() {
   out=$(mktemp /tmp/headforms-dockerd.XXXXXX)
   dockerd >"$out" 2>&1 &
   DOCKERD_PID=$!
-  trap 'log "stopping dockerd (pid $DOCKERD_PID)"; kill "$DOCKERD_PID"; wait "$DOCKERD_PID" || true' EXIT
+  trap stop_engine EXIT
   for _ in $(seq 150); do
     docker info >/dev/null 2>&1 && { log "started dockerd (pid $DOCKERD_PID, log $out)"; return; }
     kill -0 "$DOCKERD_PID" 2>/dev/null || break

@@ -77,7 +77,7 @@ if [ -f ui/static.py ] && [ ! -f static/plotly.min.js ]; then
 fi
 
 # Debian packages of the tests: chromium (browser tests), docker.io and debootstrap (the image
-# test builds and runs the Docker image; debootstrap makes its base when Docker Hub is out of reach).
+# test builds and runs the Docker image; debootstrap makes its base without Docker Hub).
 if [ "$DEV" = 1 ]; then
   missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
