@@ -137,12 +137,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_output_path(args.out)
+    from .results import EXTRA_SPECTRA
+
     progress = None if args.quiet else _Progress()
+    spectra = EXTRA_SPECTRA if "all" in args.spectra else args.spectra
     try:
         result = analyze(
             args.model,
             rope_position=args.rope_position,
             fold_qk_norm=not args.no_fold_qk_norm,
+            spectra=spectra,
             progress=progress,
             use_cache=not args.no_cache,
         )
@@ -359,6 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--baseline",
         action="store_true",
         help="add the Gaussian baseline of the same shapes (rand_* columns)",
+    )
+    p.add_argument(
+        "--spectra",
+        nargs="+",
+        default=[],
+        choices=["sv_a", "eig_l_abs", "all"],
+        help="also compute and store these spectra (singular values of A, |eigenvalues of L|; "
+        "all: both), as the dashboard does: a later dashboard visit is then a cache read",
     )
     p.add_argument("--no-cache", action="store_true", help="recompute, ignore the cache")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
