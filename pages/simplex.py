@@ -21,7 +21,7 @@ from ui import (
     state,
     try_load,
 )
-from ui.tables import expand_models
+from ui.tables import baseline_heads, expand_models
 
 ctx = page_context()
 st.title("Profiles on the simplex")
@@ -31,7 +31,7 @@ st.caption(
     "excess positive (c) or negative (d) eigenvalues. Drag to rotate; click a head to open it."
 )
 
-controls = st.columns([3, 1], vertical_alignment="bottom")
+controls = st.columns([3, 1, 1], vertical_alignment="bottom")
 extra = controls[0].multiselect(
     "Overlay other models",
     list(dict.fromkeys([*BUNDLED_MODELS, *st.session_state[state.OVERLAY_KEY]])),
@@ -45,29 +45,36 @@ extra = controls[0].multiselect(
 )
 with controls[1]:
     jump_toggle()
+show_baseline = controls[2].toggle(
+    "Baseline",
+    key="simplex_baseline",
+    help="Also draw, in grey, independent Gaussian K, Q of the same n, N as each model's heads: "
+    "they sit at Θ's midpoint a = b = 1/2.",
+)
 
-models = {ctx.spec: ctx.heads}
+analyses = {ctx.spec: ctx.analysis}
 for spec in expand_models(extra):  # a table file: all its models
     if spec != ctx.spec:
         overlay = try_load(spec, 0)
         if overlay is not None:
-            models[spec] = overlay.heads
+            analyses[spec] = overlay
+models = {spec: analysis.heads for spec, analysis in analyses.items()}
 
-key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected)
+found = {spec: baseline_heads(a) for spec, a in analyses.items()} if show_baseline else {}
+baselines = {spec: table for spec, table in found.items() if table is not None}
+key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",
     key,
     lambda: PlotPayload.of(
-        fit_to_column(
-            figures.simplex_figure(models, color_by=ctx.color_by, selected=ctx.selected), 1.15
-        )
+        fit_to_column(figures.simplex_figure(models, ctx.color_by, ctx.selected, baselines), 1.15)
     ),
 )
 triangle = cached(
     "triangle",
     key,
     lambda: PlotPayload.of(
-        fit_to_column(figures.triangle_figure(models, color_by=ctx.color_by, selected=ctx.selected))
+        fit_to_column(figures.triangle_figure(models, ctx.color_by, ctx.selected, baselines))
     ),
 )
 

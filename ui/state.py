@@ -15,6 +15,7 @@ import streamlit as st
 
 from headforms import DEFAULT_MODEL
 from headforms.engine import MAX_ROPE_POSITION
+from headforms.forms import PARITY_TYPE_II_THRESHOLD
 
 from . import guard
 
@@ -25,6 +26,7 @@ HEAD_KEY = "hf_head"
 COLOR_KEY = "hf_color_by"
 OVERLAY_KEY = "hf_overlay"
 JUMP_KEY = "hf_jump_on_click"
+TOLERANCE_KEY = "hf_type2_tolerance"
 PENDING_JUMP_KEY = "_hf_pending_jump"
 URL_LOADED_KEY = "_hf_url_loaded"
 
@@ -57,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
     COLOR_KEY: "parity",
     OVERLAY_KEY: [],
     JUMP_KEY: True,
+    TOLERANCE_KEY: PARITY_TYPE_II_THRESHOLD,
 }
 
 
