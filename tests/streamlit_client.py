@@ -179,6 +179,13 @@ def number_state(widget_id: str, value: Any) -> Any:
     return state
 
 
+def text_state(widget_id: str, text: str) -> Any:
+    """A text-valued widget's state (a selectbox that accepts new options, a text input)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    return WidgetState(id=widget_id, string_value=text)
+
+
 def click_states(component_id: str, value: Any, raw: str | None = None) -> list[Any]:
     """The widget states of a click on a ``st.components.v2`` component, as its frontend sends
     them (its state and its ``clicked`` trigger), carrying ``value`` (or the raw JSON text

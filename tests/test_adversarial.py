@@ -836,9 +836,10 @@ def hosted_server(
 
 def test_forged_clicks_and_widgets_over_websockets(hosted_server: dict[str, Any]) -> None:
     """Forged click payloads and widget values from a raw websocket client: no exception element
-    (before: tracebacks from ``int(nan)``), a toast for each refused click, a valid click
-    selects its head."""
-    from streamlit_client import Session, click_states, number_state
+    (before: tracebacks from ``int(nan)``), a toast for each refused click, a multi-megabyte
+    spec typed in the picker refused before it reaches the URL, a valid click selects its
+    head."""
+    from streamlit_client import Session, click_states, number_state, text_state
 
     with Session(hosted_server["port"]) as session:
         first = session.run()
@@ -866,6 +867,13 @@ def test_forged_clicks_and_widgets_over_websockets(hosted_server: dict[str, Any]
         huge = json.dumps([{"event": "clicked", "value": ["x" * 3_000_000, 1, 1]}])
         run = session.run(widget_states=click_states(simplex, None, raw=huge))
         assert not run.exceptions and len(run.toasts) == 1 and len(run.toasts[0]) < 200
+        model = session.widget("selectbox", "Model")
+        run = session.run(widget_states=[text_state(model, "/" + "x" * 2_000_000)])
+        assert not run.exceptions and not run.errors, run.messages
+        assert run.toasts == [
+            "Ignored a model spec: model spec is 2000001 characters long (at most 512)."
+        ]
+        assert len(run.query_string or "") < 200  # the URL never carries it
         run = session.run(widget_states=click_states(simplex, [DEFAULT_MODEL, 3, 4]))
         assert not run.exceptions and not run.toasts, run.messages
         assert "layer=3" in (run.query_string or "") and "head=4" in (run.query_string or "")
