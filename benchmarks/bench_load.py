@@ -18,7 +18,9 @@ p50/p95 of page runs and of plotly.js, each hostile request's answer time (one l
 the server's RSS growth (the server process; workers are separate processes, their peak is
 listed apart) and workers running at once.
 
-Run: ``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 3]``.
+Workers run at ``HEADFORMS_ANALYSIS_NICE`` (default 10); ``--nice 0,10`` runs one server per
+value, one after the other, to compare. Run:
+``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 3] [--nice 0,10]``.
 """
 
 from __future__ import annotations
@@ -291,14 +293,8 @@ def phase(port: int, pid: int, visitors: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--visitors", type=int, default=30)
-    parser.add_argument("--attackers", type=int, default=3)
-    parser.add_argument("--warmup", type=float, default=30.0, help="seconds of attack first")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of visitors under attack")
-    args = parser.parse_args()
-
+def run_server(args: argparse.Namespace, nice: int) -> dict[str, Any]:
+    """One server (workers at niceness ``nice``): the quiet phase, then the attacked one."""
     from headforms import DEFAULT_MODEL
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-load-"))
@@ -308,6 +304,7 @@ def main() -> None:
         HEADFORMS_CACHE_DIR=str(tmp / "cache"),
         HEADFORMS_ANALYSIS_SECONDS=SECONDS_LIMIT,
         HEADFORMS_ANALYSIS_MEMORY=MEMORY_LIMIT,
+        HEADFORMS_ANALYSIS_NICE=str(nice),
         HF_HUB_OFFLINE="1",
     )
     os.environ.update({k: env[k] for k in ("HEADFORMS_CACHE_DIR", "HF_HUB_OFFLINE")})
@@ -378,13 +375,27 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "nice": nice,
+        "quiet": quiet,
+        "attacked": attacked,
+        "answers": [a for per in results for a in per],
+        "start_rss": start_rss,
+        "end_rss": end_rss,
+        "monitor": monitor,
+    }
 
-    print(f"\n{machine_line(1)}; server limits: {SECONDS_LIMIT} s, {int(MEMORY_LIMIT) >> 20} MiB")
+
+def report(run: dict[str, Any], args: argparse.Namespace) -> None:
+    """Print one server's tables."""
+    nice = run["nice"]
     rows = []
-    for name, result in (("quiet", quiet), (f"{args.attackers} attackers", attacked)):
+    for name, result in (("quiet", run["quiet"]), (f"{args.attackers} attackers", run["attacked"])):
         outs = result["outcomes"]
         rows.append(
             {
+                "workers' nice": nice,
                 "phase": name,
                 "visits": len(outs),
                 "failures": len(result["failures"]),
@@ -396,14 +407,16 @@ def main() -> None:
             }
         )
     print_table(f"{args.visitors} concurrent visitors (websocket page runs, GET plotly.js)", rows)
-    for name, result in (("quiet", quiet), ("attacked", attacked)):
-        for failure in result["failures"][:5]:
+    for name in ("quiet", "attacked"):
+        for failure in run[name]["failures"][:5]:
             print(f"  {name} failure: {failure['problems']}")
 
-    answers = [a for per in results for a in per]
     by_name: dict[str, list[dict]] = {}
-    for answer in answers:
-        by_name.setdefault(answer["name"], []).append(answer)
+    for answer in run["answers"]:
+        name = answer["name"]
+        if name.startswith("new ") and not answer["lines"]:
+            name += " (computed)"  # not refused: the page with a new result
+        by_name.setdefault(name, []).append(answer)
     rows = []
     for name, group in sorted(by_name.items()):
         seconds = [a["seconds"] for a in group]
@@ -411,32 +424,50 @@ def main() -> None:
         example = next((a["lines"][0] for a in group if a["lines"]), "")
         rows.append(
             {
-                "hostile request": name,
+                "request": name,
                 "count": len(group),
                 "p50 s": percentile(seconds, 0.5),
                 "max s": max((s for s in seconds if not math.isnan(s)), default=math.nan),
                 "over 10 s": sum(s > 10 for s in seconds),
                 "exceptions": sum(a.get("exceptions", 0) for a in group),
-                "lines per answer": f"{min(lines)}-{max(lines)}",
-                "example": example[:90],
+                "lines": f"{min(lines)}-{max(lines)}",
+                "example": example[:80],
             }
         )
-    print_table("attackers' requests: answer time and what the visitor saw", rows)
+    print_table(f"attackers' requests (workers' nice {nice}): answer time, what was shown", rows)
+    monitor = run["monitor"]
     print_table(
-        "server memory",
+        f"server memory (workers' nice {nice})",
         [
             {
-                "server RSS start MiB": start_rss / 2**20,
-                "after quiet MiB": quiet["rss"] / 2**20,
-                "after attack MiB": end_rss / 2**20,
-                "growth MiB": (end_rss - start_rss) / 2**20,
+                "server RSS start MiB": run["start_rss"] / 2**20,
+                "after quiet MiB": run["quiet"]["rss"] / 2**20,
+                "after attack MiB": run["end_rss"] / 2**20,
+                "growth MiB": (run["end_rss"] - run["start_rss"]) / 2**20,
                 "peak server MiB": monitor.peak_rss / 2**20,
                 "peak workers at once": monitor.peak_workers,
                 "peak worker RSS MiB": monitor.peak_worker_rss / 2**20,
             }
         ],
     )
-    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--visitors", type=int, default=30)
+    parser.add_argument("--attackers", type=int, default=3)
+    parser.add_argument("--warmup", type=float, default=30.0, help="seconds of attack first")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of visitors under attack")
+    parser.add_argument(
+        "--nice",
+        default="10",
+        help="comma-separated HEADFORMS_ANALYSIS_NICE values, one server each (e.g. 0,10)",
+    )
+    args = parser.parse_args()
+    runs = [run_server(args, int(n)) for n in args.nice.split(",")]
+    print(f"\n{machine_line(1)}; server limits: {SECONDS_LIMIT} s, {int(MEMORY_LIMIT) >> 20} MiB")
+    for run in runs:
+        report(run, args)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ SECONDS_ENV = "HEADFORMS_ANALYSIS_SECONDS"
 CONCURRENT_ENV = "HEADFORMS_ANALYSIS_CONCURRENT"
 SESSION_ANALYSES_ENV = "HEADFORMS_SESSION_ANALYSES"
 SESSION_SAMPLES_ENV = "HEADFORMS_SESSION_SAMPLES"
+NICE_ENV = "HEADFORMS_ANALYSIS_NICE"
 
 DEFAULT_MEMORY = 2 * 2**30
 """Bytes of memory one analysis may allocate (a 2 GiB model's analysis needs about 1 GiB)."""
@@ -56,6 +57,8 @@ DEFAULT_SESSION_ANALYSES = 12
 """New analyses (models or RoPE positions not yet computed) one visitor's session may start."""
 DEFAULT_SESSION_SAMPLES = 20
 """New Theorem 5 samplings one visitor's session may start."""
+DEFAULT_NICE = 10
+"""Scheduling niceness added to workers: pages and files are served before analyses run."""
 
 ABANDON_GRACE = 3.0
 """Seconds a worker keeps running with nobody waiting (a rerun re-attaches within this)."""
@@ -74,6 +77,7 @@ class Limits:
     concurrent: int = DEFAULT_CONCURRENT
     session_analyses: int = DEFAULT_SESSION_ANALYSES
     session_samples: int = DEFAULT_SESSION_SAMPLES
+    nice: int = DEFAULT_NICE
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -84,7 +88,19 @@ class Limits:
             concurrent=int(_positive(CONCURRENT_ENV, DEFAULT_CONCURRENT)),
             session_analyses=int(_positive(SESSION_ANALYSES_ENV, DEFAULT_SESSION_ANALYSES)),
             session_samples=int(_positive(SESSION_SAMPLES_ENV, DEFAULT_SESSION_SAMPLES)),
+            nice=_niceness(),
         )
+
+
+def _niceness() -> int:
+    raw = os.environ.get(NICE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_NICE
+    if not raw.isdigit() or int(raw) > 19:
+        raise LimitError(
+            f"{NICE_ENV}={raw!r} is not a niceness from 0 to 19 (server configuration)"
+        )
+    return int(raw)
 
 
 def _positive(name: str, default: float) -> float:
@@ -315,6 +331,7 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
         "fd": writer,
         "memory": limits.memory,
         "cpu_seconds": limits.seconds * _threads(),
+        "nice": limits.nice,
         "parent": os.getpid(),
     }
     try:
@@ -542,10 +559,11 @@ def worker_pids() -> list[int]:
 # The worker process
 
 
-def _apply_limits(memory: int, cpu_seconds: float) -> None:
-    """Cap this process's memory and CPU time (the kernel enforces both)."""
+def _apply_limits(memory: int, cpu_seconds: float, nice: int) -> None:
+    """Cap this process's memory and CPU time (the kernel enforces both); lower its priority."""
     import resource
 
+    os.nice(nice)
     resource.setrlimit(resource.RLIMIT_DATA, (int(memory), int(memory)))
     cpu = max(1, math.ceil(cpu_seconds))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
@@ -590,7 +608,7 @@ def _worker_main() -> None:
         out.write(json.dumps(message) + "\n")
 
     try:
-        _apply_limits(request["memory"], request["cpu_seconds"])
+        _apply_limits(request["memory"], request["cpu_seconds"], request["nice"])
         from . import engine
         from .errors import UnavailableDataError
 

@@ -562,6 +562,35 @@ def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setenv(contained.SECONDS_ENV, bad)
         with pytest.raises(LimitError, match="is not a positive number"):
             contained.Limits.from_env()
+    monkeypatch.delenv(contained.SECONDS_ENV)
+    monkeypatch.delenv(contained.NICE_ENV, raising=False)
+    assert contained.Limits.from_env().nice == 10
+    monkeypatch.setenv(contained.NICE_ENV, "0")
+    assert contained.Limits.from_env().nice == 0
+    for bad in ("20", "-1", "low"):
+        monkeypatch.setenv(contained.NICE_ENV, bad)
+        with pytest.raises(LimitError, match="is not a niceness from 0 to 19"):
+            contained.Limits.from_env()
+
+
+def test_workers_run_below_the_server(hosted_env: dict[str, Any]) -> None:
+    """A worker's niceness is the server's + HEADFORMS_ANALYSIS_NICE: pages come first."""
+    spec = str(hosted_env["root"] / "tiny")
+    expected = min(os.nice(0) + contained.DEFAULT_NICE, 19)
+    seen: list[int] = []
+
+    def check() -> None:
+        for pid in contained.worker_pids():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                seen.append(psutil.Process(pid).nice())
+        if expected in seen or len(seen) > 3000:
+            raise Left
+
+    with blocked(spec):
+        _, error = answer(lambda: contained.analyze(spec, check=check))
+        assert isinstance(error, Left)
+        assert seen[-1] == expected, seen[-5:]
+        contained.cancel_all()
 
 
 # --- the dashboard under AppTest ----------------------------------------------------------------
