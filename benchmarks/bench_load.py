@@ -19,8 +19,11 @@ the server's RSS growth (the server process; workers are separate processes, the
 listed apart) and workers running at once.
 
 Workers run at ``HEADFORMS_ANALYSIS_NICE`` (default 10); ``--nice 0,10`` runs one server per
-value, one after the other, to compare. Run:
-``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 3] [--nice 0,10]``.
+value, one after the other, to compare; ``--before TREE`` first runs the server of an older
+checkout (``mkdir /tmp/before && git archive main | tar -x -C /tmp/before``) under the same
+load. Run:
+``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 3] [--nice 0,10]
+[--before TREE]``.
 """
 
 from __future__ import annotations
@@ -293,8 +296,9 @@ def phase(port: int, pid: int, visitors: int) -> dict[str, Any]:
     }
 
 
-def run_server(args: argparse.Namespace, nice: int) -> dict[str, Any]:
-    """One server (workers at niceness ``nice``): the quiet phase, then the attacked one."""
+def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[str, Any]:
+    """One server of the checkout ``tree`` (workers at niceness ``nice``): the quiet phase,
+    then the attacked one."""
     from headforms import DEFAULT_MODEL
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-load-"))
@@ -307,6 +311,7 @@ def run_server(args: argparse.Namespace, nice: int) -> dict[str, Any]:
         HEADFORMS_ANALYSIS_NICE=str(nice),
         HF_HUB_OFFLINE="1",
     )
+    env["PYTHONPATH"] = str(tree)
     os.environ.update({k: env[k] for k in ("HEADFORMS_CACHE_DIR", "HF_HUB_OFFLINE")})
     specs, root = hostile_root(tmp)
     env["HEADFORMS_MODEL_ROOTS"] = str(root)
@@ -318,14 +323,15 @@ def run_server(args: argparse.Namespace, nice: int) -> dict[str, Any]:
             f"engine.analyze({DEFAULT_MODEL!r}, spectra=engine.ALL_SPECTRA).baseline",
         ],
         env=env,
+        cwd=tree,
         check=True,
     )
     port = free_port()
     env.update(HOST="127.0.0.1", PORT=str(port), VENV=str(ROOT / ".venv"))
     log = (tmp / "server.log").open("wb")
     server = subprocess.Popen(
-        ["bash", str(ROOT / "scripts" / "start.sh")],
-        cwd=ROOT,
+        ["bash", str(tree / "scripts" / "start.sh")],
+        cwd=tree,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -377,6 +383,7 @@ def run_server(args: argparse.Namespace, nice: int) -> dict[str, Any]:
         log.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return {
+        "tree": "before" if tree != ROOT else "this tree",
         "nice": nice,
         "quiet": quiet,
         "attacked": attacked,
@@ -389,7 +396,7 @@ def run_server(args: argparse.Namespace, nice: int) -> dict[str, Any]:
 
 def report(run: dict[str, Any], args: argparse.Namespace) -> None:
     """Print one server's tables."""
-    nice = run["nice"]
+    nice = run["nice"] if run["tree"] == "this tree" else "before"
     rows = []
     for name, result in (("quiet", run["quiet"]), (f"{args.attackers} attackers", run["attacked"])):
         outs = result["outcomes"]
@@ -459,12 +466,18 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=30.0, help="seconds of attack first")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of visitors under attack")
     parser.add_argument(
+        "--before",
+        type=Path,
+        help="also run the server of this older checkout (e.g. `git archive main`), first",
+    )
+    parser.add_argument(
         "--nice",
         default="10",
         help="comma-separated HEADFORMS_ANALYSIS_NICE values, one server each (e.g. 0,10)",
     )
     args = parser.parse_args()
-    runs = [run_server(args, int(n)) for n in args.nice.split(",")]
+    runs = [run_server(args, 0, args.before.resolve())] if args.before else []
+    runs += [run_server(args, int(n)) for n in args.nice.split(",")]
     print(f"\n{machine_line(1)}; server limits: {SECONDS_LIMIT} s, {int(MEMORY_LIMIT) >> 20} MiB")
     for run in runs:
         report(run, args)

@@ -232,14 +232,15 @@ class _Flight:
     def monitor(self) -> None:
         """Relay the worker's messages until it finishes or must be stopped; then clean up."""
         buffer = b""
+        poller = select.poll()  # not select.select: a busy server's descriptors pass 1024
+        poller.register(self._reader, select.POLLIN | select.POLLHUP)
         try:
             while self.outcome is None:
                 stop = self._stop_reason()
                 if stop is not None:
                     self.outcome = stop
                     break
-                ready, _, _ = select.select([self._reader], [], [], POLL)
-                if not ready:
+                if not poller.poll(POLL * 1000):
                     continue
                 chunk = os.read(self._reader, 65536)
                 if not chunk:  # the worker closed its end: it exited (or died)

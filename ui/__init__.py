@@ -45,6 +45,11 @@ API
     Static figure + one-line caption; ``st.metric`` with the Gaussian baseline as delta; the
     shared "open the head page on click" switch; legend below / 3D camera farther for figures
     shown in half-width columns.
+Guards (:mod:`ui.guard`)
+    What the dashboard accepts from a browser and shows back: ``whole_number``,
+    ``finite_number``, ``checked_spec`` / ``spec_or_none``, ``click_target`` (a head of a
+    model this session loaded), ``new_computation(kind, build)`` (per-session budgets and the
+    server's slots in hosted mode), ``public_message`` (no server path in hosted mode).
 State (:mod:`ui.state`)
     Keys ``MODEL_KEY``, ``ROPE_KEY``, ``LAYER_KEY``, ``HEAD_KEY``, ``COLOR_KEY``,
     ``OVERLAY_KEY`` (extra models on the simplex). Change the selection only in callbacks:
