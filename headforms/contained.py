@@ -311,12 +311,10 @@ _flights_lock = threading.Lock()
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker's whole process group (it is its own session leader) and reap it."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+    """SIGKILL the worker's whole process group (it leads its own session: anything it started
+    goes too, even after it exited) and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
 

@@ -6,7 +6,7 @@ checked here before use (whole numbers finite and in range, a model this session
 a spec of at most :data:`headforms.sources.MAX_SPEC_LENGTH` characters); what was wrong is one
 toast line. Streamlit deserialises widget values before any page code runs, and its own
 deserialisers raise on values no browser sends (NaN for an integer input, a string for a
-number): :func:`harden_widget_states` makes such a value the widget's default instead.
+number): :func:`harden_widget_states` drops such a value on arrival (the widget keeps its own).
 
 In hosted mode (``HEADFORMS_HOSTED=1``) a visitor sees no exception details
 (``client.showErrorDetails = "none"``) and no server-private location in any message
