@@ -92,7 +92,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
             f"({card.n_kv_heads} kv), N={card.model_dim}, n={card.head_dim}, {card.storage}"
         )
-        print(parity_table({card.name: result.heads}).to_string())
+        print(parity_table({card.name: result.heads}).to_string(float_format="{:.1f}".format))
         cols = ["a", "b", "c", "d", "energy", "pairing"]
         if args.baseline:
             cols += [c for c in table.columns if c in ("rand_energy", "rand_pairing")]
