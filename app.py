@@ -8,11 +8,14 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import state
-from ui.sidebar import render_sidebar
+from ui.sidebar import render_sidebar, tab_title
 from ui.static import ensure_plotly_js
 
+# An explicit favicon: without one, Streamlit shows each page's Material icon as the favicon,
+# fetched from fonts.gstatic.com (the only requests the app would make off the machine).
 st.set_page_config(
     page_title="headforms",
+    page_icon="🔺",
     layout="wide",
     menu_items={"About": "headforms: attention heads as bilinear forms (arXiv 2609.22990)."},
 )
@@ -26,6 +29,7 @@ PAGES = {
             "pages/simplex.py", title="Simplex", icon=":material/change_history:", default=True
         ),
         HEAD_PAGE,
+        st.Page("pages/table.py", title="Heads table", icon=":material/table_rows:"),
         st.Page("pages/heatmaps.py", title="Heatmaps", icon=":material/grid_on:"),
         st.Page("pages/overview.py", title="Overview", icon=":material/info:"),
     ],
@@ -39,7 +43,9 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
-if render_sidebar() is None:  # the model failed: its error is shown, no page runs
+context = render_sidebar()
+st.set_page_config(page_title=tab_title(page.title, context))
+if context is None:  # the model failed: its error is shown, no page runs
     st.stop()
 if state.take_pending_jump() and page.url_path != HEAD_PAGE.url_path:
     st.switch_page(HEAD_PAGE, query_params=st.query_params.to_dict())

@@ -3,6 +3,7 @@ paper's Table 2 rows, energy and pairing distributions, and average lobe-fit err
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from headforms import BUNDLED_MODELS
@@ -58,7 +59,14 @@ show_figure(
     cached("compare_parity", key, lambda: figures_paper.parity_comparison_figure(table)),
     "Table 2: percent of heads by parity; rows marked (paper) are the published values.",
 )
-st.dataframe(table.style.format({p: "{:.1f}" for p in ("I+", "II", "I-")}), hide_index=True)
+st.dataframe(
+    table.assign(heads=[str(v) if pd.notna(v) else "—" for v in table["heads"]]),
+    hide_index=True,
+    column_config={
+        **{p: st.column_config.NumberColumn(p, format="%.1f") for p in ("I+", "II", "I-")},
+        "heads": st.column_config.TextColumn("heads", help="not published for the paper's rows"),
+    },
+)
 
 left, right = st.columns(2)
 with left:

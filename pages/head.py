@@ -98,7 +98,7 @@ with right:
 
 st.subheader("Spectral statistics")
 stats = {
-    "positive / negative / zero eigenvalues of S (of 2n)": (
+    f"positive / negative / zero eigenvalues of S (of N = {card.model_dim})": (
         f"{int(row['n_pos'])} / {int(row['n_neg'])} / {int(row['n_zero'])}"
     ),
     "‖L‖ (Frobenius)": f"{row['norm_l']:.4g}",
@@ -112,4 +112,8 @@ if card.has_qk_bias:
         f"{row['q_bias_norm']:.3g} / {row['k_bias_norm']:.3g}"
     )
 st.table({"statistic": list(stats), "value": list(stats.values())})
-st.caption("Per-head statistics of the spectrum of S (Theorem 3: n positive and n negative).")
+st.caption(
+    f"Per-head statistics of the spectrum of S. S is N × N of rank at most 2n = "
+    f"{2 * card.head_dim}, so at least N − 2n = {card.model_dim - 2 * card.head_dim} of its "
+    "eigenvalues are zero (Theorem 3: n positive and n negative for a generic head)."
+)

@@ -70,6 +70,8 @@ with right:
             lambda: figures.parity_by_layer_figure(parity_by_layer(ctx.heads)),
         ),
         "Percent of each layer's heads of each parity type (the paper's Figure 12).",
+        data=lambda: parity_by_layer(ctx.heads).reset_index(),
+        filename=f"{ctx.spec}_parity_by_layer",
     )
 
 st.subheader("Downloads")
@@ -94,7 +96,7 @@ dl[1].download_button(
     on_click="ignore",
 )
 st.caption(
-    "The CSV has one row per query head (layer-major) with every metric and, as rand_*, the same "
-    "metric of the Gaussian baseline; the npz holds the spectra (baseline: rand_*) aligned with "
-    "those rows, plus layer and head."
+    "The CSV has one row per query head (layer-major) with every metric and, as `rand_*`, the "
+    "same metric of the Gaussian baseline; the npz holds the spectra (baseline: `rand_*`) "
+    "aligned with those rows, plus layer and head."
 )
