@@ -13,8 +13,10 @@ install:
 install-dev:
 	VENV=$(VENV) scripts/install.sh --dev
 
+# The same start script as the Docker image: no file watcher (it floods the log with
+# "Inotify queue overflowed" on a big tree), headless, prints the URL.
 run: install
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+	VENV=$(VENV) PORT=$(PORT) scripts/start.sh
 
 lint: install-dev
 	$(PY) -m ruff check .
