@@ -9,6 +9,9 @@ Streamlit page shell and to the drawn 3D simplex (plotly.js has its traces and a
 * repeat visits: the same browser context opens the page again, twice (visit 2, visit 3), with
   its HTTP cache and V8's code cache, as a user coming back in the same browser.
 
+For this tree the plot component's performance marks add when the plot mounted and when
+plotly.js was ready (compiled and run), from the start of the navigation.
+
 Headless chromium renders WebGL in software (SwiftShader): a desktop GPU draws faster.
 
 Run: ``.venv/bin/python benchmarks/bench_first_paint.py [--before REV] [--repeat 5]``.
@@ -94,8 +97,14 @@ def start_server(tree: Path, port: int, cache: str) -> subprocess.Popen:
     )
 
 
-def visit(context, url: str) -> tuple[float, float]:
-    """(seconds to the page shell, seconds to the drawn 3D simplex) of one navigation."""
+MARKS = """() => Object.fromEntries(performance.getEntriesByType('mark')
+  .filter((m) => m.name.endsWith(':simplex')).map((m) => [m.name.split(':')[1], m.startTime]))"""
+"""The plot component's own marks (this tree only): mounted, plotly.js ready, drawn."""
+
+
+def visit(context, url: str) -> tuple[float, ...]:
+    """Seconds to the page shell, to the drawn 3D simplex, and (this tree only, else NaN) to
+    the plot component's mount and to plotly.js ready, of one navigation."""
     page = context.new_page()
     start = time.perf_counter()
     page.goto(url)
@@ -103,11 +112,13 @@ def visit(context, url: str) -> tuple[float, float]:
     shell = time.perf_counter() - start
     page.wait_for_function(DRAWN, timeout=90_000, polling=20)
     drawn = time.perf_counter() - start
+    marks = page.evaluate(MARKS)
     page.close()
-    return shell, drawn
+    nan = float("nan")
+    return shell, drawn, marks.get("mount", nan) / 1e3, marks.get("plotly", nan) / 1e3
 
 
-def session(playwright, url: str) -> list[tuple[float, float]]:
+def session(playwright, url: str) -> list[tuple[float, ...]]:
     """A fresh browser: the first visit, then the repeat visits in the same context."""
     browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
@@ -151,7 +162,7 @@ def main() -> None:
     )
     servers = {name: (tree, free_port()) for name, tree in trees.items()}
     processes = [start_server(tree, port, cache) for tree, port in servers.values()]
-    runs: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in servers}
+    runs: dict[str, list[list[tuple[float, ...]]]] = {name: [] for name in servers}
     try:
         urls = {
             name: f"http://127.0.0.1:{port}/?model={args.model}"
@@ -184,6 +195,8 @@ def main() -> None:
                     "tree": name,
                     "visit": label,
                     "page shell s": f"{median(name, index, 0):.2f}",
+                    "plot mounted s": f"{median(name, index, 2):.2f}",
+                    "plotly.js ready s": f"{median(name, index, 3):.2f}",
                     "3D simplex drawn s": f"{drawn:.2f}",
                     "vs before, fresh": f"{drawn / median(base, 0, 1):.2f}x",
                     "vs before, same visit": f"{drawn / median(base, index, 1):.2f}x",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -305,3 +306,17 @@ def test_analyze_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert "bert" in first and "6 layers x 12 heads" in first and "N=384" in first
     assert "I+" in out and "pairing" in out
     assert err.rstrip().endswith("loaded from cache") or "done" in err
+
+
+def test_the_summary_s_parity_table_has_one_decimal(capsys: pytest.CaptureFixture[str]) -> None:
+    """Percentages of the parity table print alike (50.0, not 41.851852 beside it)."""
+    code, out, err = run_main("analyze", "minilm-l6", "--quiet", capsys=capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["I+", "II", "I-"])
+    row = lines[header + 2].split()  # header, index name, then the model's row
+    shares = row[-4:-1]
+    assert all(re.fullmatch(r"\d+\.\d", share) for share in shares), row
+    parity = analyze("minilm-l6").heads["parity"].value_counts(normalize=True) * 100
+    expected = [f"{parity.get(p, 0.0):.1f}" for p in ("I+", "II", "I-")]
+    assert shares == expected and row[-1] == "72"
