@@ -81,9 +81,9 @@ def write_checkpoint(directory: Path, v_o: bool = False) -> int:
 PROFILE_CHILD = r"""
 import cProfile, pstats, sys, time
 from headforms.engine import compute_analysis
-from headforms.sources import resolve
+from headforms.models.source import open_model
 t0 = time.perf_counter()
-source = resolve(sys.argv[1])
+source = open_model(sys.argv[1])
 t1 = time.perf_counter()
 prof = cProfile.Profile()
 prof.enable()

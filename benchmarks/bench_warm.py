@@ -44,7 +44,7 @@ def main() -> int:
     try:
         from headforms import analyze, readers
         from headforms.engine import analysis_options
-        from headforms.sources import resolve
+        from headforms.models.source import open_model
         from headforms.store import ResultCache, cache_key
 
         rows = []
@@ -59,8 +59,8 @@ def main() -> int:
                     analyze(name)
 
                 warm_fresh = median_time(unmemoized, args.repeat)
-                t_resolve = median_time(lambda name=name: resolve(name), args.repeat)
-                source = resolve(name)
+                t_resolve = median_time(lambda name=name: open_model(name), args.repeat)
+                source = open_model(name)
                 cache = ResultCache()
                 key = cache_key(source.fingerprint, analysis_options(0, True))
                 t_get = median_time(lambda cache=cache, key=key: cache.get(key), args.repeat)

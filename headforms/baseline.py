@@ -12,11 +12,14 @@ cold path.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from .forms import forms_from_factor, wishart_factor
+from .forms import FormBatch, forms_from_factor, wishart_factor
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BASELINE_SEED = 20260929
 """Seed of the Gaussian baseline (per layer: ``default_rng([seed, layer])``)."""
@@ -37,15 +40,26 @@ class BaselineShapes:
 
 @dataclass
 class Baseline:
-    """Per-head metrics (same columns as a model's table) and spectra of Gaussian forms."""
+    """Per-head metrics (``columns``: layer, head and the metric columns of a model's table)
+    and spectra of Gaussian forms, rows layer-major like a model's table."""
 
     shapes: BaselineShapes
     seed: int
-    heads: pd.DataFrame
+    columns: dict[str, np.ndarray]
     spectra: dict[str, np.ndarray]
 
+    @property
+    def heads(self) -> pd.DataFrame:
+        """The per-head table (pandas, built on first use)."""
+        from .results import frame
 
-def baseline_layer(shapes: BaselineShapes, layer: int, seed: int = BASELINE_SEED):
+        cached = self.__dict__.get("_heads")
+        if cached is None:
+            cached = self.__dict__["_heads"] = frame(self.columns)
+        return cached
+
+
+def baseline_layer(shapes: BaselineShapes, layer: int, seed: int = BASELINE_SEED) -> FormBatch:
     """The :class:`headforms.forms.FormBatch` of one layer's Gaussian heads."""
     rng = np.random.default_rng([seed, layer])
     factor = wishart_factor(rng, shapes.n_heads, shapes.head_dim, shapes.model_dim)
@@ -54,7 +68,7 @@ def baseline_layer(shapes: BaselineShapes, layer: int, seed: int = BASELINE_SEED
 
 def compute_baseline(shapes: BaselineShapes, seed: int = BASELINE_SEED) -> Baseline:
     """Every layer's Gaussian heads (layer-major rows, like a model's table)."""
-    from .engine import metric_columns
+    from .results import metric_columns
 
     columns: list[dict[str, np.ndarray]] = []
     spectra: dict[str, list[np.ndarray]] = {name: [] for name in BASELINE_SPECTRA}
@@ -63,5 +77,5 @@ def compute_baseline(shapes: BaselineShapes, seed: int = BASELINE_SEED) -> Basel
         columns.append(metric_columns(layer, np.arange(shapes.n_heads), batch))
         for name in BASELINE_SPECTRA:
             spectra[name].append(getattr(batch, name))
-    heads = pd.DataFrame({c: np.concatenate([part[c] for part in columns]) for c in columns[0]})
-    return Baseline(shapes, seed, heads, {k: np.concatenate(v) for k, v in spectra.items()})
+    table = {c: np.concatenate([part[c] for part in columns]) for c in columns[0]}
+    return Baseline(shapes, seed, table, {k: np.concatenate(v) for k, v in spectra.items()})

@@ -1,4 +1,9 @@
-"""Command line: ``python -m headforms analyze MODEL`` and ``python -m headforms models``."""
+"""Command line: ``headforms analyze MODEL``, ``models``, ``survey MODEL...``, ``serve``.
+
+Also ``python -m headforms ...``. Bad input gives one line on stderr and exit status 2, never a
+traceback. The summary printed by ``analyze`` needs no pandas; pandas is imported only to write
+a table file.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
+import numpy as np
 
 from .errors import HeadformsError, OptionError
 
@@ -28,7 +35,7 @@ def check_output_path(path: Path) -> str:
     return suffix
 
 
-def _json_records(table: pd.DataFrame) -> str:
+def _json_records(table: Any) -> str:
     """JSON records with every float exact (shortest round-trip repr; NaN -> null).
 
     ``DataFrame.to_json`` keeps at most 15 decimals, which loses small values' digits.
@@ -37,54 +44,115 @@ def _json_records(table: pd.DataFrame) -> str:
     return json.dumps(records, indent=1, allow_nan=False, default=lambda v: v.item())
 
 
-def write_table(table: pd.DataFrame, path: Path) -> None:
-    """Write the per-head table by extension (csv, json records, parquet), atomically."""
+def write_table(table: Any, path: Path) -> None:
+    """Write a table (a ``DataFrame``) by extension: csv, json records or parquet, atomically."""
+    from .store import write_atomic
+
     suffix = check_output_path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+
+    def write(tmp: Path) -> None:
         if suffix == ".csv":
             table.to_csv(tmp, index=False)
         elif suffix == ".json":
             tmp.write_text(_json_records(table))
         else:
             table.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+
+    try:
+        write_atomic(path, write)
     except OSError as exc:
         raise OptionError(f"--out {path}: cannot write: {exc.strerror or exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
-_progress_line_open = False
+class _Progress:
+    """Per-layer progress on stderr (a tqdm bar), closed before any error line."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None or self.bar.total != total:
+            self.close()
+            self.bar = tqdm(total=total, unit="layer", file=sys.stderr, leave=False, disable=None)
+        self.bar.set_description_str(message[:40])
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
-def _progress(done: int, total: int, message: str) -> None:
-    global _progress_line_open
-    _progress_line_open = done < total
-    print(
-        f"\r[{done:>4}/{total}] {message:<40}",
-        end="" if done < total else "\n",
-        file=sys.stderr,
-        flush=True,
-    )
+def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digits: int) -> str:
+    """A plain text table: row label, then right-aligned cells; floats with ``digits`` places."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, (float, np.floating)):
+            return "—" if not np.isfinite(value) else f"{value:.{digits}f}"
+        return str(value)
+
+    cells = {label: [cell(v) for v in values] for label, values in rows.items()}
+    label_width = max([len(label) for label in cells] + [0])
+    widths = [
+        max([len(h)] + [len(values[i]) for values in cells.values()])
+        for i, h in enumerate(header)
+    ]
+    cells_of_header = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
+    lines = [" " * label_width + "  " + cells_of_header]
+    for label, values in cells.items():
+        lines.append(
+            label.ljust(label_width)
+            + "  "
+            + "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))
+        )
+    return "\n".join(lines)
+
+
+def summary(columns: Mapping[str, np.ndarray], name: str, baseline: Mapping | None = None) -> str:
+    """The text summary of an analysis: parity shares (Table 2) and metric statistics."""
+    from .forms import parity_counts
+
+    counts = parity_counts(columns["parity"])
+    total = len(columns["parity"])
+    shares = [100.0 * counts[p] / total if total else float("nan") for p in counts]
+    parity = format_table({name: [*shares, total]}, [*(f"{p} %" for p in counts), "heads"], 1)
+    metrics = ["a", "b", "c", "d", "energy", "pairing"]
+    values = {m: np.asarray(columns[m], dtype=float) for m in metrics}
+    if baseline is not None:
+        for m in ("energy", "pairing"):
+            values[f"rand_{m}"] = np.asarray(baseline[m], dtype=float)
+    stats = {
+        "mean": [np.nanmean(v) for v in values.values()],
+        "median": [np.nanmedian(v) for v in values.values()],
+        "min": [np.nanmin(v) for v in values.values()],
+        "max": [np.nanmax(v) for v in values.values()],
+    }
+    return parity + "\n\n" + format_table(stats, list(values), 4)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analyses.parity import parity_table
     from .engine import analyze
 
     if args.out is not None:
         check_output_path(args.out)
-    result = analyze(
-        args.model,
-        rope_position=args.rope_position,
-        fold_qk_norm=not args.no_fold_qk_norm,
-        progress=None if args.quiet else _progress,
-        use_cache=not args.no_cache,
-    )
+    progress = None if args.quiet else _Progress()
+    try:
+        result = analyze(
+            args.model,
+            rope_position=args.rope_position,
+            fold_qk_norm=not args.no_fold_qk_norm,
+            progress=progress,
+            use_cache=not args.no_cache,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
     card = result.card
-    table = result.table(baseline=args.baseline)
     if args.out is not None:
+        table = result.table(baseline=args.baseline)
         write_table(table, args.out)
         print(f"wrote {len(table)} heads to {args.out}", file=sys.stderr)
     else:
@@ -92,11 +160,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
             f"({card.n_kv_heads} kv), N={card.model_dim}, n={card.head_dim}, {card.storage}"
         )
-        print(parity_table({card.name: result.heads}).to_string(float_format="{:.1f}".format))
-        cols = ["a", "b", "c", "d", "energy", "pairing"]
-        if args.baseline:
-            cols += [c for c in table.columns if c in ("rand_energy", "rand_pairing")]
-        print(table[cols].describe().loc[["mean", "50%", "min", "max"]].to_string())
+        base = result.baseline.columns if args.baseline else None
+        print(summary(result.columns, card.name, base))
     return 0
 
 
@@ -109,10 +174,169 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def dashboard_app() -> Path:
+    """The dashboard's ``app.py`` (in a source checkout or an installed ``headforms_dashboard``)."""
+    checkout = Path(__file__).resolve().parents[1] / "app.py"
+    if checkout.is_file():
+        return checkout
+    try:
+        import headforms_dashboard  # the dashboard files of a wheel installation
+    except ImportError as exc:
+        raise OptionError(
+            "the dashboard's files (app.py, pages/, ui/) are not installed next to this package"
+        ) from exc
+    return Path(headforms_dashboard.__file__).resolve().parent / "app.py"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the dashboard with Streamlit (headless, no file watcher), replacing this process."""
+    app = dashboard_app()
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.headless=true",
+        f"--server.address={args.host}",
+        f"--server.port={args.port}",
+        "--server.fileWatcherType=none",
+        "--server.runOnSave=false",
+        "--browser.gatherUsageStats=false",
+    ]
+    print(f"headforms dashboard on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    os.chdir(app.parent)
+    os.execv(sys.executable, command)
+    return 0  # not reached
+
+
+SURVEY_EXIT_FAILED = 1
+"""Exit status of a survey in which some model failed (bad arguments: 2, as everywhere)."""
+
+
+def parse_bytes(text: str) -> int:
+    """A memory size: bytes, or a number with K, M, G or T (binary units), e.g. ``6G``."""
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    value = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = value[-1:] if value[-1:] in units else ""
+    try:
+        number = float(value[: len(value) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size like 6G, 512M or 1000000"
+        ) from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the memory budget must be positive")
+    return int(number * units[unit])
+
+
+def cmd_survey(args: argparse.Namespace) -> int:
+    from . import survey
+    from .presets import preset
+
+    out = args.out
+    check_output_path(out)
+    models = list(args.models)
+    if args.list is not None:
+        models += survey.read_model_list(args.list)
+    if args.preset is not None:
+        models += preset(args.preset)
+    specs = survey.survey_specs(models)
+    options = survey.SurveyOptions(args.rope_position, not args.no_fold_qk_norm)
+
+    def report(outcome: survey.Outcome, done: int, total: int) -> None:
+        if outcome.status == "done":
+            line = f"{outcome.heads} heads in {outcome.seconds:.1f} s"
+        else:
+            line = f"FAILED: {outcome.error}"
+        if not args.quiet or outcome.status != "done":
+            print(f"[{done}/{total}] {outcome.spec}: {line}", file=sys.stderr, flush=True)
+
+    result = survey.run_survey(
+        specs,
+        out,
+        options,
+        jobs=args.jobs,
+        memory_budget=args.memory_budget,
+        scheduler=args.scheduler,
+        report=report,
+    )
+    if len(result.table):
+        write_table(result.table, out)
+        summary_out = survey_summary_path(out)
+        write_table(result.summary.reset_index(), summary_out)
+        print(
+            f"wrote {len(result.table)} heads of {len(result.summary)} models to {out}, the "
+            f"summary to {summary_out}",
+            file=sys.stderr,
+        )
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(result.summary.round(3).to_string())
+    for outcome in result.failed:
+        print(f"failed: {outcome.spec}: {outcome.error}", file=sys.stderr)
+    return SURVEY_EXIT_FAILED if result.failed else 0
+
+
+def survey_summary_path(out: Path) -> Path:
+    """The summary table written beside a survey's per-head table: ``heads.summary.csv``."""
+    return out.with_name(f"{out.stem}.summary{out.suffix}")
+
+
+def add_survey_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``survey`` subcommand."""
+    p = sub.add_parser(
+        "survey",
+        help="many models into one per-head table and a model summary",
+        description="Analyse many models (concurrently within a memory budget, or as tasks on "
+        "a Dask cluster) into one per-head table with a model column, and print the model "
+        "summary (parity shares as in Table 2, mean profile, energy, pairing, balance), also "
+        "written beside it as OUT.summary.EXT. Resumable: run it again with the same --out and "
+        "the models already done are skipped. Exit status: 0 all models done, 1 some failed "
+        "(one line each), 2 bad arguments.",
+    )
+    p.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help="bundled name, local dir, .gguf, hub id[@revision], or a published table file "
+        "(all its models) / FILE::MODEL",
+    )
+    p.add_argument(
+        "--list", type=Path, metavar="FILE", help="more models, one per line (#: comment)"
+    )
+    p.add_argument("--preset", metavar="NAME", help="a named list of models: paper (its 14 models)")
+    p.add_argument(
+        "--out", type=Path, required=True, help="the per-head table (.csv, .json or .parquet)"
+    )
+    p.add_argument(
+        "--jobs", type=int, default=None, metavar="J", help="models at once (default: cores)"
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=parse_bytes,
+        default=None,
+        metavar="SIZE",
+        help="the estimated peaks of the models running at once stay below this (e.g. 6G; "
+        "default: half the available memory)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run each model as a task on this Dask distributed scheduler (tcp://host:8786); "
+        "its workers must see --out's directory",
+    )
+    p.add_argument("--rope-position", type=int, default=0, metavar="D", help="as for analyze")
+    p.add_argument("--no-fold-qk-norm", action="store_true", help="as for analyze")
+    p.add_argument("--quiet", action="store_true", help="report failed models only")
+    p.set_defaults(func=cmd_survey)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(
-        prog="python -m headforms",
+        prog="headforms",
         description="Profiles of attention heads as bilinear forms (arXiv 2609.22990).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -134,13 +358,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline",
         action="store_true",
-        help="add the Gaussian baseline of the same shapes as rand_* columns",
+        help="add the Gaussian baseline of the same shapes (rand_* columns)",
     )
     p.add_argument("--no-cache", action="store_true", help="recompute, ignore the cache")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=cmd_analyze)
     m = sub.add_parser("models", help="list the bundled (offline) models")
     m.set_defaults(func=cmd_models)
+    s = sub.add_parser("serve", help="run the dashboard (Streamlit)")
+    s.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    s.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8501")))
+    s.set_defaults(func=cmd_serve)
+    add_survey_parser(sub)
     return parser
 
 
@@ -150,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except HeadformsError as exc:
-        print(("\n" if _progress_line_open else "") + f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
+        print("interrupted", file=sys.stderr)
         return 130

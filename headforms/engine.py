@@ -1,38 +1,77 @@
-"""The engine: model spec -> one exact row per attention head, its spectra and a baseline.
+"""The engine: model spec -> one exact row per attention head, with its spectra.
 
-Weights are streamed layer by layer (peak memory about one layer's Q/K); each layer's heads
-are computed at once from their Gram matrices (:mod:`headforms.forms`). Results are cached
-on disk under a key of the weights' fingerprint and the options, so a second analysis of the
-same model is a cache read. The Gaussian baseline (:mod:`headforms.baseline`) depends only on
-the shapes and is computed, and cached per shape, when it is first asked for.
+The flow, top to bottom: **locate** the model's files and fingerprint them
+(:func:`headforms.sources.locate`: config and index only) -> look the result up in the **store**
+under :func:`headforms.store.cache_key` -> on a miss, **open** the checkpoint
+(:func:`headforms.models.source.open_model`), check its declared shapes against the tensors
+present, and **stream** it layer by layer (at most a few layers in flight; peak memory about
+that many layers' Q/K), each layer's heads computed at once from their Gram matrices
+(:mod:`headforms.forms`) -> **store** the result. A cache hit never opens weights nor imports
+torch or transformers. The Gaussian baseline (:mod:`headforms.baseline`) depends only on the
+shapes and is computed, and stored per shape, when it is first asked for.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from functools import cached_property
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from .architectures import Shapes, shapes_from_config
 from .baseline import BASELINE_SEED, Baseline, BaselineShapes, compute_baseline
 from .errors import OptionError
 from .forms import FormBatch, forms_from_factor, head_factors
-from .models.architectures import Shapes, shapes_from_config
-from .models.extract import TensorIndex, effective_factors, read_layer
+from .models.extract import TensorIndex, check_declared_shapes, effective_factors, read_layer
 from .models.rope import inverse_frequencies, rope_parameters
-from .sources import ModelSource, resolve
-from .store import ResultCache, cache_key, key_lock
+from .models.source import ModelSource, open_model
+from .results import (
+    ALL_SPECTRA,
+    BASELINE_PREFIX,
+    CORE_SPECTRA,
+    EXTRA_SPECTRA,
+    METRIC_COLUMNS,
+    TABLE_COLUMNS,
+    ModelAnalysis,
+    ModelCard,
+    analysis_from_record,
+    analysis_record,
+    baseline_from_record,
+    baseline_record,
+    metric_columns,
+    spectra_names,
+)
+from .sources import locate
+from .sources.specs import is_table_spec
+from .store import ResultStore, cache_key, key_lock
+
+__all__ = [
+    "ALL_SPECTRA",
+    "BASELINE_PREFIX",
+    "CORE_SPECTRA",
+    "EXTRA_SPECTRA",
+    "METRIC_COLUMNS",
+    "TABLE_COLUMNS",
+    "ModelAnalysis",
+    "ModelCard",
+    "analyze",
+    "compute_analysis",
+    "gaussian_baseline",
+]
 
 Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: called before each layer and once at the end."""
+"""``progress(done, total, message)``: called as soon as work starts, before each layer, and
+once at the end."""
 
 THREADS_ENV = "HEADFORMS_THREADS"
+
+MAX_ROPE_POSITION = 10**7
+"""Largest |d| accepted for the RoPE relative position."""
 
 QUANT_NOTES = {
     "Q4_0": "4-bit",
@@ -47,133 +86,18 @@ QUANT_NOTES = {
     "Q6_K": "6-bit",
 }
 
-METRIC_COLUMNS = (
-    "a",
-    "b",
-    "c",
-    "d",
-    "b_sym",
-    "c_sym",
-    "d_sym",
-    "energy",
-    "pairing",
-    "parity",
-    "n_pos",
-    "n_neg",
-    "n_zero",
-    "norm_l",
-    "balance",
-    "participation_ratio",
-    "stable_rank",
-    "leading_share",
-)
-"""Per-head metrics of a form (:func:`headforms.forms.form_metrics`), in table order."""
-
-TABLE_COLUMNS = ("layer", "head", "kv_head", *METRIC_COLUMNS, "q_bias_norm", "k_bias_norm")
-"""Columns of a model's per-head table."""
-
-BASELINE_PREFIX = "rand_"
-"""Prefix of the baseline's columns when they are joined to a model's table
-(:meth:`ModelAnalysis.table`): the only place where the two tables meet."""
-
-CORE_SPECTRA = ("eig_s", "lobe_pos", "lobe_neg")
-"""Spectra every analysis has (the per-head table is computed from them)."""
-
-EXTRA_SPECTRA = ("sv_a", "eig_l_abs")
-"""Spectra computed only when asked for: singular values of A, moduli of the eigenvalues of L."""
-
-ALL_SPECTRA = CORE_SPECTRA + EXTRA_SPECTRA
-
-
-@dataclass
-class ModelCard:
-    """What the model is, as shown on the overview page and in exports."""
-
-    spec: str
-    name: str
-    source_kind: str
-    family: str
-    model_type: str
-    n_layers: int
-    model_dim: int
-    n_heads: int
-    n_kv_heads: int
-    head_dim: int
-    positional: str
-    storage: str
-    rope_position: int
-    qk_norm: bool
-    qk_norm_folded: bool
-    has_qk_bias: bool
-    rope: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    fingerprint: str = ""
-    weight_bytes: int = 0
-    n_parameters: int | None = None
-
-    @property
-    def total_heads(self) -> int:
-        """Number of query heads in the model."""
-        return self.n_layers * self.n_heads
-
-    @property
-    def baseline_shapes(self) -> BaselineShapes:
-        """The shapes the Gaussian baseline of this model depends on."""
-        return BaselineShapes(self.n_layers, self.n_heads, self.head_dim, self.model_dim)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain dict (for JSON and the overview table)."""
-        return asdict(self)
-
-
-@dataclass
-class ModelAnalysis:
-    """One model's per-head table, spectra and card; its Gaussian baseline on demand.
-
-    ``heads``: one row per query head, layer-major (columns :data:`TABLE_COLUMNS`).
-    ``spectra``: arrays aligned with the rows: always ``eig_s`` (the 2n eigenvalues of S that can
-    be non-zero, decreasing), ``lobe_pos``/``lobe_neg``; ``sv_a`` (singular values of A) and
-    ``eig_l_abs`` (moduli of the eigenvalues of L) when asked for (``analyze(spectra=...)``).
-    ``baseline``: :class:`headforms.baseline.Baseline` of the same shapes, computed (and cached)
-    on first access.
-    """
-
-    card: ModelCard
-    heads: pd.DataFrame
-    spectra: dict[str, np.ndarray]
-
-    def row(self, layer: int, head: int) -> int:
-        """Row index of a head (layer-major order)."""
-        if not (0 <= layer < self.card.n_layers and 0 <= head < self.card.n_heads):
-            raise IndexError(f"no head L{layer}H{head} in {self.card.name}")
-        return layer * self.card.n_heads + head
-
-    @cached_property
-    def baseline(self) -> Baseline:
-        """Independent Gaussian ``K, Q`` of this model's shapes (cached on disk per shape)."""
-        return gaussian_baseline(self.card.baseline_shapes)
-
-    def table(self, baseline: bool = False) -> pd.DataFrame:
-        """The per-head table; with ``baseline``, the baseline's metrics as ``rand_*`` columns."""
-        if not baseline:
-            return self.heads
-        base = self.baseline.heads[list(METRIC_COLUMNS)].add_prefix(BASELINE_PREFIX)
-        return pd.concat([self.heads.reset_index(drop=True), base.reset_index(drop=True)], axis=1)
-
-    def arrays(self, baseline: bool = False) -> dict[str, np.ndarray]:
-        """The spectra, rows aligned with the table; ``baseline`` adds its spectra as ``rand_*``."""
-        out = dict(self.spectra)
-        if baseline:
-            out.update({BASELINE_PREFIX + k: v for k, v in self.baseline.spectra.items()})
-        return out
-
 
 def default_threads() -> int:
-    """BLAS threads for the engine: ``$HEADFORMS_THREADS`` or the number of usable cores."""
-    value = os.environ.get(THREADS_ENV)
+    """Worker threads: ``$HEADFORMS_THREADS``, else the CPUs this process may use."""
+    value = os.environ.get(THREADS_ENV, "").strip()
     if value:
-        return max(1, int(value))
-    return max(1, len(os.sched_getaffinity(0)))
+        try:
+            return max(1, int(value))
+        except ValueError as exc:
+            raise OptionError(f"{THREADS_ENV}={value!r} is not a whole number") from exc
+    if hasattr(os, "sched_getaffinity"):  # Linux: honours CPU pinning (containers, taskset)
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 def analysis_options(rope_position: int, fold_qk_norm: bool) -> dict[str, Any]:
@@ -181,15 +105,17 @@ def analysis_options(rope_position: int, fold_qk_norm: bool) -> dict[str, Any]:
     return {"rope_position": int(rope_position), "fold_qk_norm": bool(fold_qk_norm)}
 
 
-def spectra_names(spectra: Iterable[str]) -> set[str]:
-    """The spectra to compute: the core ones plus those asked for (unknown names: an error)."""
-    names = set(spectra)
-    unknown = names - set(ALL_SPECTRA)
-    if unknown:
+def check_rope_position(rope_position: int) -> int:
+    """The RoPE relative position as an int within range, or a clear error."""
+    try:
+        value = int(rope_position)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise OptionError(f"rope position {rope_position!r} is not a whole number") from exc
+    if value != rope_position or abs(value) > MAX_ROPE_POSITION:
         raise OptionError(
-            f"unknown spectra {sorted(unknown)}; accepted: {', '.join(EXTRA_SPECTRA)}"
+            f"rope position {rope_position!r} is out of range (a whole number, |d| <= 10^7)"
         )
-    return names | set(CORE_SPECTRA)
+    return value
 
 
 def analyze(
@@ -198,29 +124,38 @@ def analyze(
     fold_qk_norm: bool = True,
     spectra: Iterable[str] = (),
     progress: Progress | None = None,
-    cache: ResultCache | None = None,
+    store: ResultStore | None = None,
     use_cache: bool = True,
 ) -> ModelAnalysis:
-    """Analyse every head of a model (cached). See :func:`compute_analysis` for the work.
+    """Analyse every head of a model: locate -> fingerprint -> store -> open -> stream.
 
-    ``spectra``: extra spectra to compute besides the core ones (:data:`EXTRA_SPECTRA`).
+    ``spectra``: extra spectra to compute besides the core ones (:data:`EXTRA_SPECTRA`); a
+    stored result lacking one is recomputed with it. ``use_cache=False`` computes and stores
+    nothing. A published per-head table (``FILE.csv::MODEL``, :mod:`headforms.tables`) opens
+    read-only, without spectra.
     """
+    if is_table_spec(spec):
+        from .tables import open_table  # pandas: only for tables
+
+        return open_table(spec, rope_position)
     wanted = spectra_names(spectra)
-    source = resolve(spec)
-    check_options(source, rope_position)
+    rope_position = check_rope_position(rope_position)
+    if progress:
+        progress(0, 1, f"locating {spec}")
+    located = locate(spec)
     if not use_cache:
-        return compute_analysis(source, rope_position, fold_qk_norm, progress, wanted)
-    cache = cache or ResultCache()
-    key = cache_key(source.fingerprint, analysis_options(rope_position, fold_qk_norm))
-    hit = cache.get(key)
+        return _compute(located, rope_position, fold_qk_norm, progress, wanted)
+    store = store or ResultStore()
+    key = cache_key(located.fingerprint, analysis_options(rope_position, fold_qk_norm))
+    hit = _stored_analysis(store, key)
     if hit is None or not wanted <= hit.spectra.keys():
         with key_lock(key):  # one extraction per model at a time, across processes
-            hit = cache.get(key)
+            hit = _stored_analysis(store, key)
             if hit is None or not wanted <= hit.spectra.keys():
                 wanted |= set(hit.spectra) if hit is not None else set()
-                hit = compute_analysis(source, rope_position, fold_qk_norm, progress, wanted)
-                cache.set(key, hit)
-                return hit
+                result = _compute(located, rope_position, fold_qk_norm, progress, wanted)
+                store.put(key, analysis_record(result))
+                return result
     hit.card.spec = spec
     if progress:
         total = hit.card.n_layers
@@ -228,20 +163,39 @@ def analyze(
     return hit
 
 
+def _stored_analysis(store: ResultStore, key: str) -> ModelAnalysis | None:
+    record = store.get(key, "analysis")
+    return None if record is None else analysis_from_record(record)
+
+
+def _compute(
+    located: Any,
+    rope_position: int,
+    fold_qk_norm: bool,
+    progress: Progress | None,
+    spectra: set[str],
+) -> ModelAnalysis:
+    if progress:
+        progress(0, 1, f"opening {located.display_name}")
+    source = open_model(located)
+    return compute_analysis(source, rope_position, fold_qk_norm, progress, spectra)
+
+
 def gaussian_baseline(
-    shapes: BaselineShapes, seed: int = BASELINE_SEED, cache: ResultCache | None = None
+    shapes: BaselineShapes, seed: int = BASELINE_SEED, store: ResultStore | None = None
 ) -> Baseline:
-    """The Gaussian baseline of ``shapes`` (:mod:`headforms.baseline`), cached on disk."""
-    cache = cache or ResultCache()
+    """The Gaussian baseline of ``shapes`` (:mod:`headforms.baseline`), stored per shape."""
+    store = store or ResultStore()
     key = cache_key("gaussian-baseline", {"shapes": asdict(shapes), "seed": int(seed)})
-    hit = cache.get(key)
-    if hit is None:
+    record = store.get(key, "baseline")
+    if record is None:
         with key_lock(key):
-            hit = cache.get(key)
-            if hit is None:
-                hit = compute_baseline(shapes, seed)
-                cache.set(key, hit)
-    return hit
+            record = store.get(key, "baseline")
+            if record is None:
+                baseline = compute_baseline(shapes, seed)
+                store.put(key, baseline_record(baseline))
+                return baseline
+    return baseline_from_record(record)
 
 
 def check_options(source: ModelSource, rope_position: int) -> None:
@@ -251,8 +205,6 @@ def check_options(source: ModelSource, rope_position: int) -> None:
             f"--rope-position applies to RoPE models only; {source.display_name} uses "
             f"{source.arch.positional} positions (use 0)"
         )
-    if abs(int(rope_position)) > 10**7:
-        raise OptionError(f"rope position {rope_position} is out of range (|d| <= 10^7)")
 
 
 def compute_analysis(
@@ -262,12 +214,15 @@ def compute_analysis(
     progress: Progress | None = None,
     spectra: Iterable[str] = (),
 ) -> ModelAnalysis:
-    """Stream the model layer by layer and compute every head's form."""
+    """Stream an opened model layer by layer and compute every head's form (no store)."""
     from threadpoolctl import threadpool_limits
 
+    rope_position = check_rope_position(rope_position)
+    check_options(source, rope_position)
     wanted = spectra_names(spectra)
     shapes = shapes_from_config(source.config)
-    index = TensorIndex(source.reader, source.patterns["q_weight"])
+    index = TensorIndex.for_source(source)
+    check_declared_shapes(source.scheme, shapes, index)
     parts: list[dict[str, np.ndarray]] = []
     collected: dict[str, list[np.ndarray]] = {name: [] for name in ALL_SPECTRA if name in wanted}
     flags = {"qk_norm": False, "bias": False}
@@ -287,38 +242,46 @@ def compute_analysis(
         found = (weights.q_gain is not None, weights.q_bias is not None)
         return found, rows, {name: getattr(batch, name) for name in collected}
 
+    def record(layer: int, result: tuple) -> None:
+        found, rows, layer_spectra = result
+        flags["qk_norm"] |= found[0]
+        flags["bias"] |= found[1]
+        parts.append(rows)
+        for name, values in layer_spectra.items():
+            collected[name].append(values)
+
     # With several threads, layers run concurrently on single-threaded BLAS: numpy releases the
     # GIL in LAPACK, and the many small 2n x 2n problems scale across cores, BLAS threads do not.
-    threads = default_threads()
-    pool = ThreadPoolExecutor(threads) if threads > 1 and shapes.n_layers > 1 else None
-    try:
-        with threadpool_limits(limits=1 if pool else threads):
-            results = pool.map(one_layer, range(shapes.n_layers)) if pool else None
-            for layer in range(shapes.n_layers):
+    # At most threads + 1 layers are in flight, so memory stays at a few layers' Q/K whatever
+    # the number of layers.
+    threads = min(default_threads(), shapes.n_layers)
+    n = shapes.n_layers
+    if threads <= 1:
+        with threadpool_limits(limits=max(1, default_threads())):
+            for layer in range(n):
                 if progress:
-                    progress(layer, shapes.n_layers, f"layer {layer + 1}/{shapes.n_layers}")
-                found, rows, layer_spectra = next(results) if results else one_layer(layer)
-                flags["qk_norm"] |= found[0]
-                flags["bias"] |= found[1]
-                parts.append(rows)
-                for name, values in layer_spectra.items():
-                    collected[name].append(values)
-    finally:
-        if pool:
-            pool.shutdown(wait=True, cancel_futures=True)
+                    progress(layer, n, f"layer {layer + 1}/{n}")
+                record(layer, one_layer(layer))
+    else:
+        with ThreadPoolExecutor(threads) as pool, threadpool_limits(limits=1):
+            pending: deque[Future] = deque()
+            submitted = 0
+            try:
+                for layer in range(n):
+                    while submitted < n and len(pending) <= threads:
+                        pending.append(pool.submit(one_layer, submitted))
+                        submitted += 1
+                    if progress:
+                        progress(layer, n, f"layer {layer + 1}/{n}")
+                    record(layer, pending.popleft().result())
+            finally:
+                for future in pending:
+                    future.cancel()
     if progress:
-        progress(shapes.n_layers, shapes.n_layers, "done")
-    heads = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in TABLE_COLUMNS})
+        progress(n, n, "done")
+    columns = {c: np.concatenate([p[c] for p in parts]) for c in TABLE_COLUMNS}
     card = _card(source, shapes, index, rope_position, fold_qk_norm, flags)
-    return ModelAnalysis(card, heads, {k: np.concatenate(v) for k, v in collected.items()})
-
-
-def metric_columns(layer: int, head: np.ndarray, batch: FormBatch) -> dict[str, np.ndarray]:
-    """``layer``, ``head`` and every :data:`METRIC_COLUMNS` of one layer's batch of forms."""
-    metrics = batch.metrics()
-    columns = {"layer": np.full(len(head), layer), "head": np.asarray(head)}
-    columns.update({name: metrics[name] for name in METRIC_COLUMNS})
-    return columns
+    return ModelAnalysis(card, columns, {k: np.concatenate(v) for k, v in collected.items()})
 
 
 def _layer_rows(
@@ -349,7 +312,7 @@ def _card(
     flags: dict[str, bool],
 ) -> ModelCard:
     reader = source.reader
-    q_name = index.name(source.patterns["q_weight"], 0)
+    q_name = index.name(source.scheme.patterns["q_weight"], 0)
     storage = reader.storage_dtype(q_name)
     if source.kind != "gguf":
         storage = storage.upper()
@@ -427,6 +390,6 @@ def _card(
         rope=rope,
         notes=notes,
         fingerprint=source.fingerprint,
-        weight_bytes=source.total_bytes,
+        weight_bytes=source.weight_bytes,
         n_parameters=parameter_count(reader) if source.all_weights else None,
     )

@@ -29,3 +29,8 @@ class NotAllowedError(HeadformsError):
 
 class OptionError(HeadformsError):
     """An analysis or output option does not apply (RoPE position on a non-RoPE model, ...)."""
+
+
+class UnavailableDataError(HeadformsError):
+    """What a view needs is not in this model's data (a published table has no spectra, or no
+    model dim N for a Gaussian baseline)."""

@@ -236,6 +236,12 @@ def parity_labels(c_sym: np.ndarray, d_sym: np.ndarray) -> np.ndarray:
     return labels
 
 
+def parity_counts(labels: np.ndarray) -> dict[str, int]:
+    """Number of heads of each parity type (I+, II, I-, in that order); ``zero`` forms aside."""
+    labels = np.asarray(labels)
+    return {p: int(np.count_nonzero(labels == p)) for p in PARITY_LABELS}
+
+
 def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
     """Per-head scalars: profile, symmetric profile, parity, energy, pairing, counts and extras."""
     a, b, c, d = profile_from_lobes(batch.lobe_pos, batch.lobe_neg, batch.norm_a2, batch.norm_l2)

@@ -20,6 +20,7 @@ from ui import (
     show_figure,
     try_load,
 )
+from ui.tables import baseline_heads, expand_models
 
 ctx = page_context()
 st.title("Compare models")
@@ -31,17 +32,17 @@ chosen = st.multiselect(
     key="compare_models",
     format_func=model_label,
     accept_new_options=True,
-    placeholder="bundled name, hub id or local path",
+    placeholder="bundled name, hub id, local path or table file",
     help="Other models are analysed at RoPE position 0.",
 )
 analyses = {ctx.spec: ctx.analysis}
-for spec in chosen:
+for spec in expand_models(chosen):
     if spec != ctx.spec:
         loaded = try_load(spec, 0)
         if loaded is not None:
             analyses[spec] = loaded
 models = {name: analysis.heads for name, analysis in analyses.items()}
-baselines = {name: analysis.baseline.heads for name, analysis in analyses.items()}
+baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
 key = (tuple(models), ctx.rope_position)
 
 simplex = cached(
@@ -102,6 +103,7 @@ errors_by_model = {
         ),
     )
     for name, analysis in analyses.items()
+    if analysis.spectra  # published tables have no spectra to fit
 }
 show_figure(
     cached("compare_fig6", key, lambda: figures_paper.fit_error_vs_size_figure(errors_by_model)),

@@ -9,8 +9,10 @@ from headforms import HeadformsError
 from headforms.analyses import fits
 from headforms.figures import paper as figures_paper
 from ui import cached, page_context, show_figure
+from ui.tables import require_spectra
 
 ctx = page_context()
+require_spectra(ctx.analysis, "Fits")
 st.title("Distribution fits of the spectral lobes")
 st.caption(
     "Each lobe (λ₊, and |λ₋|) is rescaled to unit mean and fitted by maximum likelihood with "

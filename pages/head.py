@@ -6,8 +6,10 @@ import streamlit as st
 
 from headforms.figures import head as figures
 from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
+from ui.tables import require_spectra
 
 ctx = page_context()
+require_spectra(ctx.analysis, "Head")
 card, row, spectra = ctx.card, ctx.head_row, ctx.analysis.spectra
 baseline = ctx.analysis.baseline
 base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra

@@ -13,6 +13,7 @@ from ui import (
     page_context,
     select_from_customdata,
 )
+from ui.tables import baseline_heads
 
 ctx = page_context()
 st.title("Layer × head heatmaps")
@@ -21,6 +22,12 @@ st.caption(
     "Gaussian form with the same n and N; the colour scale is shared and white at 1/2."
 )
 jump_toggle()
+baseline = baseline_heads(ctx.analysis)
+if baseline is None:
+    st.info(
+        "No Gaussian baseline: this published table does not give the model dim N.",
+        icon=":material/info:",
+    )
 
 CAPTIONS = {
     "energy": "Symmetric energy ‖S‖²/‖L‖² per head (red: more symmetric than 1/2, blue: more "
@@ -34,7 +41,7 @@ for column, caption in CAPTIONS.items():
         (ctx.spec, ctx.rope_position, column, ctx.selected),
         lambda column=column: PlotPayload.of(
             heatmaps.heatmap_pair_figure(
-                ctx.heads, ctx.analysis.baseline.heads, column, ctx.spec, selected=ctx.selected
+                ctx.heads, baseline, column, ctx.spec, selected=ctx.selected
             )
         ),
     )
@@ -43,8 +50,6 @@ for column, caption in CAPTIONS.items():
         key=f"heatmap_{column}",
         on_click=select_from_customdata,
         caption=caption,
-        data=lambda column=column: heatmaps.heatmap_table(
-            ctx.heads, ctx.analysis.baseline.heads, column
-        ),
+        data=lambda column=column: heatmaps.heatmap_table(ctx.heads, baseline, column),
         filename=f"{ctx.spec}_{column}_heatmap",
     )

@@ -22,7 +22,7 @@ with left:
     rows = {
         "architecture": f"{card.family} ({card.model_type})",
         "source": f"{card.source_kind}: {card.spec}",
-        "model dim N": f"{card.model_dim}",
+        "model dim N": f"{card.model_dim}" if card.model_dim else "not in the table",
         "head dim n": f"{card.head_dim}",
         "layers": f"{card.n_layers}",
         "query heads per layer": f"{card.n_heads}",
@@ -94,6 +94,7 @@ dl[1].download_button(
     mime="application/octet-stream",
     icon=":material/download:",
     on_click="ignore",
+    disabled=not ctx.analysis.spectra,  # a published table has none
 )
 st.caption(
     "The CSV has one row per query head (layer-major) with every metric and, as `rand_*`, the "

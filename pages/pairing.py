@@ -8,6 +8,7 @@ import streamlit as st
 from headforms import BUNDLED_MODELS
 from headforms.figures import paper as figures_paper
 from ui import cached, model_label, page_context, show_figure, try_load
+from ui.tables import baseline_heads, expand_models
 
 ctx = page_context()
 st.title("Pairing scores per model")
@@ -22,16 +23,16 @@ extra = st.multiselect(
     key="pairing_models",
     format_func=model_label,
     accept_new_options=True,
-    placeholder="bundled name, hub id or local path",
+    placeholder="bundled name, hub id, local path or table file",
 )
 models = {ctx.spec: ctx.heads}
-baselines = {ctx.spec: ctx.analysis.baseline.heads}
-for spec in extra:
+analyses = {ctx.spec: ctx.analysis}
+for spec in expand_models(extra):
     if spec != ctx.spec:
         loaded = try_load(spec, 0)
         if loaded is not None:
-            models[spec] = loaded.heads
-            baselines[spec] = loaded.baseline.heads
+            models[spec], analyses[spec] = loaded.heads, loaded
+baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
 key = (tuple(models), ctx.rope_position)
 show_figure(
     cached(

@@ -23,6 +23,7 @@ from ui import (
     state,
     try_load,
 )
+from ui.tables import expand_models
 
 FRAME_LABELS = {"heads": "Fit to heads", "simplex": "Whole simplex"}
 
@@ -42,9 +43,10 @@ extra = controls[0].multiselect(
     key=state.OVERLAY_KEY,
     format_func=model_label,
     accept_new_options=True,
-    placeholder="bundled name, hub id or local path",
+    placeholder="bundled name, hub id, local path or table file",
     help="Extra models drawn on the same simplex and triangle (at RoPE position 0), each in its "
-    "own colour and marker family; the sidebar's model is always drawn.",
+    "own colour and marker family; a published per-head table (.csv/.parquet) adds all its "
+    "models; the sidebar's model is always drawn.",
 )
 frame = controls[1].segmented_control(
     "3D view",
@@ -62,7 +64,9 @@ jump_toggle()
 
 status = st.container()  # overlay progress and errors: the plots below never move or blank
 models = {ctx.spec: ctx.heads}
-for spec in extra:
+with status:
+    overlay_specs = expand_models(extra)  # a table file: all its models
+for spec in overlay_specs:
     if spec != ctx.spec:
         overlay = try_load(spec, 0, where=status)
         if overlay is not None:

@@ -16,10 +16,12 @@ from ui import (
     select_from_customdata,
     show_figure,
 )
+from ui.tables import require_spectra
 
 AUTO = "auto (best silhouette)"
 
 ctx = page_context()
+require_spectra(ctx.analysis, "Spectra")
 st.title("Spectra of the symmetric parts")
 st.caption(
     "Each head's 2n eigenvalues of S, sorted decreasing and divided by ‖S‖ (its unit-length "

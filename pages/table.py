@@ -13,6 +13,7 @@ import streamlit as st
 from headforms.engine import BASELINE_PREFIX, METRIC_COLUMNS
 from headforms.forms import PARITY_LABELS
 from ui import jump_toggle, page_context, select_head
+from ui.tables import baseline_heads
 
 TABLE_KEY = "heads_table"
 INTEGER_COLUMNS = ("layer", "head", "kv_head", "n_pos", "n_neg", "n_zero")
@@ -56,7 +57,8 @@ layers = controls[1].slider(
 )
 toggles = st.container(horizontal=True, gap="large")
 with toggles:
-    with_baseline = st.toggle(
+    has_baseline = baseline_heads(ctx.analysis) is not None  # a published table may have none
+    with_baseline = has_baseline and st.toggle(
         "Gaussian baseline columns",
         key="table_baseline",
         help=f"Add each metric of the Gaussian form of the same shapes as "
@@ -95,9 +97,7 @@ if range_columns:
             format="%.4g",
             key=f"table_range:{ctx.spec}:{ctx.rope_position}:{column}",
         )
-        keep &= table[column].between(*chosen) | (
-            table[column].isna() & (chosen == (low, high))
-        )
+        keep &= table[column].between(*chosen) | (table[column].isna() & (chosen == (low, high)))
 shown = table[keep].reset_index(drop=True)
 
 here = np.flatnonzero((shown["layer"] == ctx.layer) & (shown["head"] == ctx.head))

@@ -1,8 +1,9 @@
-"""Shared test setup: an isolated cache, and no silent skips under CI."""
+"""Shared test setup: an isolated cache, no silent skips under CI, the fake hub fixtures."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +33,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.outcome = "failed"
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.longrepr = f"skipped under CI=true (not allowed): {reason}"
+
+
+@pytest.fixture(scope="session")
+def fake_hub_server():
+    """One loopback fake Hugging Face hub for the session (tests/fake_hub.py); not yet in use."""
+    from fake_hub import FakeHub
+
+    hub = FakeHub().start()
+    yield hub
+    hub.stop()
+
+
+@pytest.fixture
+def fake_hub(fake_hub_server, tmp_path: Path):
+    """The fake hub, used by huggingface_hub for this test (empty hub cache, offline mode off).
+
+    Add repos with ``fake_hub.add_repo(...)`` / ``fake_hub.add_model(...)``; they and the request
+    counts are cleared after the test.
+    """
+    fake_hub_server.clear()
+    with fake_hub_server.activate(tmp_path / "hf-hub-cache"):
+        yield fake_hub_server
+    fake_hub_server.clear()

@@ -15,7 +15,7 @@ from tiny_models import build
 
 from headforms import DEFAULT_MODEL, HeadformsError, analyze
 from headforms.engine import ALL_SPECTRA, METRIC_COLUMNS
-from headforms.sources import resolve
+from headforms.models.source import open_model
 from ui import state
 from ui.exports import heads_csv, spectra_npz
 from ui.loading import DASHBOARD_SPECTRA, AnalysisStore, warm
@@ -161,7 +161,7 @@ def test_rope_position_is_disabled_and_reset_for_models_without_rope(tiny_gpt2: 
 )
 def test_a_bad_model_spec_shows_the_engine_error(bad: str) -> None:
     with pytest.raises(HeadformsError) as expected:
-        resolve(bad)
+        open_model(bad)
     at = run_app(params={"model": bad})
     assert not at.exception, [e.message for e in at.exception]
     assert [e.value for e in at.error] == [str(expected.value)]
@@ -350,5 +350,6 @@ def test_the_install_warm_up_fills_the_cache_the_dashboard_reads(tiny_gpt2: str)
     analysis = analyze(
         tiny_gpt2, spectra=DASHBOARD_SPECTRA, progress=lambda d, t, m: messages.append(m)
     )
-    assert messages == ["loaded from cache"]
+    assert messages[-1] == "loaded from cache"
+    assert not any(m.startswith("layer") for m in messages)  # nothing was computed again
     assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)

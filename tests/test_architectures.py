@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import tiny_models as tm
 
+from headforms.architectures import Shapes, shapes_from_config, split_biases, split_weights
 from headforms.engine import compute_analysis
-from headforms.models.architectures import Shapes, shapes_from_config, split_biases, split_weights
 from headforms.models.extract import TensorIndex, effective_factors, read_layer
-from headforms.sources import ModelSource, resolve
+from headforms.models.source import ModelSource, open_model
 
 SEQ = 7
 TOLERANCE = 1e-5
@@ -83,9 +83,9 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Tiny]:
     for seed, family in enumerate(FAMILIES):
         directory = Path(root / family)
         model = tm.build(family, directory, seed=seed)
-        source = resolve(str(directory))
+        source = open_model(str(directory))
         shapes = shapes_from_config(source.config)
-        index = TensorIndex(source.reader, source.patterns["q_weight"])
+        index = TensorIndex.for_source(source)
         run = tm.run(family, model, np.zeros(SEQ, dtype=np.int64), seed=100 + seed)
         built[family] = Tiny(family, model, source, shapes, index, run)
     return built
@@ -148,7 +148,7 @@ def _augment(q: np.ndarray, k: np.ndarray, qb: np.ndarray, kb: np.ndarray) -> tm
 def test_contiguous_split_of_per_head_fused_qkv_fails(tiny: dict[str, Tiny], family: str) -> None:
     """Splitting the fused [3N, N] tensor as q|k|v (instead of per head) is detectably wrong."""
     t = tiny[family]
-    pat, hn = t.source.patterns, t.shapes.n_heads * t.shapes.head_dim
+    pat, hn = t.source.scheme.patterns, t.shapes.n_heads * t.shapes.head_dim
     fused = t.index.read(pat["q_weight"], 0)
     bias = t.index.read(pat["q_bias"], 0)
     q, k = split_weights("separate", t.shapes, fused[:hn], fused[hn : 2 * hn])
@@ -162,7 +162,7 @@ def test_gpt2_swapped_or_untransposed_split_fails(tiny: dict[str, Tiny]) -> None
     t = tiny["gpt2"]
     w = t.weights(0)
     swapped = _augment(w.k, w.q, w.k_bias, w.q_bias)
-    fused = t.index.read(t.source.patterns["q_weight"], 0)
+    fused = t.index.read(t.source.scheme.patterns["q_weight"], 0)
     N, H, n = t.shapes.model_dim, t.shapes.n_heads, t.shapes.head_dim
     untransposed = _augment(
         fused[:, :N].reshape(H, n, N), fused[:, N : 2 * N].reshape(H, n, N), w.q_bias, w.k_bias
@@ -191,7 +191,7 @@ def test_unfolded_or_misread_qk_norm_gains_fail(tiny: dict[str, Tiny], family: s
     unfolded = _fixed(aug.q, aug.k)
     assert t.error(0) < TOLERANCE
     assert t.error(0, unfolded) > WRONG
-    if t.source.norm_gain_offset:
+    if t.source.scheme.norm_gain_offset:
         g_q, g_k = aug.q_gain - 1.0, aug.k_gain - 1.0
         raw_w = _fixed(aug.q * g_q[None, :, None], aug.k * g_k[None, :, None])
         assert t.error(0, raw_w) > WRONG
@@ -221,11 +221,11 @@ def test_bin_and_sharded_checkpoints_read_the_same(
         model.save_pretrained(tmp_path, max_shard_size="60KB")
         assert (tmp_path / "model.safetensors.index.json").exists()
         assert len(list(tmp_path.glob("*.safetensors"))) > 2
-    source = resolve(str(tmp_path))
+    source = open_model(str(tmp_path))
     assert type(source.reader).__name__ == (
         "TorchBinReader" if layout == "bin" else "SafetensorsReader"
     )
-    index = TensorIndex(source.reader, source.patterns["q_weight"])
+    index = TensorIndex.for_source(source)
     for layer in range(t.shapes.n_layers):
         got, want = read_layer(source, t.shapes, index, layer), t.weights(layer)
         for name in ("q", "k", "q_bias", "k_bias"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -300,23 +299,22 @@ def test_analyze_out_writes_the_head_table(
 
 
 def test_analyze_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_main("analyze", "minilm-l6", capsys=capsys)
+    """The summary's parity shares and statistics are those of the table, uniformly rounded."""
+    code, out, err = run_main("analyze", "minilm-l6", "--baseline", capsys=capsys)
     assert code == 0, err
-    first = out.splitlines()[0]
-    assert "bert" in first and "6 layers x 12 heads" in first and "N=384" in first
-    assert "I+" in out and "pairing" in out
-    assert err.rstrip().endswith("loaded from cache") or "done" in err
-
-
-def test_the_summary_s_parity_table_has_one_decimal(capsys: pytest.CaptureFixture[str]) -> None:
-    """Percentages of the parity table print alike (50.0, not 41.851852 beside it)."""
-    code, out, err = run_main("analyze", "minilm-l6", "--quiet", capsys=capsys)
-    assert code == 0, err
+    result = analyze("minilm-l6")
+    heads, base = result.heads, result.baseline.heads
     lines = out.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["I+", "II", "I-"])
-    row = lines[header + 2].split()  # header, index name, then the model's row
-    shares = row[-4:-1]
-    assert all(re.fullmatch(r"\d+\.\d", share) for share in shares), row
-    parity = analyze("minilm-l6").heads["parity"].value_counts(normalize=True) * 100
-    expected = [f"{parity.get(p, 0.0):.1f}" for p in ("I+", "II", "I-")]
-    assert shares == expected and row[-1] == "72"
+    assert "bert" in lines[0] and "6 layers x 12 heads" in lines[0] and "N=384" in lines[0]
+    assert lines[1].split() == ["I+", "%", "II", "%", "I-", "%", "heads"]
+    shares = lines[2].split()[-4:]
+    expected = [100 * (heads["parity"] == p).mean() for p in ("I+", "II", "I-")]
+    assert shares == [f"{v:.1f}" for v in expected] + ["72"]
+    header = lines[4].split()
+    assert header == ["a", "b", "c", "d", "energy", "pairing", "rand_energy", "rand_pairing"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[5:9]}
+    assert rows["mean"][4] == f"{heads['energy'].mean():.4f}"
+    assert rows["median"][5] == f"{heads['pairing'].median():.4f}"
+    assert rows["max"][0] == f"{heads['a'].max():.4f}"
+    assert rows["mean"][6] == f"{base['energy'].mean():.4f}"
+    assert all(len(v.split(".")[1]) == 4 for row in rows.values() for v in row)

@@ -17,7 +17,6 @@ import os
 import pickle
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -33,7 +32,8 @@ import pandas as pd
 import pytest
 
 from headforms import DEFAULT_MODEL, engine
-from headforms.store import ResultCache, cache_key
+from headforms.results import analysis_from_record
+from headforms.store import ResultStore, cache_key
 
 REPO = Path(__file__).resolve().parent.parent
 N_SESSIONS = 20
@@ -198,14 +198,14 @@ def test_killed_mid_write_leaves_no_trusted_entry(
     partial = Path(paused.read_text())
     assert partial.exists() and partial in _value_files(fresh_cache)  # the torn file is there
     key = cache_key(reference.card.fingerprint, engine.analysis_options(0, True))
-    cache = ResultCache()
-    assert key not in cache and cache.get(key) is None
+    cache = ResultStore()
+    assert key not in cache and cache.get(key, "analysis") is None
     assert len(_extractions(log)) == 1  # the killed process had extracted
     calls = _count_in_process(monkeypatch)
     again = engine.analyze(str(model))  # the dead writer's lock is gone: no wait, recompute
     _same(again, reference)
     assert len(calls) == 1
-    _same(cache.get(key), reference)
+    _same(analysis_from_record(cache.get(key, "analysis")), reference)
 
 
 def _count_in_process(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[int]:
@@ -245,19 +245,6 @@ def test_damaged_entry_is_detected_and_recomputed(
     assert len(calls) == 2
     _same(engine.analyze(str(model)), reference)  # the rewritten entry is trusted again
     assert len(calls) == 2
-
-
-def test_damaged_inline_entry_is_detected(fresh_cache: Path) -> None:
-    """Small values live inside SQLite: a damaged row is a miss as well, and is dropped."""
-    cache = ResultCache()
-    cache.set("k", {"x": 1})
-    assert cache.get("k") == {"x": 1}
-    with sqlite3.connect(fresh_cache / "results" / "cache.db") as db:
-        (value,) = db.execute("SELECT value FROM Cache WHERE key = 'k'").fetchone()
-        damaged = bytes(value[:40]) + bytes(len(value) - 40)
-        db.execute("UPDATE Cache SET value = ? WHERE key = 'k'", (damaged,))
-    assert cache.get("k") is None
-    assert "k" not in cache
 
 
 def test_threads_share_one_extraction(

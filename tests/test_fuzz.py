@@ -201,7 +201,11 @@ TRUNCATED = (
     r"truncated|past the end|outside the file|exceeds the file|too small|not valid JSON"
     r"|more than the file can hold"
 )
-SHAPES = r"config implies|invalid attention shapes|paired rows|no tensor named like|missing"
+SHAPES = (
+    r"config implies|invalid attention shapes|paired rows|no tensor named like|missing"
+    r"|more than any supported model"
+)
+LIES = r"more than any supported model|declares \d+ layers but the checkpoint has"
 ANY = None  # random mutation: analyses or raises a HeadformsError
 
 
@@ -396,7 +400,8 @@ def safetensors_cases() -> list[Case]:
         ("hidden-wrong", "CorruptFileError", SHAPES, lambda c: {**c, "hidden_size": 48}),
         ("hidden-huge", "CorruptFileError", SHAPES, lambda c: {**c, "hidden_size": 10**12}),
         ("head-dim-huge", "CorruptFileError", SHAPES, lambda c: {**c, "head_dim": 2**40}),
-        ("layers-huge", "CorruptFileError", "missing", lambda c: {**c, "num_hidden_layers": 10**9}),
+        ("layers-huge", "CorruptFileError", LIES, lambda c: {**c, "num_hidden_layers": 10**9}),
+        ("layers-more", "CorruptFileError", LIES, lambda c: {**c, "num_hidden_layers": 40}),
         ("layers-zero", "CorruptFileError", "invalid", lambda c: {**c, "num_hidden_layers": 0}),
         ("not-json", "CorruptFileError", "not valid JSON", lambda c: "{model_type: llama"),
         ("array", "CorruptFileError", "no 'model_type'", lambda c: [c]),
@@ -490,8 +495,9 @@ def gguf_cases() -> list[Case]:
         ("kv-heads-3", "multiple", "value:llama.attention.head_count_kv", "<I", 3),
         ("hidden-wrong", SHAPES, "value:llama.embedding_length", "<I", 48),
         ("hidden-zero", "invalid attention shapes", "value:llama.embedding_length", "<I", 0),
-        ("layers-huge", "missing", "value:llama.block_count", "<I", 2**31),
-        ("layers-zero", "invalid attention shapes", "value:llama.block_count", "<I", 0),
+        ("layers-huge", LIES + "|declares", "value:llama.block_count", "<I", 2**31),
+        ("layers-more", LIES, "value:llama.block_count", "<I", 40),
+        ("layers-zero", "declares 0 layers", "value:llama.block_count", "<I", 0),
         (
             "heads-as-string-type",
             TRUNCATED + "|unknown type|lacks|wrong type",

@@ -13,7 +13,9 @@ import tiny_models
 from headforms import sources
 from headforms.engine import analyze
 from headforms.errors import HeadformsError, ModelSpecError, NotAllowedError
+from headforms.models import source as opening
 from headforms.sources import hosted
+from headforms.sources import hub as sources_hub
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def hosted_env(monkeypatch: pytest.MonkeyPatch, layout: dict[str, Path]) -> dict[str, Path]:
-    """Hosted mode on, one model root, no allow-list, no size limit."""
+    """Hosted mode on, one model root, no allow-list (no hub), the default size limit."""
     monkeypatch.setenv(hosted.HOSTED_ENV, "1")
     monkeypatch.setenv(hosted.ROOTS_ENV, str(layout["root"]))
     monkeypatch.delenv(hosted.ALLOWLIST_ENV, raising=False)
@@ -59,9 +61,9 @@ def no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model file was opened before the policy refused it")
 
-    for name in ("SafetensorsReader", "TorchBinReader", "GGUFReader", "load_config"):
-        monkeypatch.setattr(sources, name, forbidden)
-    monkeypatch.setattr("huggingface_hub.hf_hub_download", forbidden)
+    for name in ("SafetensorsReader", "TorchBinReader", "GGUFReader", "transformers_config"):
+        monkeypatch.setattr(opening, name, forbidden)
+    monkeypatch.setattr(sources_hub, "fetch_hub_files", forbidden)
 
 
 TRAVERSAL = [
@@ -73,11 +75,18 @@ TRAVERSAL = [
     ("/etc/passwd", "outside the model directories"),
     ("{root}/escape", "symbolic link"),
     ("{root}/linked-weights", "symbolic link"),
-    ("{root}/sharded", "names the shard"),
     ("~", "home-directory"),
     ("~/models/tiny", "home-directory"),
     ("~root/.ssh/id_rsa", "home-directory"),
 ]
+
+
+def test_a_shard_index_naming_files_elsewhere_is_refused(
+    hosted_env: dict[str, Path], no_reading: None
+) -> None:
+    """An index naming '../..' shards is refused before any shard is looked at."""
+    with pytest.raises(HeadformsError, match="not a valid shard index"):
+        analyze(str(hosted_env["root"] / "sharded"))
 
 
 @pytest.mark.parametrize(("spec", "message"), TRAVERSAL)
@@ -131,7 +140,7 @@ def test_allowed_paths_and_bundled_models_still_work(hosted_env: dict[str, Path]
     assert len(direct.heads) == tiny_models.LAYERS * tiny_models.H
     assert direct.heads.equals(aliased.heads)
     hosted.check_spec("smollm2-135m")  # bundled models need no root
-    assert sources.resolve("minilm-l6").kind == "bundled"
+    assert sources.locate("minilm-l6").kind == "bundled"
 
 
 def test_hub_allowlist(
@@ -169,7 +178,7 @@ def test_size_limit_refuses_a_large_gguf_before_reading(
     roots = os.pathsep.join([str(hosted_env["root"]), str(gguf.parent)])
     monkeypatch.setenv(hosted.ROOTS_ENV, roots)
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(10 * 2**20))
-    with pytest.raises(NotAllowedError, match=r"MiB of weights, more than .* 10\.0 MiB"):
+    with pytest.raises(NotAllowedError, match=r"MiB of weights to read, more than .* 10\.0 MiB"):
         analyze(str(gguf))
 
 
@@ -178,7 +187,7 @@ def test_size_limit_at_the_boundary(
 ) -> None:
     """A model of exactly the limit is served; one byte less is refused."""
     model = hosted_env["model"]
-    total = sum(p.stat().st_size for p in (model / "config.json", model / "model.safetensors"))
+    total = (model / "model.safetensors").stat().st_size  # exactly the weight files read
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(total))
     assert len(analyze(str(model), use_cache=False).heads) > 0
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(total - 1))
@@ -189,33 +198,74 @@ def test_size_limit_at_the_boundary(
 def test_size_limit_uses_hub_metadata_before_download(
     hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Hub models are measured from the hub's file metadata; the download never starts."""
+    """Hub models are measured from the hub's file metadata, the files the engine would read
+    and only those: only config.json is downloaded before the refusal."""
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoSibling
 
     calls: list[dict[str, object]] = []
+    downloads: list[str] = []
+    config = hosted_env["model"] / "config.json"
 
-    def model_info(
-        self: HfApi, repo_id: str, *, revision: str | None = None, files_metadata: bool = False
-    ) -> types.SimpleNamespace:
-        calls.append({"repo_id": repo_id, "revision": revision, "files_metadata": files_metadata})
+    def model_info(self: HfApi, repo_id: str, **kwargs: object) -> types.SimpleNamespace:
+        calls.append({"repo_id": repo_id, **kwargs})
         return types.SimpleNamespace(
+            sha="c" * 40,
             siblings=[
-                RepoSibling("config.json", size=700),
+                RepoSibling("config.json", size=config.stat().st_size),
                 RepoSibling("model-00001-of-00002.safetensors", size=5 * 2**30),
                 RepoSibling("model-00002-of-00002.safetensors", size=5 * 2**30),
                 RepoSibling("pytorch_model.bin", size=20 * 2**30),
-            ]
+                RepoSibling("subfolder/huge.safetensors", size=90 * 2**30),
+            ],
         )
 
-    monkeypatch.setattr(sources, "hub_offline", lambda timeout=3.0: False)
+    def hf_hub_download(repo_id: str, filename: str, **kwargs: object) -> str:
+        downloads.append(filename)
+        assert filename == "config.json", f"{filename} was downloaded before the size check"
+        return str(config)
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(HfApi, "model_info", model_info)
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(8 * 2**30))
-    with pytest.raises(NotAllowedError, match=r"10\.0 GiB of weights, more than .* 8\.0 GiB"):
+    monkeypatch.setattr("huggingface_hub.hf_hub_download", hf_hub_download)
+    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "big-org/*")
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(19 * 2**30))
+    # As transformers would: without model.safetensors (or its index) the .bin is the weight
+    # file; the index-less shards and the sub-folder file are not read, so not counted.
+    with pytest.raises(NotAllowedError, match=r"20\.0 GiB of weights to read, more than .* 19\.0"):
         analyze("big-org/big-model@v1")
-    assert calls == [{"repo_id": "big-org/big-model", "revision": "v1", "files_metadata": True}]
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(11 * 2**30))
-    hosted.check_spec("big-org/big-model@v1")  # under the limit: passes (safetensors counted)
+    assert calls[0]["repo_id"] == "big-org/big-model" and calls[0]["revision"] == "v1"
+    assert calls[0]["files_metadata"] is True and downloads == ["config.json"]
+    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(20 * 2**30))
+    located = sources.locate("big-org/big-model@v1")  # at the limit: passes
+    assert [f.name for f in located.weights] == ["pytorch_model.bin"]
+
+
+def test_hub_file_of_undeclared_size_is_refused(
+    hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A size the hub does not declare cannot be checked: hosted mode refuses (fails closed)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoSibling
+
+    config = hosted_env["model"] / "config.json"
+    info = types.SimpleNamespace(
+        sha="d" * 40,
+        siblings=[RepoSibling("config.json", size=None), RepoSibling("model.safetensors")],
+    )
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(HfApi, "model_info", lambda self, repo_id, **kw: info)
+    monkeypatch.setattr("huggingface_hub.hf_hub_download", lambda *a, **k: str(config))
+    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "*")
+    with pytest.raises(NotAllowedError, match="model.safetensors is not declared"):
+        analyze("org/model")
+
+
+def test_hub_ids_need_an_allowlist_in_hosted_mode(
+    hosted_env: dict[str, Path], no_reading: None
+) -> None:
+    with pytest.raises(NotAllowedError, match="hub models are disabled on this server"):
+        analyze("gpt2")
 
 
 def test_hosted_mode_off_changes_nothing(
@@ -242,20 +292,18 @@ def test_size_limit_offline_measures_the_local_hub_cache(
     tmp_path: Path,
 ) -> None:
     """Offline, a hub model is measured in the local hub cache (its snapshot), not read."""
-    from huggingface_hub import constants
-
     snapshot = tmp_path / "hub" / "models--some-org--some-model" / "snapshots" / ("a" * 40)
     snapshot.mkdir(parents=True)
     (snapshot.parents[1] / "refs").mkdir()
     (snapshot.parents[1] / "refs" / "main").write_text("a" * 40)
-    (snapshot / "config.json").write_text("{}")
+    shutil.copy(hosted_env["model"] / "config.json", snapshot / "config.json")
     with (snapshot / "model.safetensors").open("wb") as fh:
         fh.truncate(3 * 2**20)  # sparse: only its size matters
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(sources, "hub_offline", lambda timeout=3.0: True)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "some-org/*")
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(2**20))
     with pytest.raises(NotAllowedError, match=r"3\.0 MiB of weights"):
         analyze("some-org/some-model")
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(4 * 2**20))
-    hosted.check_spec("some-org/some-model")
-    hosted.check_spec("other-org/not-cached")  # unknown size: the download step reports it
+    assert sources.locate("some-org/some-model").weight_bytes == 3 * 2**20

@@ -17,10 +17,10 @@ from gguf_reference import dequantized, reference_tensors
 
 from headforms import BUNDLED_MODELS, ModelAnalysis, analyze
 from headforms.analyses.parity import parity_table
+from headforms.architectures import shapes_from_config
 from headforms.forms import head_forms
-from headforms.models.architectures import shapes_from_config
 from headforms.models.extract import TensorIndex, effective_factors, read_layer
-from headforms.sources import resolve
+from headforms.models.source import open_model
 
 BUNDLED = ("smollm2-135m", "minilm-l6", "gemma3-270m")
 PROFILE = ["a", "b", "c", "d"]
@@ -201,9 +201,9 @@ def hf_smollm2() -> dict[str, object]:
 @pytest.fixture(scope="module")
 def smollm2_source():
     """The engine's view of SmolLM2: source, shapes and tensor index."""
-    source = resolve("smollm2-135m")
+    source = open_model("smollm2-135m")
     shapes = shapes_from_config(source.config)
-    return source, shapes, TensorIndex(source.reader, source.patterns["q_weight"])
+    return source, shapes, TensorIndex.for_source(source)
 
 
 def test_gguf_forms_match_transformers_gguf_loading(hf_smollm2, smollm2_source) -> None:

@@ -26,9 +26,9 @@ from safetensors.torch import save_file
 
 from headforms.engine import compute_analysis
 from headforms.errors import CorruptFileError, HubUnavailableError
+from headforms.models.source import open_model
 from headforms.readers import SafetensorsReader
 from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader, ranges_enabled
-from headforms.sources import open_path
 
 REPO, COMMIT = "org/tiny-llama", "0123456789abcdef0123456789abcdef01234567"
 LAYERS, SHARDS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = 6, 3, 48, 4, 2, 12, 2048
@@ -71,10 +71,33 @@ def _write_checkpoint(directory: Path) -> None:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """Serves ``/<repo>/resolve/<commit>/<file>`` (and ``/norange/...`` ignoring Range).
+    """Serves ``/<repo>/resolve/<commit>/<file>`` (and ``/norange/...`` ignoring Range), and the
+    model's metadata at ``/api/models/<repo>[/revision/<rev>]`` (commit, files and sizes).
 
-    HEAD answers with the headers ``hf_hub_download`` reads (commit, etag, size).
+    HEAD answers with the headers ``hf_hub_download`` reads (commit, etag, size). Bytes are
+    counted before they are written, so a client that has read them sees them counted.
     """
+
+    def _model_info(self) -> bool:
+        server: _Server = self.server  # type: ignore[assignment]
+        path = self.path.split("?")[0]
+        if path not in (
+            f"/api/models/{REPO}",
+            *(f"/api/models/{REPO}/revision/{r}" for r in (COMMIT, "main")),
+        ):
+            return False
+        siblings = [
+            {"rfilename": p.name, "size": p.stat().st_size}
+            for p in sorted(server.root.iterdir())
+            if p.is_file()
+        ]
+        body = json.dumps({"id": REPO, "sha": COMMIT, "siblings": siblings}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return True
 
     def _file(self) -> Path | None:
         server: _Server = self.server  # type: ignore[assignment]
@@ -106,6 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         server: _Server = self.server  # type: ignore[assignment]
+        if self._model_info():
+            return
         ignore_range = self.path.startswith("/norange/")
         path = self._file()
         if path is None:
@@ -132,9 +157,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("X-Repo-Commit", COMMIT)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
-        with server.lock:
+        with server.lock:  # counted first: the client cannot see the body before its count
             server.bytes_sent += len(body)
+        self.wfile.write(body)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -256,11 +281,10 @@ def test_damaged_cache_entry_is_fetched_again(
 def test_engine_results_match_the_local_checkpoint(
     checkpoint: Path, server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from huggingface_hub import constants
 
     host, port = server.server_address[:2]
-    monkeypatch.setattr(constants, "ENDPOINT", f"http://{host}:{port}")
-    source = open_path(checkpoint, spec=str(checkpoint))
+    monkeypatch.setenv("HF_ENDPOINT", f"http://{host}:{port}")
+    source = open_model(str(checkpoint))
     expected = compute_analysis(source)
     source.reader = RemoteSafetensorsReader.for_hub(
         REPO, COMMIT, _shards(checkpoint), cache_root=tmp_path / "ranges"
@@ -276,8 +300,8 @@ def test_engine_results_match_the_local_checkpoint(
 _CHILD = """
 import json, sys
 from headforms.engine import compute_analysis
-from headforms.sources import resolve
-source = resolve(sys.argv[1])
+from headforms.models.source import open_model
+source = open_model(sys.argv[1])
 result = compute_analysis(source)
 print(json.dumps({"reader": type(source.reader).__name__,
                   "energy": result.heads["energy"].tolist(),
@@ -290,8 +314,8 @@ def test_hub_spec_with_ranges_reads_only_headers_and_qk(
 ) -> None:
     """``HF_ENDPOINT`` + ``HEADFORMS_HUB_RANGES=1``: a hub id downloads config and index only.
 
-    In a child process, so that huggingface_hub reads ``HF_ENDPOINT`` (the loopback server) at
-    import, exactly as a user's process would.
+    In a child process with the variables set in its environment, exactly as a user's process
+    would have them.
     """
     host, port = server.server_address[:2]
     env = {
@@ -314,7 +338,7 @@ def test_hub_spec_with_ranges_reads_only_headers_and_qk(
     )
     assert child.returncode == 0, child.stderr[-2000:]
     out = json.loads(child.stdout.strip().splitlines()[-1])
-    expected = compute_analysis(open_path(checkpoint, spec=str(checkpoint)))
+    expected = compute_analysis(open_model(str(checkpoint)))
     assert out["reader"] == "RemoteSafetensorsReader"
     assert out["energy"] == expected.heads["energy"].tolist()
     np.testing.assert_array_equal(np.array(out["eig_s"]), expected.spectra["eig_s"])

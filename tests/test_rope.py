@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 import tiny_models as tm
 
+from headforms.architectures import shapes_from_config
 from headforms.engine import compute_analysis
-from headforms.models.architectures import shapes_from_config
 from headforms.models.extract import TensorIndex, effective_factors, read_layer
 from headforms.models.rope import inverse_frequencies, rotation
-from headforms.sources import ModelSource, resolve
+from headforms.models.source import ModelSource, open_model
 
 POSITIONS = np.array([0, 1, 2, 4, 7, 11, 16, 23, 31, 40])
 """Position ids of the tokens: relative positions 0..40 occur between them."""
@@ -38,9 +38,9 @@ class Rotary:
     def __init__(self, family: str, directory: Path, seed: int):
         self.family = family
         self.model = tm.build(family, directory, seed=seed)
-        self.source: ModelSource = resolve(str(directory))
+        self.source: ModelSource = open_model(str(directory))
         self.shapes = shapes_from_config(self.source.config)
-        self.index = TensorIndex(self.source.reader, self.source.patterns["q_weight"])
+        self.index = TensorIndex.for_source(self.source)
         self.run = tm.run(family, self.model, POSITIONS, seed=200 + seed)
 
     def weights(self, layer: int) -> Any:
@@ -170,7 +170,7 @@ def write_gguf(source: ModelSource, path: Path) -> None:
 
     cfg = source.config
     shapes = shapes_from_config(cfg)
-    index = TensorIndex(source.reader, source.patterns["q_weight"])
+    index = TensorIndex.for_source(source)
     gemma = cfg.model_type == "gemma3_text"
     writer = gguf.GGUFWriter(str(path), "gemma3" if gemma else "llama")
     writer.add_name(f"tiny-{cfg.model_type}")
@@ -191,12 +191,12 @@ def write_gguf(source: ModelSource, path: Path) -> None:
     else:
         writer.add_rope_dimension_count(shapes.head_dim)
     for layer in range(shapes.n_layers):
-        q = index.read(source.patterns["q_weight"], layer)
-        k = index.read(source.patterns["k_weight"], layer)
+        q = index.read(source.scheme.patterns["q_weight"], layer)
+        k = index.read(source.scheme.patterns["k_weight"], layer)
         tensors = {"attn_q.weight": q, "attn_k.weight": k}
-        if index.has(source.patterns["q_bias"], layer):
-            tensors["attn_q.bias"] = index.read(source.patterns["q_bias"], layer)
-            tensors["attn_k.bias"] = index.read(source.patterns["k_bias"], layer)
+        if index.has(source.scheme.patterns["q_bias"], layer):
+            tensors["attn_q.bias"] = index.read(source.scheme.patterns["q_bias"], layer)
+            tensors["attn_k.bias"] = index.read(source.scheme.patterns["k_bias"], layer)
         for name, values in tensors.items():
             heads = shapes.n_heads if name.startswith("attn_q") else shapes.n_kv_heads
             values = values.astype(np.float32)
@@ -205,7 +205,7 @@ def write_gguf(source: ModelSource, path: Path) -> None:
             )
         if gemma:
             for part in ("q", "k"):
-                w = index.read(source.patterns[f"{part}_norm"], layer).astype(np.float32)
+                w = index.read(source.scheme.patterns[f"{part}_norm"], layer).astype(np.float32)
                 writer.add_tensor(f"blk.{layer}.attn_{part}_norm.weight", 1.0 + w)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -218,7 +218,7 @@ def gguf_llama(rotary: dict[str, Rotary], tmp_path_factory: pytest.TempPathFacto
     """The tiny llama written as a llama.cpp GGUF file and opened by headforms."""
     path = tmp_path_factory.mktemp("tiny-gguf") / "tiny-llama-F32.gguf"
     write_gguf(rotary["llama"].source, path)
-    return resolve(str(path))
+    return open_model(str(path))
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +226,7 @@ def gguf_gemma3(rotary: dict[str, Rotary], tmp_path_factory: pytest.TempPathFact
     """The tiny Gemma-3 written as a llama.cpp GGUF file and opened by headforms."""
     path = tmp_path_factory.mktemp("tiny-gguf") / "tiny-gemma3-F32.gguf"
     write_gguf(rotary["gemma3_text"].source, path)
-    return resolve(str(path))
+    return open_model(str(path))
 
 
 def test_gguf_rows_are_unpermuted_to_hf_order(
@@ -237,9 +237,9 @@ def test_gguf_rows_are_unpermuted_to_hf_order(
     shapes = shapes_from_config(gguf_llama.config)
     assert shapes == hf.shapes
     assert gguf_llama.kind == "gguf"
-    index = TensorIndex(gguf_llama.reader, gguf_llama.patterns["q_weight"])
+    index = TensorIndex.for_source(gguf_llama)
     raw = gguf_llama.reader.read("blk.0.attn_q.weight")
-    assert not np.array_equal(raw, hf.index.read(hf.source.patterns["q_weight"], 0))
+    assert not np.array_equal(raw, hf.index.read(hf.source.scheme.patterns["q_weight"], 0))
     for layer in range(shapes.n_layers):
         from_gguf = read_layer(gguf_llama, shapes, index, layer)
         from_hf = read_layer(hf.source, hf.shapes, hf.index, layer)
@@ -271,8 +271,8 @@ def test_gguf_permutation_matters_only_at_nonzero_d(
     """Without un-permuting, K^T Q is unchanged at d = 0 but wrong at d != 0 (test has power)."""
     hf = rotary["llama"]
     shapes = hf.shapes
-    kept = replace(gguf_llama, gguf_permuted=False)
-    index = TensorIndex(kept.reader, kept.patterns["q_weight"])
+    kept = replace(gguf_llama, scheme=replace(gguf_llama.scheme, permuted_rows=False))
+    index = TensorIndex.for_source(kept)
     permuted = tm.with_bias_column(read_layer(kept, shapes, index, 0))
     hf_weights = hf.weights(0)
     kv = shapes.kv_of_head
@@ -306,7 +306,7 @@ def test_gemma3_gguf_matches_safetensors(
     shapes = shapes_from_config(gguf_gemma3.config)
     assert shapes == hf.shapes
     assert gguf_gemma3.config.layer_types == hf.source.config.layer_types
-    index = TensorIndex(gguf_gemma3.reader, gguf_gemma3.patterns["q_weight"])
+    index = TensorIndex.for_source(gguf_gemma3)
     for layer in range(shapes.n_layers):
         from_gguf = read_layer(gguf_gemma3, shapes, index, layer)
         from_hf = read_layer(hf.source, hf.shapes, hf.index, layer)
@@ -327,7 +327,7 @@ def test_gguf_forms_reproduce_attention(
     hf = rotary[family]
     source = gguf_llama if family == "llama" else gguf_gemma3
     shapes = shapes_from_config(source.config)
-    index = TensorIndex(source.reader, source.patterns["q_weight"])
+    index = TensorIndex.for_source(source)
     for layer in range(shapes.n_layers):
         aug = tm.with_bias_column(read_layer(source, shapes, index, layer))
         assert hf.error(layer, partial(effective_factors, source, shapes, aug, layer)) < TOLERANCE
@@ -398,7 +398,7 @@ def test_gguf_rope_freqs_divisors_reproduce_llama3_scaling(
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    source = resolve(str(path))
+    source = open_model(str(path))
     got = inverse_frequencies(source.config, n, 0)
     np.testing.assert_allclose(got, want, rtol=1e-6)  # divisors are stored as float32
     assert compute_analysis(source, rope_position=5).heads["n_pos"].eq(n).all()
@@ -410,7 +410,7 @@ def test_light_gguf_config_matches_transformers_config(name: str) -> None:
     class built from the same metadata: shapes, layer types, RoPE parameters and frequencies."""
     from headforms.models.rope import rope_parameters
 
-    light = resolve(name).config
+    light = open_model(name).config
     reference = light.to_transformers()
     assert type(reference).__module__.startswith("transformers.")
     shapes = shapes_from_config(light)

@@ -24,8 +24,9 @@ import torch
 from headforms import ModelAnalysis, analyze
 from headforms.errors import CorruptFileError, HubUnavailableError, ModelSpecError
 from headforms.forms import head_forms
+from headforms.models.source import open_model
 from headforms.readers import SafetensorsReader, TorchBinReader
-from headforms.sources import BUNDLED_MODELS, parse_spec, resolve
+from headforms.sources import BUNDLED_MODELS, locate, parse_spec
 
 REPO = "tiny-org/tiny-llama"
 SHA_1, SHA_2 = "1" * 40, "2" * 40
@@ -86,10 +87,10 @@ def _assert_same_table(result: ModelAnalysis, expected: ModelAnalysis) -> None:
 def test_single_safetensors_matches_the_model_weights(
     saved: _Saved, single_analysis: ModelAnalysis
 ) -> None:
-    source = resolve(str(saved.single))
+    source = open_model(str(saved.single))
     assert source.kind == "local"
     assert isinstance(source.reader, SafetensorsReader)
-    assert [p.name for p in source.files] == ["config.json", "model.safetensors"]
+    assert [p.name for p in source.files] == ["model.safetensors"]
     heads = single_analysis.heads
     assert single_analysis.card.storage == "F32"
     for layer in range(saved.model.config.num_hidden_layers):
@@ -112,9 +113,11 @@ def test_sharded_checkpoint_reads_only_the_attention_shards(
     shutil.copytree(saved.sharded, directory)
     for name in idle:  # shards never needed: damage them; the analysis must not notice
         (directory / name).write_bytes(b"\xff" * 64)
-    source = resolve(str(directory))
+    source = open_model(str(directory))
     assert isinstance(source.reader, SafetensorsReader)
-    assert {p.name for p in source.files} == {"config.json", *attention}
+    assert {p.name for p in source.files} == attention
+    located = locate(str(directory))
+    assert {f.name for f in located.weights} == attention and not located.complete
     _assert_same_table(analyze(str(directory), use_cache=False), single_analysis)
 
     # ... while a damaged shard that holds Q/K is reported, naming the file.
@@ -134,11 +137,11 @@ def test_sharded_index_naming_a_missing_or_foreign_shard_is_rejected(
     q_name = next(t for t in index["weight_map"] if _is_attention(t))
     (directory / index["weight_map"][q_name]).unlink()
     with pytest.raises(CorruptFileError, match="missing shard"):
-        resolve(str(directory))
+        open_model(str(directory))
     index["weight_map"][q_name] = "../elsewhere.safetensors"
     index_path.write_text(json.dumps(index))
     with pytest.raises(CorruptFileError, match="not a valid shard index"):
-        resolve(str(directory))
+        open_model(str(directory))
 
 
 def test_pytorch_bin_is_loaded_weights_only_and_memory_mapped(
@@ -152,9 +155,9 @@ def test_pytorch_bin_is_loaded_weights_only_and_memory_mapped(
         return real_load(*args, **kwargs)
 
     monkeypatch.setattr(torch, "load", recording_load)
-    source = resolve(str(saved.bin))
+    source = open_model(str(saved.bin))
     assert isinstance(source.reader, TorchBinReader)
-    assert [p.name for p in source.files] == ["config.json", "pytorch_model.bin"]
+    assert [p.name for p in source.files] == ["pytorch_model.bin"]
     assert calls and all(c.get("weights_only") is True and c.get("mmap") is True for c in calls)
     _assert_same_table(analyze(str(saved.bin), use_cache=False), single_analysis)
 
@@ -228,7 +231,7 @@ def test_hub_id_resolves_offline_and_fingerprints_by_commit(
     files = {"config.json": saved.single / "config.json"}
     files["model.safetensors"] = saved.single / "model.safetensors"
     first = _add_snapshot(hub_cache, REPO, SHA_1, files)
-    source = resolve(REPO)
+    source = open_model(REPO)
     assert source.kind == "hub"
     assert source.files[0].parent == first
     fingerprint_1 = source.fingerprint
@@ -236,9 +239,9 @@ def test_hub_id_resolves_offline_and_fingerprints_by_commit(
 
     # The same bytes under a new commit: a new fingerprint; the old commit is still addressable.
     _add_snapshot(hub_cache, REPO, SHA_2, files)
-    assert resolve(REPO).fingerprint != fingerprint_1
-    assert resolve(f"{REPO}@{SHA_1}").fingerprint == fingerprint_1
-    assert resolve(f"{REPO}@{SHA_2}").fingerprint == resolve(REPO).fingerprint
+    assert open_model(REPO).fingerprint != fingerprint_1
+    assert open_model(f"{REPO}@{SHA_1}").fingerprint == fingerprint_1
+    assert open_model(f"{REPO}@{SHA_2}").fingerprint == open_model(REPO).fingerprint
 
 
 def test_hub_id_from_hf_home_in_a_fresh_process(
@@ -275,7 +278,7 @@ def test_hub_sharded_repo_needs_only_the_attention_shards(
 
 def test_hub_id_not_in_the_cache_is_unavailable_offline(hub_cache: Path) -> None:
     with pytest.raises(HubUnavailableError, match="not in the local hub cache"):
-        resolve("some-org/not-downloaded")
+        open_model("some-org/not-downloaded")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,7 +296,8 @@ def test_hub_id_not_in_the_cache_is_unavailable_offline(hub_cache: Path) -> None
     ],
 )
 def test_parse_spec(spec: str, expected: tuple[str, str, str | None]) -> None:
-    assert parse_spec(spec) == expected
+    parsed = parse_spec(spec)
+    assert (parsed.kind, parsed.value, parsed.revision) == expected
 
 
 @pytest.mark.parametrize("spec", ["", "   ", "org/../name", "a b", "org/name/extra"])

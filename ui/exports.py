@@ -11,7 +11,9 @@ from headforms import ModelAnalysis
 
 def heads_csv(analysis: ModelAnalysis) -> str:
     """The per-head table with its Gaussian baseline (``rand_*``) as CSV text (layer-major)."""
-    return analysis.table(baseline=True).to_csv(index=False)
+    from .tables import baseline_heads
+
+    return analysis.table(baseline=baseline_heads(analysis) is not None).to_csv(index=False)
 
 
 def spectra_npz(analysis: ModelAnalysis) -> bytes:

@@ -27,6 +27,7 @@ import streamlit as st
 
 from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze
 from headforms.engine import ALL_SPECTRA
+from headforms.errors import UnavailableDataError
 
 LOGGER = logging.getLogger(__name__)
 MAX_ANALYSES = 8
@@ -51,7 +52,10 @@ def dashboard_analysis(
     )
     if progress is not None:
         progress(1, 1, "Gaussian baseline of the same shapes")
-    analysis.baseline  # noqa: B018 - computed now, under the progress bar, not mid-page
+    try:
+        analysis.baseline  # noqa: B018 - computed now, under the progress bar, not mid-page
+    except UnavailableDataError:  # a published table without N: pages show it has none
+        pass
     return analysis
 
 

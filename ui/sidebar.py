@@ -16,6 +16,7 @@ from headforms.figures.style import head_name
 
 from . import state
 from .loading import try_load
+from .tables import first_model, sibling_models
 
 CONTEXT_KEY = "_hf_page_context"
 ROTARY = "rotary"
@@ -84,10 +85,12 @@ def model_label(spec: str) -> str:
 
 
 def model_options(current: str) -> list[str]:
-    """Bundled models, plus the current spec if it is a hub id or a path."""
+    """Bundled models, plus the current spec if it is a hub id or a path, plus every model of
+    the published table the current spec comes from."""
     options = list(BUNDLED_MODELS)
-    if current and current not in options:
-        options.append(current)
+    for spec in [current, *sibling_models(current)]:
+        if spec and spec not in options:
+            options.append(spec)
     return options
 
 
@@ -98,7 +101,7 @@ def render_sidebar() -> PageContext | None:
     """
     state.init_state()
     ss = st.session_state
-    ss[state.MODEL_KEY] = str(ss[state.MODEL_KEY]).strip()
+    ss[state.MODEL_KEY] = first_model(str(ss[state.MODEL_KEY]).strip())  # a table: its models
     sidebar = st.sidebar
     sidebar.selectbox(
         "Model",
@@ -106,8 +109,9 @@ def render_sidebar() -> PageContext | None:
         key=state.MODEL_KEY,
         format_func=model_label,
         accept_new_options=True,
-        help="A bundled model (works offline), or type a hub id (gpt2, org/name@revision) "
-        "or a local path (a directory with config.json, or a .gguf file) and press Enter.",
+        help="A bundled model (works offline), or type a hub id (gpt2, org/name@revision), "
+        "a local path (a directory with config.json, or a .gguf file), or a published per-head "
+        "table (.csv/.parquet: its models are listed here) and press Enter.",
     )
     spec = ss[state.MODEL_KEY]
     base = try_load(spec, 0)
@@ -152,8 +156,8 @@ def render_sidebar() -> PageContext | None:
         help="Colour of the heads on the simplex and the triangle (marker shape = parity).",
     )
     sidebar.caption(
-        f"{card.name}: {card.n_layers} layers × {card.n_heads} heads, N = {card.model_dim}, "
-        f"n = {card.head_dim}."
+        f"{card.name}: {card.n_layers} layers × {card.n_heads} heads, N = {card.model_dim or '?'}, "
+        f"n = {card.head_dim or '?'}."
     )
     state.write_url()
     context = PageContext(

@@ -41,18 +41,20 @@ def heatmap_range(values: Sequence[np.ndarray], mid: float = 0.5) -> tuple[float
 
 def heatmap_pair_figure(
     heads: pd.DataFrame,
-    baseline: pd.DataFrame,
+    baseline: pd.DataFrame | None,
     column: str,
     model_name: str,
     selected: Selected = None,
 ) -> go.Figure:
     """Layer x head grid of ``column`` for the trained heads beside the same column of the
     Gaussian baseline's table (same rows), Figures 13/14: square scatter markers (clickable),
-    shared diverging colour scale white at 1/2, red above, blue below, one colour bar."""
-    for name, frame in (("heads", heads), ("baseline", baseline)):
+    shared diverging colour scale white at 1/2, red above, blue below, one colour bar.
+    ``baseline`` None (a published table without N): the trained heads alone."""
+    frames = (("heads", heads),) if baseline is None else (("heads", heads), ("baseline", baseline))
+    for name, frame in frames:
         if column not in frame.columns:
             raise FigureInputError(f"{name} has no column {column!r}")
-    if len(baseline) != len(heads):
+    if baseline is not None and len(baseline) != len(heads):
         raise FigureInputError(
             f"the baseline has {len(baseline)} rows for {len(heads)} heads: not the same shapes"
         )
@@ -60,19 +62,20 @@ def heatmap_pair_figure(
     n_heads = int(heads["head"].max()) + 1 if len(heads) else 1
     cell = float(np.clip(min(430.0 / n_heads, 640.0 / n_layers), 4.0, 34.0))
     height = int(max(320.0, cell * n_layers + 170.0))
-    cmin, cmax = heatmap_range([heads[column], baseline[column]])
+    panels = [(heads[column], "trained")]
+    if baseline is not None:
+        panels.append((baseline[column], "baseline"))
+    cmin, cmax = heatmap_range([values for values, _ in panels])
     title = COLUMN_TITLES.get(column, column)
     fig = make_subplots(
         rows=1,
-        cols=2,
+        cols=len(panels),
         shared_yaxes=True,
         horizontal_spacing=0.04,
-        subplot_titles=("trained heads", "Gaussian baseline (same n, N)"),
+        subplot_titles=("trained heads", "Gaussian baseline (same n, N)")[: len(panels)],
     )
     customdata = head_customdata(heads, model_name)
-    for col_index, (values, label) in enumerate(
-        ((heads[column], "trained"), (baseline[column], "baseline")), start=1
-    ):
+    for col_index, (values, label) in enumerate(panels, start=1):
         fig.add_trace(
             go.Scatter(
                 x=heads["head"],
@@ -100,7 +103,7 @@ def heatmap_pair_figure(
         _, layer, head = selected
         row = heads[(heads["layer"] == int(layer)) & (heads["head"] == int(head))]
         if not row.empty:
-            for col_index in (1, 2):
+            for col_index in range(1, len(panels) + 1):
                 fig.add_trace(
                     go.Scatter(
                         x=[int(head)],
@@ -131,7 +134,8 @@ def heatmap_pair_figure(
     # One data unit is the same number of pixels on both axes, so the square markers tile.
     fig.update_xaxes(**axis_x, constrain="domain")
     fig.update_xaxes(scaleanchor="y", scaleratio=1, row=1, col=1)
-    fig.update_xaxes(scaleanchor="y2", scaleratio=1, row=1, col=2)
+    if len(panels) == 2:
+        fig.update_xaxes(scaleanchor="y2", scaleratio=1, row=1, col=2)
     fig.update_yaxes(
         title={"text": "layer"},
         range=[n_layers - 0.5, -0.5],
@@ -141,7 +145,8 @@ def heatmap_pair_figure(
         row=1,
         col=1,
     )
-    fig.update_yaxes(range=[n_layers - 0.5, -0.5], showgrid=False, zeroline=False, row=1, col=2)
+    if len(panels) == 2:
+        fig.update_yaxes(range=[n_layers - 0.5, -0.5], showgrid=False, zeroline=False, row=1, col=2)
     fig.update_yaxes(constrain="domain")
     fig.update_layout(
         template=TEMPLATE,
@@ -186,14 +191,17 @@ def parity_by_layer_figure(frame: pd.DataFrame, title: str = "Parity by layer") 
     return fig
 
 
-def heatmap_table(heads: pd.DataFrame, baseline: pd.DataFrame, column: str) -> pd.DataFrame:
+def heatmap_table(heads: pd.DataFrame, baseline: pd.DataFrame | None, column: str) -> pd.DataFrame:
     """The data of :func:`heatmap_pair_figure` as a tidy table: layer, head, the column and the
-    baseline's (``rand_<column>``), one row per head (what its CSV export holds)."""
-    return pd.DataFrame(
+    baseline's (``rand_<column>``, when there is a baseline), one row per head (what its CSV
+    export holds)."""
+    table = pd.DataFrame(
         {
             "layer": heads["layer"].to_numpy(),
             "head": heads["head"].to_numpy(),
             column: heads[column].to_numpy(),
-            f"rand_{column}": baseline[column].to_numpy(),
         }
     )
+    if baseline is not None:
+        table[f"rand_{column}"] = baseline[column].to_numpy()
+    return table

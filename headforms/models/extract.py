@@ -12,11 +12,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..architectures import (
+    Shapes,
+    TensorScheme,
+    split_biases,
+    split_weights,
+    unpermute_gguf_rows,
+)
 from ..errors import CorruptFileError
 from ..readers import TensorReader
-from ..sources import ModelSource
-from .architectures import Shapes, split_biases, split_weights, unpermute_gguf_rows
 from .rope import inverse_frequencies, rotation
+from .source import ModelSource
 
 _FOREIGN_TOWERS = ("vision", "visual", "audio", "image", "mm_projector")
 
@@ -45,6 +51,25 @@ class TensorIndex:
         """The full tensor name of ``pattern`` at ``layer``."""
         return self.prefix + pattern.format(i=layer)
 
+    @classmethod
+    def for_source(cls, source: ModelSource) -> TensorIndex:
+        """The index of a source's checkpoint, anchored at its query weight pattern."""
+        return cls(source.reader, source.scheme.patterns["q_weight"])
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._names
+
+    def layers(self, pattern: str) -> set[int]:
+        """Layer indices for which ``pattern`` names a tensor of the checkpoint."""
+        head, _, tail = (self.prefix + pattern).partition("{i}")
+        found = set()
+        for name in self._names:
+            if name.startswith(head) and name.endswith(tail):
+                middle = name[len(head) : len(name) - len(tail)]
+                if middle.isdigit():
+                    found.add(int(middle))
+        return found
+
     def has(self, pattern: str | None, layer: int) -> bool:
         """Whether the checkpoint holds that tensor."""
         return pattern is not None and self.name(pattern, layer) in self._names
@@ -72,28 +97,62 @@ class LayerWeights:
     k_gain: np.ndarray | None
 
 
+def check_declared_shapes(scheme: TensorScheme, shapes: Shapes, index: TensorIndex) -> None:
+    """The config's declared shapes against the tensors present (headers only, nothing read).
+
+    Every declared layer must have its query (and key) weight, of the shape the config implies:
+    a config that lies about its layers or heads is one clear error, before any work is queued.
+    """
+    pattern = scheme.patterns["q_weight"]
+    present = index.layers(pattern)
+    missing = [layer for layer in range(shapes.n_layers) if layer not in present]
+    if missing:
+        raise CorruptFileError(
+            f"the config declares {shapes.n_layers} layers but the checkpoint has query weights "
+            f"for {len(present)} (first missing: layer {missing[0]})"
+        )
+    H, Hkv, n, N = shapes.n_heads, shapes.n_kv_heads, shapes.head_dim, shapes.model_dim
+    expected = {
+        "conv1d_qkv": {"q_weight": (N, 3 * H * n)},
+        "per_head_qkv": {"q_weight": (3 * H * n, N)},
+        "separate": {"q_weight": (H * n, N), "k_weight": (Hkv * n, N)},
+    }[scheme.layout]
+    for role, shape in expected.items():
+        for layer in range(shapes.n_layers):
+            name = index.name(scheme.patterns[role], layer)
+            if name not in index:
+                raise CorruptFileError(f"tensor {name!r} is missing from the checkpoint")
+            got = tuple(index.reader.shape(name))
+            if got != shape:
+                raise CorruptFileError(
+                    f"tensor {name!r} has shape {got}, but the config implies {shape}"
+                )
+
+
 def read_layer(source: ModelSource, shapes: Shapes, index: TensorIndex, layer: int) -> LayerWeights:
-    """Read and split one layer's Q/K tensors as the model's forward pass does."""
-    pat = source.patterns
-    fused = source.layout != "separate"
+    """Read and split one layer's Q/K tensors as the model's forward pass does, into one
+    convention: Hugging Face row order, full QK-norm gains."""
+    scheme = source.scheme
+    pat = scheme.patterns
+    fused = scheme.layout != "separate"
     q_stored = index.read(pat["q_weight"], layer)
     k_stored = None if fused else index.read(pat["k_weight"], layer)
-    if source.gguf_permuted:
+    if scheme.permuted_rows:
         q_stored = unpermute_gguf_rows(q_stored, shapes.n_heads)
         k_stored = unpermute_gguf_rows(k_stored, shapes.n_kv_heads)
-    q, k = split_weights(source.layout, shapes, q_stored, k_stored)
+    q, k = split_weights(scheme.layout, shapes, q_stored, k_stored)
     q_bias = k_bias = None
     if index.has(pat.get("q_bias"), layer):
         qb = index.read(pat["q_bias"], layer)
         kb = None if fused else index.read(pat["k_bias"], layer)
-        if source.gguf_permuted:
+        if scheme.permuted_rows:
             qb = unpermute_gguf_rows(qb[:, None], shapes.n_heads)[:, 0]
             kb = unpermute_gguf_rows(kb[:, None], shapes.n_kv_heads)[:, 0]
-        q_bias, k_bias = split_biases(source.layout, shapes, qb, kb)
+        q_bias, k_bias = split_biases(scheme.layout, shapes, qb, kb)
     q_gain = k_gain = None
     if index.has(pat.get("q_norm"), layer):
-        q_gain = source.norm_gain_offset + index.read(pat["q_norm"], layer)
-        k_gain = source.norm_gain_offset + index.read(pat["k_norm"], layer)
+        q_gain = scheme.norm_gain_offset + index.read(pat["q_norm"], layer)
+        k_gain = scheme.norm_gain_offset + index.read(pat["k_norm"], layer)
         if q_gain.shape != (shapes.head_dim,) or k_gain.shape != (shapes.head_dim,):
             raise CorruptFileError(
                 f"layer {layer}: QK-norm gains have shape {q_gain.shape}/{k_gain.shape}, "

@@ -5,7 +5,7 @@ shards that hold attention weights" is the whole model. :class:`RemoteSafetensor
 instead fetches each shard's safetensors header, then exactly the byte range of each tensor
 that is read. Everything fetched is kept on disk under
 ``cache_dir()/hub-ranges/<repo>/<commit>/`` (a commit's files never change), so a second run
-transfers nothing. Enabled in :func:`headforms.sources.open_hub` by ``HEADFORMS_HUB_RANGES=1``.
+transfers nothing. Enabled by ``HEADFORMS_HUB_RANGES=1`` (:mod:`headforms.models.source`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptFileError, HubUnavailableError
-from . import (
+from ..store import write_atomic
+from .safetensors import (
     _SAFETENSORS_MAX_HEADER,
     SafetensorsHeaderTensors,
     check_safetensors_header,
@@ -49,16 +50,6 @@ def _safe_part(text: str) -> str:
     """A path component for a repo id, revision or file name (no separators, no dot-dots)."""
     clean = re.sub(r"[^A-Za-z0-9._-]+", "--", text).strip(".")
     return clean or hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class RangeFetcher:
@@ -88,7 +79,7 @@ class RangeFetcher:
             response = http_backoff("GET", url, headers=headers, timeout=self.timeout)
         except Exception as exc:  # connection errors of the HTTP stack, after its retries
             raise HubUnavailableError(
-                f"cannot fetch {filename} by range request ({type(exc).__name__}: {exc})"
+                f"cannot fetch {filename} by range request ({type(exc).__name__})"
             ) from exc
         if response.status_code == 416:  # the range starts past the end: a short file
             raise CorruptFileError(f"{filename}: byte range {start}..{end} is past the end")
@@ -146,12 +137,12 @@ class RemoteSafetensorsReader(SafetensorsHeaderTensors):
         cls, repo_id: str, commit: str, filenames: Iterable[str], cache_root: Path | None = None
     ) -> RemoteSafetensorsReader:
         """A reader of ``repo_id`` at ``commit`` on the configured endpoint (``HF_ENDPOINT``)."""
-        from huggingface_hub import constants
         from huggingface_hub.utils import build_hf_headers
 
+        from ..sources.hub import hub_endpoint
         from ..store import cache_dir
 
-        base = f"{constants.ENDPOINT.rstrip('/')}/{repo_id}/resolve/{commit}/"
+        base = f"{hub_endpoint()}/{repo_id}/resolve/{commit}/"
         root = cache_root or cache_dir() / "hub-ranges" / _safe_part(repo_id) / _safe_part(commit)
         return cls(RangeFetcher(base, headers=build_hf_headers()), filenames, root)
 
@@ -206,7 +197,7 @@ class RemoteSafetensorsReader(SafetensorsHeaderTensors):
         data_start = 8 + header_len
         check_safetensors_header(header, total - data_start, filename)
         entry = {"header": header, "data_start": data_start, "size": total}
-        _write_atomic(cached, json.dumps(entry).encode())
+        write_atomic(cached, json.dumps(entry).encode())
         return header, data_start, total
 
     def _tensor_bytes(self, filename: str, name: str, start: int, end: int) -> bytes:
@@ -222,5 +213,5 @@ class RemoteSafetensorsReader(SafetensorsHeaderTensors):
             return b""
         base = self._data_start[filename]
         data, _ = self.fetcher.get(filename, base + start, base + end)
-        _write_atomic(cached, data)
+        write_atomic(cached, data)
         return data

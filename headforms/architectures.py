@@ -3,7 +3,11 @@
 One :class:`Architecture` row per family drives extraction for every checkpoint format:
 tensor name patterns (suffixes, so ``transformer.``/``model.`` prefixes do not matter), the
 fused layout exactly as the model's forward pass splits it, grouped-query mapping, RoPE
-convention and QK-norm gains. GGUF files use the same rows through ``gguf_arch``.
+convention and QK-norm gains. GGUF files use the same rows through ``gguf_arch``; a
+:class:`TensorScheme` says how one checkpoint format names and stores those tensors, so that
+extraction always sees them in one convention (Hugging Face row order, full norm gains).
+Every stage consults this table: sources (which shards hold attention tensors), models
+(extraction), the engine (shapes).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import CorruptFileError, UnsupportedArchitectureError
+from .errors import CorruptFileError, UnsupportedArchitectureError
 
 Layout = Literal["separate", "conv1d_qkv", "per_head_qkv"]
 
@@ -133,6 +137,45 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
 )
 
+@dataclass(frozen=True)
+class TensorScheme:
+    """How one checkpoint format names and stores an architecture's attention tensors.
+
+    ``patterns``: role (``q_weight``, ``k_weight``, ``q_bias``, ``k_bias``, ``q_norm``,
+    ``k_norm``) -> name pattern with ``{i}`` for the layer. ``permuted_rows``: Q/K rows are in
+    llama.cpp's per-head RoPE order (undone by :func:`unpermute_gguf_rows`).
+    ``norm_gain_offset``: the QK-norm gain is ``offset + stored value``.
+    """
+
+    patterns: dict[str, str | None]
+    layout: Layout
+    permuted_rows: bool = False
+    norm_gain_offset: float = 0.0
+
+
+def hf_scheme(arch: Architecture) -> TensorScheme:
+    """Tensor names and storage of a transformers checkpoint (safetensors or .bin)."""
+    patterns = {
+        "q_weight": arch.q_weight,
+        "k_weight": arch.k_weight,
+        "q_bias": arch.q_bias,
+        "k_bias": arch.k_bias,
+        "q_norm": arch.q_norm,
+        "k_norm": arch.k_norm,
+    }
+    return TensorScheme(patterns, arch.layout, False, arch.norm_gain_offset)
+
+
+def gguf_scheme(arch: Architecture) -> TensorScheme:
+    """Tensor names and storage of a llama.cpp GGUF file (separate Q/K, norms hold full gains)."""
+    return TensorScheme(dict(GGUF_TENSORS), "separate", arch.gguf_permuted, 0.0)
+
+
+def attention_patterns(arch: Architecture) -> list[str]:
+    """Every tensor name pattern of a transformers checkpoint that the engine reads."""
+    return [p for p in hf_scheme(arch).patterns.values() if p]
+
+
 GGUF_TENSORS = {
     "q_weight": "blk.{i}.attn_q.weight",
     "k_weight": "blk.{i}.attn_k.weight",
@@ -190,8 +233,23 @@ class Shapes:
         return np.arange(self.n_heads) // (self.n_heads // self.n_kv_heads)
 
 
+SHAPE_LIMITS = {
+    "layers": 1024,
+    "hidden size": 131072,
+    "heads": 4096,
+    "kv heads": 4096,
+    "head dim": 4096,
+}
+"""Hard caps on declared shapes (the largest published models are far below): a config that
+declares more is refused before any work is queued."""
+
+
 def shapes_from_config(config: Any) -> Shapes:
-    """Attention shapes read from a transformers config (text config of composite models)."""
+    """Attention shapes read from a transformers config (text config of composite models).
+
+    Declared values are checked against :data:`SHAPE_LIMITS` here and against the tensors
+    actually present by the engine, before any layer is read.
+    """
     try:
         n_layers = int(config.num_hidden_layers)
         model_dim = int(config.hidden_size)
@@ -200,6 +258,19 @@ def shapes_from_config(config: Any) -> Shapes:
         head_dim = int(getattr(config, "head_dim", None) or model_dim // max(n_heads, 1))
     except (AttributeError, TypeError, ValueError) as exc:
         raise CorruptFileError(f"config lacks attention shapes: {exc}") from exc
+    declared = {
+        "layers": n_layers,
+        "hidden size": model_dim,
+        "heads": n_heads,
+        "kv heads": n_kv,
+        "head dim": head_dim,
+    }
+    for what, value in declared.items():
+        if value > SHAPE_LIMITS[what]:
+            raise CorruptFileError(
+                f"config declares {value} {what}, more than any supported model "
+                f"(at most {SHAPE_LIMITS[what]}): refused"
+            )
     if min(n_layers, model_dim, n_heads, n_kv, head_dim) <= 0 or n_heads % n_kv:
         raise CorruptFileError(
             f"config has invalid attention shapes (layers {n_layers}, hidden {model_dim}, heads "

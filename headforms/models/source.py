@@ -1,0 +1,106 @@
+"""Opening a located model: its config, its architecture row and a reader of its tensors.
+
+This is the first step that reads weights' headers (and, for the hub, downloads the chosen
+files): the engine calls it only on a cache miss. GGUF files carry their config in their
+metadata (no transformers import); transformers checkpoints get their config class from
+transformers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..architectures import (
+    Architecture,
+    TensorScheme,
+    architecture_for,
+    architecture_for_gguf,
+    gguf_scheme,
+    hf_scheme,
+)
+from ..readers import GGUFReader, SafetensorsReader, TensorReader, TorchBinReader
+from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
+from ..sources import Located, fetch, locate
+from .configs import gguf_config, transformers_config
+
+
+@dataclass
+class ModelSource:
+    """Everything the engine needs to read one model's attention weights.
+
+    ``scheme`` says how this checkpoint names and stores the attention tensors; extraction
+    turns them into one convention (Hugging Face row order, full QK-norm gains).
+    ``all_weights``: ``reader`` covers every weight of the model (parameter counts).
+    """
+
+    spec: str
+    display_name: str
+    kind: str
+    config: Any
+    arch: Architecture
+    reader: TensorReader
+    fingerprint: str
+    scheme: TensorScheme
+    files: list[Path] = field(default_factory=list)
+    all_weights: bool = True
+    weight_bytes: int = 0
+
+
+def open_model(target: str | Located) -> ModelSource:
+    """Open a spec or a located model (downloading hub files if needed)."""
+    located = locate(target) if isinstance(target, str) else target
+    if located.format == "gguf":
+        return _open_gguf(located)
+    remote = located.hub is not None and ranges_enabled() and located.format == "safetensors"
+    if not remote:
+        located = fetch(located)
+    config = transformers_config(located.config or {}, f"{located.display_name}: config.json")
+    arch = architecture_for(config.model_type)
+    reader: TensorReader
+    paths = [f.path for f in located.weights if f.path is not None]
+    if remote:  # headers + Q/K byte ranges only (HEADFORMS_HUB_RANGES)
+        assert located.hub is not None
+        reader = RemoteSafetensorsReader.for_hub(
+            located.hub.repo_id, located.hub.commit, [f.name for f in located.weights]
+        )
+    elif located.format == "safetensors":
+        reader = SafetensorsReader(paths)
+    else:
+        reader = TorchBinReader(paths)
+    return ModelSource(
+        spec=located.spec,
+        display_name=located.display_name,
+        kind=located.kind,
+        config=config,
+        arch=arch,
+        reader=reader,
+        fingerprint=located.fingerprint,
+        scheme=hf_scheme(arch),
+        files=paths,
+        all_weights=located.complete and not remote,
+        weight_bytes=located.weight_bytes or 0,
+    )
+
+
+def _open_gguf(located: Located) -> ModelSource:
+    path = located.weights[0].path
+    assert path is not None
+    reader = GGUFReader(path)
+    gguf_arch = str(reader.metadata.get("general.architecture", ""))
+    arch = architecture_for_gguf(gguf_arch)
+    name = reader.metadata.get("general.name")
+    return ModelSource(
+        spec=located.spec,
+        display_name=located.display_name if located.kind == "bundled" else str(name or path.stem),
+        kind=located.kind,
+        config=gguf_config(reader, arch, gguf_arch, path),
+        arch=arch,
+        reader=reader,
+        fingerprint=located.fingerprint,
+        scheme=gguf_scheme(arch),
+        files=[path],
+        all_weights=True,
+        weight_bytes=located.weight_bytes or 0,
+    )

@@ -1,0 +1,126 @@
+"""Local models: a directory (config.json + safetensors or .bin, single or sharded) or a .gguf.
+
+Only regular files are read (see :func:`headforms.sources.files.open_regular`); weights are
+never opened here: the config, a shard index and the first MiB of each chosen file (its
+fingerprint) are all that is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..architectures import architecture_for
+from ..errors import CorruptFileError, ModelSpecError
+from .files import (
+    MAX_CONFIG_BYTES,
+    MAX_INDEX_BYTES,
+    choose_weight_files,
+    files_fingerprint,
+    open_regular,
+    read_small,
+    regular_size,
+)
+from .located import Located, LocatedFile
+
+GGUF_MAGIC = b"GGUF"
+ACCEPTED_LOCAL = (
+    "accepted: a directory with config.json and *.safetensors or pytorch_model.bin (single or "
+    "sharded with its index), or a .gguf file"
+)
+
+
+Guard = Callable[[Path], None]
+"""Called with every path before it is opened (hosted mode: refuses paths outside the roots)."""
+
+
+def _allow(path: Path) -> None:
+    """The default guard: every path may be opened."""
+
+
+def locate_path(
+    path: Path,
+    spec: str,
+    kind: str = "local",
+    display_name: str | None = None,
+    guard: Guard = _allow,
+) -> Located:
+    """Locate a local directory or ``.gguf`` file (see the module doc)."""
+    path = Path(path)
+    guard(path)
+    if not path.exists():
+        raise ModelSpecError(f"no such file or directory: {spec}; {ACCEPTED_LOCAL}")
+    if not path.is_dir():
+        if path.suffix.lower() == ".gguf" or _has_gguf_magic(path):
+            return _locate_gguf(path, spec, "gguf" if kind == "local" else kind, display_name)
+        raise ModelSpecError(
+            f"{path.name} is not a model: a single file must be a .gguf file; for safetensors or "
+            ".bin weights give the directory that holds them with their config.json"
+        )
+    config_path = path / "config.json"
+    if not config_path.exists():
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            guard(ggufs[0])
+            return _locate_gguf(ggufs[0], spec, "gguf", display_name or path.name)
+        raise ModelSpecError(f"{spec} has no config.json; {ACCEPTED_LOCAL}")
+    guard(config_path)
+    config = parse_config(read_small(config_path, MAX_CONFIG_BYTES), "config.json")
+    arch = architecture_for(config["model_type"])
+    names = [entry.name for entry in os.scandir(path)]
+
+    def read_index(name: str) -> bytes:
+        guard(path / name)
+        return read_small(path / name, MAX_INDEX_BYTES)
+
+    choice = choose_weight_files(names, read_index, arch)
+    for name in choice.files:
+        guard(path / name)
+    weights = tuple(LocatedFile(n, regular_size(path / n), path / n) for n in choice.files)
+    index = None
+    if choice.index:
+        index = LocatedFile(choice.index, regular_size(path / choice.index), path / choice.index)
+    config_file = LocatedFile("config.json", regular_size(config_path), config_path)
+    return Located(
+        spec=spec,
+        kind=kind,
+        display_name=display_name or path.name,
+        format=choice.format,
+        fingerprint=files_fingerprint([config_path, *(f.path for f in weights)]),
+        weights=weights,
+        config=config,
+        config_file=config_file,
+        index_file=index,
+        complete=choice.complete,
+    )
+
+
+def parse_config(data: bytes, label: str) -> dict[str, Any]:
+    """A config.json's fields; it must be a JSON object with a string ``model_type``."""
+    try:
+        config = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise CorruptFileError(f"{label}: not valid JSON") from exc
+    if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+        raise CorruptFileError(f"{label}: no 'model_type' field")
+    return config
+
+
+def _has_gguf_magic(path: Path) -> bool:
+    with open_regular(path) as fh:
+        return fh.read(4) == GGUF_MAGIC
+
+
+def _locate_gguf(path: Path, spec: str, kind: str, display_name: str | None) -> Located:
+    weights = (LocatedFile(path.name, regular_size(path), path),)
+    return Located(
+        spec=spec,
+        kind=kind,
+        display_name=display_name or path.stem,
+        format="gguf",
+        fingerprint=files_fingerprint([path]),
+        weights=weights,
+    )

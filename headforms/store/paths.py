@@ -1,0 +1,26 @@
+"""Where the cache lives: ``$HEADFORMS_CACHE_DIR``, else ``cache/`` of a source checkout, else
+the user's cache directory (``$XDG_CACHE_HOME/headforms``, default ``~/.cache/headforms``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_DIR_ENV = "HEADFORMS_CACHE_DIR"
+
+_CHECKOUT_CACHE = Path(__file__).resolve().parents[2] / "cache"
+"""``cache/`` next to the package in a source checkout (the repository ships it, empty)."""
+
+
+def cache_dir() -> Path:
+    """The cache directory (created on first use)."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured:
+        path = Path(configured).expanduser()
+    elif _CHECKOUT_CACHE.is_dir():
+        path = _CHECKOUT_CACHE
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        path = Path(base) / "headforms"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,235 @@
+"""Published per-head tables as read-only models: ``table.csv::gpt2`` opens model gpt2 of a table.
+
+A per-head table (CSV, parquet, or JSON records) holds one row per head of one or more models:
+the columns of a survey (``model``, ``head_dim``, ``model_dim`` and
+:data:`headforms.engine.TABLE_COLUMNS`), or those of the author's published
+``head_statistics.csv`` (``model, layer, head, kv_head, dim, symmetric_energy, balance,
+pairing, ..., a, b, c, d, b_sym, c_sym, d_sym``). Each model becomes a :class:`TableAnalysis`:
+its per-head table and a card of what the table says (layers, heads, kv heads, head dim), but
+no spectra, and a Gaussian baseline only when the table gives the model dim N.
+
+Spec syntax: ``FILE::MODEL`` (FILE ending in .csv, .parquet or .json), or a bare ``FILE`` ending
+in .csv or .parquet when the table holds exactly one model (:func:`expand_table_spec` lists a
+table's models as specs).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .baseline import Baseline
+from .engine import METRIC_COLUMNS, TABLE_COLUMNS, ModelAnalysis, ModelCard, gaussian_baseline
+from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
+from .forms import parity_labels
+from .sources import files_fingerprint, hosted
+from .sources.specs import SEPARATOR, split_spec
+
+ALIASES = {"symmetric_energy": "energy", "dim": "head_dim"}
+"""Column names of the author's published table -> this package's names."""
+
+REQUIRED = ("layer", "head", "a", "b", "c", "d", "b_sym", "c_sym", "d_sym")
+"""Columns a table must have: the head's place, its profile and its symmetric profile."""
+
+SOURCE_KIND = "table"
+
+
+def table_spec(path: Path | str, model: str) -> str:
+    """The spec of ``model`` in the table at ``path``."""
+    return f"{path}{SEPARATOR}{model}"
+
+
+def expand_table_spec(spec: str) -> list[str]:
+    """A bare table file -> one spec per model it holds; any other spec -> ``[spec]``."""
+    parts = split_spec(spec)
+    if parts is None or parts[1] is not None:
+        return [spec]
+    return [table_spec(parts[0], model) for model in table_models(parts[0])]
+
+
+def table_models(path: Path) -> list[str]:
+    """The models of a table, in the order they first appear."""
+    return list(dict.fromkeys(read_table(path)["model"]))
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """The normalised table of a file (cached while the file is unchanged)."""
+    path = _checked_path(Path(path))
+    stat = path.stat()
+    return _read_table(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def _checked_path(path: Path) -> Path:
+    if hosted.enabled():  # a shared server reads tables only under its model roots
+        path = hosted.within_roots(path, str(path), hosted.Policy.from_env())
+    if not path.is_file():
+        raise ModelSpecError(
+            f"no such table file: {path}; a published table is a .csv, .parquet or .json file "
+            "with one row per head"
+        )
+    return path
+
+
+@lru_cache(maxsize=8)
+def _read_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    name = Path(path).name
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix == ".parquet":
+            raw = pd.read_parquet(path)
+        elif suffix == ".json":
+            raw = pd.read_json(path, orient="records")
+        else:
+            raw = pd.read_csv(path)
+    except Exception as exc:  # pandas/pyarrow raise many types for a malformed file
+        raise CorruptFileError(
+            f"{name}: cannot read it as a {suffix[1:]} table ({type(exc).__name__})"
+        ) from exc
+    return normalise(raw, name)
+
+
+def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Rename the author's columns, check the required ones, add ``model`` and ``parity``."""
+    renames = {k: v for k, v in ALIASES.items() if k in raw.columns and v not in raw.columns}
+    table = raw.rename(columns=renames)
+    table = table.loc[:, ~table.columns.duplicated()]
+    missing = [c for c in REQUIRED if c not in table.columns]
+    if missing:
+        raise CorruptFileError(
+            f"{name}: not a per-head table: missing column(s) {', '.join(missing)}; needed: "
+            f"{', '.join(REQUIRED)} (and model when it holds several models)"
+        )
+    if "model" not in table.columns:
+        table.insert(0, "model", Path(name).stem)
+    table["model"] = table["model"].astype(str)
+    numeric = [c for c in table.columns if c not in ("model", "parity")]
+    for column in numeric:
+        if not pd.api.types.is_numeric_dtype(table[column]):
+            table[column] = pd.to_numeric(table[column], errors="coerce")
+    for column in ("layer", "head"):
+        values = table[column].to_numpy(dtype=float)
+        if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
+            raise CorruptFileError(f"{name}: column {column} must hold non-negative integers")
+        table[column] = values.astype(np.int64)
+    if "energy" not in table.columns:  # E = ||S||^2/||L||^2 = 1 - a
+        table["energy"] = 1.0 - table["a"]
+    if "parity" not in table.columns:
+        table["parity"] = parity_labels(table["c_sym"].to_numpy(), table["d_sym"].to_numpy())
+    return table
+
+
+class PublishedTableAnalysis(ModelAnalysis):
+    """One model of a published table: no spectra; a baseline only if the table gives N and n."""
+
+    @cached_property
+    def baseline(self) -> Baseline:
+        """The Gaussian baseline of the table's shapes; an error when N or n is unknown."""
+        if not self.card.model_dim or not self.card.head_dim:
+            raise UnavailableDataError(
+                f"{self.card.name}: no Gaussian baseline: the table does not give the model dim "
+                "N and head dim n it needs"
+            )
+        return gaussian_baseline(self.card.baseline_shapes)
+
+
+def open_table(spec: str, rope_position: int = 0) -> PublishedTableAnalysis:
+    """The analysis of one model of a published table (``FILE::MODEL``, or a one-model FILE)."""
+    if rope_position:
+        raise OptionError(
+            f"{spec}: a published table holds the profiles it was computed with; RoPE position "
+            f"{rope_position} needs the weights (use 0)"
+        )
+
+    parts = split_spec(spec)
+    if parts is None:
+        raise ModelSpecError(f"{spec!r} is not a table spec (FILE.csv::MODEL)")
+    path, model = parts
+    table = read_table(path)
+    models = list(dict.fromkeys(table["model"]))
+    if model is None:
+        if len(models) != 1:
+            raise ModelSpecError(
+                f"{path.name} holds {len(models)} models; name one as {path.name}::MODEL with "
+                f"MODEL one of: {_listing(models)}"
+            )
+        model = models[0]
+    rows = table[table["model"] == model]
+    if rows.empty:
+        raise ModelSpecError(f"{path.name} has no model {model!r}; it holds: {_listing(models)}")
+    rows = rows.sort_values(["layer", "head"], kind="stable")
+    n_layers, n_heads = int(rows["layer"].max()) + 1, int(rows["head"].max()) + 1
+    if len(rows) != n_layers * n_heads or rows.duplicated(["layer", "head"]).any():
+        raise CorruptFileError(
+            f"{path.name}: model {model!r} has {len(rows)} rows, not one per head of "
+            f"{n_layers} layers x {n_heads} heads"
+        )
+    heads = pd.DataFrame(index=range(len(rows)))
+    for column in TABLE_COLUMNS:
+        if column in rows.columns:
+            heads[column] = rows[column].to_numpy()
+        elif column == "kv_head":
+            heads[column] = rows["head"].to_numpy()
+        else:
+            heads[column] = np.nan
+    head_dim = _constant(rows, "head_dim", path.name, model)
+    model_dim = _constant(rows, "model_dim", path.name, model)
+    n_kv = int(heads["kv_head"].max()) + 1
+    card = ModelCard(
+        spec=spec,
+        name=model,
+        source_kind=SOURCE_KIND,
+        family="unknown",
+        model_type="",
+        n_layers=n_layers,
+        model_dim=model_dim,
+        n_heads=n_heads,
+        n_kv_heads=n_kv,
+        head_dim=head_dim,
+        positional="unknown",
+        storage="table",
+        rope_position=0,
+        qk_norm=False,
+        qk_norm_folded=False,
+        has_qk_bias=bool(np.isfinite(heads["q_bias_norm"].to_numpy(dtype=float)).any()),
+        notes=[
+            f"Read from the published per-head table {path.name}: profiles and per-head scores "
+            "only; the eigenvalue spectra are not in it."
+            + (
+                ""
+                if model_dim
+                else " The model dim N is not in it either, so there is no Gaussian baseline."
+            )
+        ],
+        fingerprint=files_fingerprint([path]) + f":{model}",
+        weight_bytes=0,
+    )
+    heads = heads[list(TABLE_COLUMNS)]
+    for column in METRIC_COLUMNS:
+        if column != "parity" and heads[column].dtype == object:
+            heads[column] = pd.to_numeric(heads[column], errors="coerce")
+    return PublishedTableAnalysis(card, heads, {})
+
+
+def _constant(rows: pd.DataFrame, column: str, name: str, model: str) -> int:
+    """A per-model dimension column's single value (0 when the table does not give it)."""
+    if column not in rows.columns:
+        return 0
+    values = rows[column].dropna().unique()
+    if len(values) == 0:
+        return 0
+    if len(values) > 1 or values[0] <= 0 or values[0] % 1:
+        raise CorruptFileError(f"{name}: model {model!r} has no single positive {column}")
+    return int(values[0])
+
+
+def _listing(models: list[str], limit: int = 20) -> str:
+    shown = ", ".join(models[:limit])
+    return shown + (f", ... ({len(models)} in all)" if len(models) > limit else "")
+
+
+def has_spectra(analysis: object) -> bool:
+    """Whether an analysis carries eigenvalue spectra (published tables do not)."""
+    return bool(getattr(analysis, "spectra", None))
