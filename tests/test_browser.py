@@ -120,7 +120,11 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`streamlit run app.py`, headless on a free loopback port; yields its base URL."""
+    """`streamlit run app.py`, headless on a free loopback port; yields its base URL. The
+    default model is analysed first, as the install does, so no test waits for it."""
+    from ui.loading import warm
+
+    warm()
     port = free_port()
     env = {**os.environ, "HEADFORMS_CACHE_DIR": str(isolated_cache), "HEADFORMS_THREADS": "1"}
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
