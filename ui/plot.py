@@ -259,13 +259,27 @@ function exportButtons(Plotly, filename) {
   }));
 }
 
+// The next animation frame, or 50 ms at most (frames stop in hidden tabs; a draw must not wait
+// for the tab to be shown).
+function nextFrame() {
+  return new Promise((resolve) => {
+    let done = false;
+    const go = () => {
+      if (!done) {
+        done = true;
+        resolve();
+      }
+    };
+    requestAnimationFrame(go);
+    setTimeout(go, 50);
+  });
+}
+
 // Plots are drawn one at a time with a frame in between, in the order they mount: the first
 // one (the 3D simplex on its page) is on screen before the next one starts drawing.
 function inTurn(task) {
   const reg = registry();
-  const turn = (reg.drawing || Promise.resolve())
-    .then(() => new Promise((resolve) => requestAnimationFrame(() => resolve())))
-    .then(task);
+  const turn = (reg.drawing || Promise.resolve()).then(nextFrame).then(task);
   reg.drawing = turn.catch(() => undefined);
   return turn;
 }
