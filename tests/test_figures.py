@@ -68,10 +68,11 @@ def points(trace) -> np.ndarray:
 
 
 def vertex_coords(fig: go.Figure) -> np.ndarray:
-    """The simplex's vertex marker trace, or the triangle's vertex label annotations."""
-    found = traces_with(fig, "vertices")
-    if found:
-        return points(found[0])
+    """The vertex label annotations: the simplex's in its 3D scene, the triangle's in 2D."""
+    if fig.layout.scene.annotations:
+        return np.array(
+            [[a.x, a.y, a.z] for a in fig.layout.scene.annotations if a.name == "vertex"]
+        )
     return np.array([[a.x, a.y] for a in fig.layout.annotations if a.name == "vertex"])
 
 
@@ -113,6 +114,10 @@ def test_simplex_vertices_form_a_regular_tetrahedron():
         "d = 1 NSD",
     ]
     np.testing.assert_allclose([[a.x, a.y, a.z] for a in labels], vertices)
+    # the vertices are where the edges meet: every edge end is one of them
+    ends = np.vstack([points(t) for t in traces_with(fig, "edges")])
+    ends = np.unique(ends[~np.isnan(ends).any(axis=1)].round(12), axis=0)
+    np.testing.assert_allclose(np.sort(ends, axis=0), np.sort(vertices, axis=0), atol=1e-12)
 
 
 def test_simplex_edges_cover_all_six_edges():

@@ -78,18 +78,14 @@ function loadBundle(src) {
   return reg.bundles[src];
 }
 
-// A figure the gl3d bundle cannot draw (bars, histograms) marks the page as needing the full
-// bundle; the choice waits one tick so that every plot of the page has said what it needs.
-function noteNeeds(figure, plotly) {
+// The bundle for a figure, chosen as soon as it mounts (so the download, and V8's compiling of
+// it off the main thread, start at once): the full bundle if it is already there or this figure
+// needs it (bars, histograms), else the gl3d bundle. A page whose first plots fit the gl3d
+// bundle and whose later ones do not loads both, once per browser tab.
+function chooseBundle(figure, plotly) {
   const light = new Set(plotly.gl3d_types);
-  if (!figure.data.every((trace) => light.has(trace.type || "scatter"))) {
-    registry().needsFull = true;
-  }
-}
-
-function chooseBundle(plotly) {
-  const reg = registry();
-  if (!plotly.gl3d || reg.needsFull || reg.bundles[plotly.full]) return plotly.full;
+  const fits = figure.data.every((trace) => light.has(trace.type || "scatter"));
+  if (!plotly.gl3d || !fits || registry().bundles[plotly.full]) return plotly.full;
   return plotly.gl3d;
 }
 
@@ -275,13 +271,29 @@ function nextFrame() {
   });
 }
 
-// Plots are drawn one at a time with a frame in between, in the order they mount: the first
-// one (the 3D simplex on its page) is on screen before the next one starts drawing.
-function inTurn(task) {
+// Plots are drawn one at a time with a frame in between, 3D scenes first, then in the order
+// they mounted: the 3D simplex is on screen before the triangle beside it starts drawing.
+function inTurn(task, priority) {
   const reg = registry();
-  const turn = (reg.drawing || Promise.resolve()).then(nextFrame).then(task);
-  reg.drawing = turn.catch(() => undefined);
-  return turn;
+  if (!reg.queue) reg.queue = [];
+  return new Promise((resolve, reject) => {
+    reg.queue.push({ task, priority, order: reg.queue.length, resolve, reject });
+    if (reg.queue.length === 1 && !reg.drawing) drainQueue();
+  });
+}
+
+async function drainQueue() {
+  const reg = registry();
+  reg.drawing = true;
+  while (reg.queue.length) {
+    await nextFrame();
+    reg.queue.sort((a, b) => b.priority - a.priority || a.order - b.order);
+    const next = reg.queue.shift();
+    const run = Promise.resolve().then(next.task).then(next.resolve, next.reject);
+    // a draw that never settles must not hold the others back for more than 10 s
+    await Promise.race([run, new Promise((resolve) => setTimeout(resolve, 10000))]);
+  }
+  reg.drawing = false;
 }
 
 async function draw(wrap, gd, Plotly, figure, data) {
@@ -328,12 +340,11 @@ export default function ({ data, parentElement, setTriggerValue }) {
   wrap.hfData = data;
   performance.mark("hf:mount:" + data.key);
   const figure = JSON.parse(data.figure);
-  noteNeeds(figure, data.plotly);
-  new Promise((resolve) => setTimeout(resolve, 0))
-    .then(() => loadBundle(chooseBundle(data.plotly)))
+  const threeD = figure.data.some((trace) => trace.type === "scatter3d") ? 1 : 0;
+  loadBundle(chooseBundle(figure, data.plotly))
     .then((Plotly) => {
       performance.mark("hf:plotly:" + data.key);
-      return inTurn(() => draw(wrap, gd, Plotly, figure, data));
+      return inTurn(() => draw(wrap, gd, Plotly, figure, data), threeD);
     })
     .catch((error) => {
       gd.textContent = String(error);

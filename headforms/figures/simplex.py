@@ -390,9 +390,11 @@ def _in_view(point: np.ndarray, camera: dict, inset: float = 1.0) -> bool:
 
 
 def _vertex_annotations(centre: np.ndarray | None, camera: dict) -> list[dict]:
-    """Labels of the four vertices as scene annotations. With a framed view (``centre``), a
-    vertex out of view also gets a hint inside it, on the segment from the centre toward the
-    vertex near the edge of the view ("→ toward c = 1 PSD"), so the geometry stays readable."""
+    """Labels of the four vertices as scene annotations (``name="vertex"``, at the vertices:
+    SVG text over the scene, cheaper to draw than 3D text or another WebGL trace). With a
+    framed view (``centre``), a vertex out of view also gets a hint inside it, on the segment
+    from the centre toward the vertex near the edge of the view ("→ toward c = 1 PSD"), so the
+    geometry stays readable."""
     labels = []
     for vertex, text, anchor in zip(SIMPLEX_VERTICES, SIMPLEX_LABELS, _VERTEX_ANCHORS, strict=True):
         labels.append(
@@ -500,19 +502,6 @@ def simplex_figure(
             hoverinfo="skip",
             name="Θ = {a = b, cd = 0} (rank one)",
             meta={"role": "theta"},
-        )
-    )
-    fig.add_trace(
-        go.Scatter3d(
-            x=vertices[:, 0],
-            y=vertices[:, 1],
-            z=vertices[:, 2],
-            mode="markers",
-            marker={"size": 3, "color": EDGE_COLOR},
-            hoverinfo="skip",
-            showlegend=False,
-            name="vertices",
-            meta={"role": "vertices"},
         )
     )
     fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=True))
