@@ -4,6 +4,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+# Loopback by default (HOST=0.0.0.0 to serve the network): Streamlit then prints one URL and does
+# not ask an outside service for the machine's external IP.
+HOST ?= localhost
 
 .PHONY: run test install install-dev lint bench
 
@@ -16,7 +19,7 @@ install-dev:
 # The same start script as the Docker image: no file watcher (it floods the log with
 # "Inotify queue overflowed" on a big tree), headless, prints the URL.
 run: install
-	VENV=$(VENV) PORT=$(PORT) scripts/start.sh
+	VENV=$(VENV) HOST=$(HOST) PORT=$(PORT) scripts/start.sh
 
 lint: install-dev
 	$(PY) -m ruff check .
