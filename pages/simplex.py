@@ -110,7 +110,7 @@ with left:
         on_click=select_from_customdata,
         caption=f"The tetrahedron Δ₃ of profiles (a, b, c, d). {framed} Marker shape = parity "
         f"type, colour as chosen in the sidebar; red: Θ, where rank-one forms land; the selected "
-        f"head is ringed. Where markers overlap, a click lists them.{overlays}",
+        f"head is drawn larger and labelled. Where markers overlap, a click lists them.{overlays}",
         data=profiles,
         filename=f"{ctx.spec}_simplex",
         scroll_zoom=True,

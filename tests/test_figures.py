@@ -114,26 +114,45 @@ def test_simplex_vertices_form_a_regular_tetrahedron():
         "d = 1 NSD",
     ]
     np.testing.assert_allclose([[a.x, a.y, a.z] for a in labels], vertices)
-    # the vertices are where the edges meet: every edge end is one of them
-    ends = np.vstack([points(t) for t in traces_with(fig, "edges")])
-    ends = np.unique(ends[~np.isnan(ends).any(axis=1)].round(12), axis=0)
-    np.testing.assert_allclose(np.sort(ends, axis=0), np.sort(vertices, axis=0), atol=1e-12)
 
 
 def test_simplex_edges_cover_all_six_edges():
+    """Five solid edges vertex to vertex; the edge {a = b = 0} (c to d) dashed along its line."""
     fig = FS.simplex_figure({"synthetic": synthetic_heads()})
     vertices = vertex_coords(fig)
-    found = set()
+    vc, vd = vertices[2], vertices[3]
+    found, dashes = set(), []
     for trace in traces_with(fig, "edges"):
         xyz = points(trace)
         for start, end in zip(xyz[:-1], xyz[1:], strict=True):
             if np.isnan(start).any() or np.isnan(end).any():
                 continue
-            i = int(np.argmin(np.linalg.norm(vertices - start, axis=1)))
-            j = int(np.argmin(np.linalg.norm(vertices - end, axis=1)))
-            np.testing.assert_allclose([start, end], vertices[[i, j]], atol=1e-12)
-            found.add(frozenset((i, j)))
-    assert found == {frozenset(e) for e in itertools.combinations(range(4), 2)}
+            gaps = np.linalg.norm(vertices - start, axis=1), np.linalg.norm(vertices - end, axis=1)
+            if (
+                gaps[0].min() < 1e-12
+                and gaps[1].min() < 1e-12
+                and {*map(np.argmin, gaps)} != {2, 3}
+            ):
+                found.add(frozenset((int(np.argmin(gaps[0])), int(np.argmin(gaps[1])))))
+                continue
+            # a dash: both ends on the segment from c to d
+            for point in (start, end):
+                t = (point - vc) @ (vd - vc) / ((vd - vc) @ (vd - vc))
+                np.testing.assert_allclose(point, vc + t * (vd - vc), atol=1e-12)
+                assert -1e-12 <= t <= 1 + 1e-12
+            dashes.append(
+                sorted(((s_ - vc) @ (vd - vc) / ((vd - vc) @ (vd - vc))) for s_ in (start, end))
+            )
+    assert found == {frozenset(e) for e in itertools.combinations(range(4), 2)} - {
+        frozenset((2, 3))
+    }
+    dashes.sort()
+    assert (
+        len(dashes) >= 5 and dashes[0][0] == pytest.approx(0) and dashes[-1][1] == pytest.approx(1)
+    )
+    covered = sum(b - a for a, b in dashes)
+    assert 0.3 < covered < 0.8  # dashed: gaps between the dashes
+    assert all(b0 < a1 for (_, b0), (a1, _) in zip(dashes[:-1], dashes[1:], strict=True))
 
 
 def test_known_profiles_land_at_their_barycentric_points():
@@ -443,17 +462,23 @@ def test_fit_to_heads_points_to_the_vertices_out_of_view(smollm):
 def test_selected_head_is_highlighted(minilm):
     heads = minilm.heads
     fig = FS.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5))
-    (sel,) = traces_with(fig, "selected")
-    assert tuple(sel.customdata[0]) == ("minilm", 2, 5)
     row = heads[(heads["layer"] == 2) & (heads["head"] == 5)][PROFILE].to_numpy(float)
-    np.testing.assert_allclose(points(sel)[0], (row @ vertex_coords(fig))[0])
+    where = (row @ vertex_coords(fig))[0]
     (label,) = [a for a in fig.layout.scene.annotations if a.name == "selected"]
-    assert label.text == "L2·H5"
-    np.testing.assert_allclose([label.x, label.y, label.z], (row @ vertex_coords(fig))[0])
-    assert sel.marker.size > traces_with(fig, "heads")[0].marker.size
-    assert traces_with(FS.simplex_figure({"minilm": heads}), "selected") == []
+    assert label.text == "L2·H5" and label.showarrow
+    np.testing.assert_allclose([label.x, label.y, label.z], where)
+    sizes = {}
+    for trace in traces_with(fig, "heads"):
+        size = np.broadcast_to(np.asarray(trace.marker.size, float), (len(trace.customdata),))
+        for (_, layer, head), value in zip(trace.customdata, size, strict=True):
+            sizes[(layer, head)] = value
+    others = {v for k, v in sizes.items() if k != (2, 5)}
+    assert len(others) == 1 and sizes[(2, 5)] > others.pop()  # drawn larger than every other
+    plain = FS.simplex_figure({"minilm": heads})
+    assert not [a for a in plain.layout.scene.annotations if a.name == "selected"]
     other = FS.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
-    assert traces_with(other, "selected") == []
+    assert not [a for a in other.layout.scene.annotations if a.name == "selected"]
+    assert all(np.ndim(t.marker.size) == 0 for t in traces_with(other, "heads"))
 
 
 def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):

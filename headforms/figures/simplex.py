@@ -52,6 +52,9 @@ d top (edge {d = 0} horizontal, as in Figure 10)."""
 
 TRIANGLE_LABELS = ("b = 1 hyperbolic", "c = 1 PSD", "d = 1 NSD")
 
+EDGE_DASHES = 9
+"""Dashes drawing the edge {a = b = 0} of the 3D simplex."""
+
 FRAMES = ("heads", "simplex")
 """What the 3D view frames: ``"heads"`` (the camera zooms onto where most heads are) or
 ``"simplex"`` (the whole tetrahedron)."""
@@ -217,16 +220,22 @@ def _coloraxis(color_by: str, cmin: float, cmax: float, y: float) -> dict:
     }
 
 
+SELECTED_SIZE_3D = 13
+"""Marker size of the selected head in the 3D scene (the others: 5)."""
+
+
 def _head_traces(
     models: Mapping[str, pd.DataFrame],
     columns: Sequence[str],
     vertices: np.ndarray,
     color_by: str,
     three_d: bool,
+    selected: Selected = None,
 ) -> list[dict]:
     """One marker trace per (model, parity type), grouped in the legend by model (as dicts:
     validated once, when added to the figure). The first model is coloured by ``color_by``;
-    every other model (an overlay) has its own colour and marker family."""
+    every other model (an overlay) has its own colour and marker family. In 3D the selected
+    head is drawn larger in its own trace (another WebGL trace for a ring costs a draw)."""
     traces = []
     size = 5 if three_d else 7
     families = MARKER_FAMILIES_3D if three_d else MARKER_FAMILIES_2D
@@ -239,6 +248,10 @@ def _head_traces(
                 continue
             xyz = barycentric_points(part[list(columns)].to_numpy(), vertices)
             marker: dict = {"symbol": family[parity], "size": size, "opacity": 0.85}
+            if three_d and selected is not None and selected[0] == model:
+                chosen = (part["layer"] == int(selected[1])) & (part["head"] == int(selected[2]))
+                if chosen.any():
+                    marker["size"] = np.where(chosen.to_numpy(), SELECTED_SIZE_3D, size)
             if color_by == "model" or index > 0:
                 marker["color"] = MODEL_COLORS[index % len(MODEL_COLORS)]
             elif color_by == "parity":
@@ -291,36 +304,32 @@ def _selected_point(
     return row, model
 
 
-def _selected_trace(
+def _selected_ring(
     models: Mapping[str, pd.DataFrame],
     selected: Selected,
     columns: Sequence[str],
     vertices: np.ndarray,
-    three_d: bool,
 ) -> list[go.BaseTraceType]:
-    """A larger open marker around the selected head (with the same customdata); in 2D it is
-    also labelled (in 3D the label is a scene annotation, see :func:`_selected_annotation`)."""
+    """A labelled ring around the selected head on the triangle (with the same customdata). In
+    3D the head is drawn larger and labelled by a scene annotation instead."""
     found = _selected_point(models, selected, columns)
     if found is None:
         return []
     row, model = found
-    xyz = barycentric_points(row[list(columns)].to_numpy(), vertices)
-    coords = {"x": xyz[:, 0], "y": xyz[:, 1]}
-    marker: dict = {"color": SELECTED_COLOR, "size": 14 if three_d else 18}
-    if three_d:
-        coords["z"] = xyz[:, 2]
-        marker["symbol"] = "circle-open"
-        extra: dict = {"mode": "markers"}
-    else:
-        marker.update(symbol="circle-open", line={"width": 3, "color": SELECTED_COLOR})
-        name = head_name(row["layer"].iloc[0], row["head"].iloc[0])
-        extra = {"mode": "markers+text", "text": [name], "textposition": "top center"}
-    trace = go.Scatter3d if three_d else go.Scatter
+    xy = barycentric_points(row[list(columns)].to_numpy(), vertices)
     return [
-        trace(
-            **coords,
-            **extra,
-            marker=marker,
+        go.Scatter(
+            x=xy[:, 0],
+            y=xy[:, 1],
+            mode="markers+text",
+            text=[head_name(row["layer"].iloc[0], row["head"].iloc[0])],
+            textposition="top center",
+            marker={
+                "color": SELECTED_COLOR,
+                "size": 18,
+                "symbol": "circle-open",
+                "line": {"width": 3, "color": SELECTED_COLOR},
+            },
             name="selected",
             customdata=head_customdata(row, model),
             hovertemplate=_hover_text(row, model, columns)[0] + "<extra>selected</extra>",
@@ -453,6 +462,7 @@ def simplex_figure(
     ``frame="heads"`` points the camera at the region holding :data:`FRAMED_SHARE` of the heads
     (:func:`heads_view`; vertices out of view get direction hints); ``"simplex"`` shows the
     whole tetrahedron. Nothing is clipped either way: the axis ranges are always the simplex's.
+    The selected head is drawn larger and labelled with an arrow.
     """
     _check_color_by(color_by)
     if frame not in FRAMES:
@@ -462,8 +472,17 @@ def simplex_figure(
     edges = [
         (vertices[i], vertices[j]) for i in range(4) for j in range(i + 1, 4) if (i, j) != (2, 3)
     ]
-    solid = _lines(edges)
-    dashed = _lines([(vertices[2], vertices[3])])
+    # The edge {a = b = 0} (c to d, empty fibers) is dashed, drawn as short segments of the same
+    # trace: a separate dashed trace would cost the 3D scene another WebGL draw.
+    stops = np.linspace(0.0, 1.0, 2 * EDGE_DASHES)
+    dashes = [
+        (
+            vertices[2] + t0 * (vertices[3] - vertices[2]),
+            vertices[2] + t1 * (vertices[3] - vertices[2]),
+        )
+        for t0, t1 in zip(stops[::2], stops[1::2], strict=True)
+    ]
+    solid = _lines(edges + dashes)
     theta = _lines([tuple(seg) for seg in theta_segments()])
     fig = go.Figure()
     fig.add_trace(
@@ -481,19 +500,6 @@ def simplex_figure(
     )
     fig.add_trace(
         go.Scatter3d(
-            x=dashed[:, 0],
-            y=dashed[:, 1],
-            z=dashed[:, 2],
-            mode="lines",
-            line={"color": EDGE_COLOR, "width": 3, "dash": "dash"},
-            hoverinfo="skip",
-            showlegend=False,
-            name="edge {a = b = 0} (empty fibers)",
-            meta={"role": "edges"},
-        )
-    )
-    fig.add_trace(
-        go.Scatter3d(
             x=theta[:, 0],
             y=theta[:, 1],
             z=theta[:, 2],
@@ -504,8 +510,7 @@ def simplex_figure(
             meta={"role": "theta"},
         )
     )
-    fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=True))
-    fig.add_traces(_selected_trace(models, selected, columns, vertices, three_d=True))
+    fig.add_traces(_head_traces(models, columns, vertices, color_by, True, selected))
     if frame == "heads":
         points = [
             barycentric_points(_valid(h, columns)[list(columns)].to_numpy())
@@ -631,7 +636,7 @@ def triangle_figure(
             font={"size": 13},
         )
     fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=False))
-    fig.add_traces(_selected_trace(models, selected, columns, vertices, three_d=False))
+    fig.add_traces(_selected_ring(models, selected, columns, vertices))
     fig.update_layout(
         template=TEMPLATE,
         title={"text": _title("Symmetric profiles on the triangle Δ", models)},
