@@ -5,9 +5,11 @@ warmed cache: this working tree ("after") and an export of an earlier commit ("b
 the merge base with ``main``). For each, in alternation, times from ``page.goto`` to the
 Streamlit page shell and to the drawn 3D simplex (plotly.js has its traces and a canvas):
 
-* fresh browser: a new chromium process, nothing cached;
-* repeat visits: the same browser context opens the page again, twice (visit 2, visit 3), with
-  its HTTP cache and V8's code cache, as a user coming back in the same browser.
+* fresh browser: a new chromium with an empty profile (a user-data directory), nothing cached;
+* repeat visits: the same browser opens the page again in a new tab, twice, as a user coming
+  back: visit 2 finds plotly.js in the HTTP cache (chromium compiles it again and keeps the
+  compiled code), visit 3 also finds V8's code cache, which chromium uses from a script's third
+  load on.
 
 For this tree the plot component's performance marks add when the plot mounted and when
 plotly.js was ready (compiled and run), from the start of the navigation.
@@ -119,13 +121,20 @@ def visit(context, url: str) -> tuple[float, ...]:
 
 
 def session(playwright, url: str) -> list[tuple[float, ...]]:
-    """A fresh browser: the first visit, then the repeat visits in the same context."""
-    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    """A fresh browser with its own profile on disk (as a real browser keeps its HTTP and code
+    caches): the first visit, then the repeat visits, each in a new tab."""
+    profile = tempfile.mkdtemp(prefix="hf-paint-profile-")
+    context = playwright.chromium.launch_persistent_context(
+        profile,
+        executable_path="/usr/bin/chromium",
+        args=CHROMIUM_ARGS,
+        viewport={"width": 1500, "height": 1000},
+    )
     try:
         return [visit(context, url) for _ in range(VISITS)]
     finally:
-        browser.close()
+        context.close()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def main() -> None:
@@ -188,7 +197,8 @@ def main() -> None:
     rows = []
     base = next(iter(runs))
     for name in runs:
-        for index, label in enumerate(["fresh browser", "repeat visit 2", "repeat visit 3"]):
+        labels = ["fresh browser", "repeat, HTTP cache", "repeat, + code cache"]
+        for index, label in enumerate(labels):
             drawn = median(name, index, 1)
             rows.append(
                 {
