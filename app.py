@@ -41,6 +41,7 @@ def main() -> None:
             st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:"),
             st.Page("pages/fits.py", title="Fits", icon=":material/show_chart:"),
             st.Page("pages/theorem5.py", title="Theorem 5", icon=":material/functions:"),
+            st.Page("pages/observations.py", title="Observations", icon=":material/fact_check:"),
             st.Page("pages/pairing.py", title="Pairing", icon=":material/compare_arrows:"),
             st.Page("pages/compare.py", title="Compare", icon=":material/stacked_bar_chart:"),
         ],

@@ -3,10 +3,14 @@
 For each bundled model, both routes run in a fresh subprocess (same thread count), measured by
 wall time and peak RSS (``wait4`` rusage of the child):
 
-* headforms: ``python -m headforms analyze MODEL --no-cache --quiet`` (every head's profile,
-  spectra of S, A and L and the Gaussian baseline);
+* headforms: ``python -m headforms analyze MODEL --no-cache --quiet`` (every head's exact
+  spectrum of S and the per-head table computed from it: profile, symmetric profile, parity,
+  energy, pairing, ...; no store is read or written, and the baseline is not asked for);
 * transformers: ``from_pretrained`` (GGUF models: ``from_pretrained(dir, gguf_file=...)``), then
   the dense spectrum of each head's ``N x N`` symmetric part, ``eigvalsh((L + L^T) / 2)``.
+
+Both compute the same spectra (the headforms tests check them against dense ``eigvalsh`` to
+1e-10); every cache directory starts empty.
 
 Run: ``.venv/bin/python benchmarks/bench_end_to_end.py [--models smollm2-135m ...]``.
 """

@@ -137,6 +137,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
 )
 
+
 @dataclass(frozen=True)
 class TensorScheme:
     """How one checkpoint format names and stores an architecture's attention tensors.

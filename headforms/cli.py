@@ -97,8 +97,7 @@ def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digit
     cells = {label: [cell(v) for v in values] for label, values in rows.items()}
     label_width = max([len(label) for label in cells] + [0])
     widths = [
-        max([len(h)] + [len(values[i]) for values in cells.values()])
-        for i, h in enumerate(header)
+        max([len(h)] + [len(values[i]) for values in cells.values()]) for i, h in enumerate(header)
     ]
     cells_of_header = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
     lines = [" " * label_width + "  " + cells_of_header]
@@ -138,12 +137,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_output_path(args.out)
+    from .results import EXTRA_SPECTRA
+
     progress = None if args.quiet else _Progress()
+    spectra = EXTRA_SPECTRA if "all" in args.spectra else args.spectra
     try:
         result = analyze(
             args.model,
             rope_position=args.rope_position,
             fold_qk_norm=not args.no_fold_qk_norm,
+            spectra=spectra,
             progress=progress,
             use_cache=not args.no_cache,
         )
@@ -179,13 +182,14 @@ def dashboard_app() -> Path:
     checkout = Path(__file__).resolve().parents[1] / "app.py"
     if checkout.is_file():
         return checkout
-    try:
-        import headforms_dashboard  # the dashboard files of a wheel installation
-    except ImportError as exc:
+    import importlib.util
+
+    installed = importlib.util.find_spec("headforms_dashboard")  # a wheel's dashboard files
+    if installed is None or not installed.submodule_search_locations:
         raise OptionError(
             "the dashboard's files (app.py, pages/, ui/) are not installed next to this package"
-        ) from exc
-    return Path(headforms_dashboard.__file__).resolve().parent / "app.py"
+        )
+    return Path(list(installed.submodule_search_locations)[0]) / "app.py"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -359,6 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--baseline",
         action="store_true",
         help="add the Gaussian baseline of the same shapes (rand_* columns)",
+    )
+    p.add_argument(
+        "--spectra",
+        nargs="+",
+        default=[],
+        choices=["sv_a", "eig_l_abs", "all"],
+        help="also compute and store these spectra (singular values of A, |eigenvalues of L|; "
+        "all: both), as the dashboard does: a later dashboard visit is then a cache read",
     )
     p.add_argument("--no-cache", action="store_true", help="recompute, ignore the cache")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")

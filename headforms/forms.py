@@ -223,15 +223,18 @@ def profile_from_lobes(
     return a, b, c, d
 
 
-def parity_labels(c_sym: np.ndarray, d_sym: np.ndarray) -> np.ndarray:
-    """Table 2 parity: ``II`` if ``c_S + d_S <= 1/50``, else ``I+`` if ``c_S > d_S``, else ``I-``.
+def parity_labels(
+    c_sym: np.ndarray, d_sym: np.ndarray, tolerance: float = PARITY_TYPE_II_THRESHOLD
+) -> np.ndarray:
+    """Table 2 parity: ``II`` if ``c_S + d_S <= tolerance`` (the paper's 1/50), else ``I+`` if
+    ``c_S > d_S``, else ``I-``.
 
     Ties (``c_S = d_S``) go to I-, as in the author's code; an undefined profile is ``zero``.
     """
     c_sym = np.asarray(c_sym, dtype=np.float64)
     d_sym = np.asarray(d_sym, dtype=np.float64)
     labels = np.where(c_sym > d_sym, "I+", "I-").astype(object)
-    labels[c_sym + d_sym <= PARITY_TYPE_II_THRESHOLD] = "II"
+    labels[c_sym + d_sym <= tolerance] = "II"
     labels[~np.isfinite(c_sym + d_sym)] = ZERO_FORM_LABEL
     return labels
 
@@ -240,6 +243,52 @@ def parity_counts(labels: np.ndarray) -> dict[str, int]:
     """Number of heads of each parity type (I+, II, I-, in that order); ``zero`` forms aside."""
     labels = np.asarray(labels)
     return {p: int(np.count_nonzero(labels == p)) for p in PARITY_LABELS}
+
+
+def proportional_profile(rho: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Theorem 5: the symmetric profile ``(b_S, c_S, d_S)`` of lobes ``lambda_- = rho lambda_+``.
+
+    ``(2 rho, (1 - rho)_+^2, (rho - 1)_+^2) / (1 + rho^2)``, computed with ``r = min(rho, 1/rho)``
+    so that ``rho = inf`` (no positive lobe) gives ``d_S = 1``; NaN stays NaN.
+    """
+    rho = np.asarray(rho, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.minimum(rho, 1.0 / rho)
+    b = 2.0 * r / (1.0 + r**2)
+    rest = (1.0 - r) ** 2 / (1.0 + r**2)
+    return b, np.where(rho > 1.0, 0.0, rest), np.where(rho > 1.0, rest, 0.0)
+
+
+def pairing_bound(rho: np.ndarray) -> np.ndarray:
+    """Upper bound of the pairing score from the lobe ratio: ``1 - |1 - rho| / sqrt(1 + rho^2)``.
+
+    Reverse triangle inequality; equality exactly when the sorted lobes are proportional.
+    """
+    rho = np.asarray(rho, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.minimum(rho, 1.0 / rho)
+    return 1.0 - (1.0 - r) / np.sqrt(1.0 + r**2)
+
+
+def lobe_metrics(lobe_pos: np.ndarray, lobe_neg: np.ndarray) -> dict[str, np.ndarray]:
+    """Observation 5: lobe ratio ``rho = ||lambda_-|| / ||lambda_+||``, lobe departure
+    ``||lambda_- - rho lambda_+|| / ||lambda_-||`` (NaN if a lobe is empty), pairing bound and
+    the predicted Theorem 5 point ``theorem5_b, _c, _d`` (:func:`proportional_profile`)."""
+    norm_pos = np.linalg.norm(lobe_pos, axis=-1)
+    norm_neg = np.linalg.norm(lobe_neg, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = norm_neg / norm_pos
+        departure = np.linalg.norm(lobe_neg - rho[..., None] * lobe_pos, axis=-1) / norm_neg
+    departure = np.where((norm_pos > 0) & (norm_neg > 0), departure, np.nan)
+    b, c, d = proportional_profile(rho)
+    return {
+        "rho": rho,
+        "lobe_departure": departure,
+        "pairing_bound": pairing_bound(rho),
+        "theorem5_b": b,
+        "theorem5_c": c,
+        "theorem5_d": d,
+    }
 
 
 def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
@@ -259,6 +308,7 @@ def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
         participation = np.sum(eig2, axis=-1) ** 2 / np.sum(eig2**2, axis=-1)
         stable_rank = batch.norm_s2 / np.max(eig2, axis=-1)
         leading_share = np.max(eig2, axis=-1) / batch.norm_s2
+    lobes = lobe_metrics(batch.lobe_pos, batch.lobe_neg)
     return {
         "a": a,
         "b": b,
@@ -278,6 +328,8 @@ def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
         "participation_ratio": participation,
         "stable_rank": stable_rank,
         "leading_share": leading_share,
+        **lobes,
+        "pairing_gap": lobes["pairing_bound"] - pairing,
     }
 
 

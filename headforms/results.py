@@ -40,6 +40,13 @@ METRIC_COLUMNS = (
     "participation_ratio",
     "stable_rank",
     "leading_share",
+    "rho",
+    "lobe_departure",
+    "pairing_bound",
+    "pairing_gap",
+    "theorem5_b",
+    "theorem5_c",
+    "theorem5_d",
 )
 """Per-head metrics of a form (:func:`headforms.forms.form_metrics`), in table order."""
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import HeadformsError, OptionError
+from .store import write_atomic
 
 MANIFEST_VERSION = 1
 MiB = 1 << 20
@@ -199,13 +200,7 @@ def analyse_one(
         card = result.card
         rows = survey_rows(spec, result.heads, card.head_dim, card.model_dim)
         target = Path(parts_dir) / part_name(spec)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            rows.to_parquet(tmp, index=False)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomic(target, lambda tmp: rows.to_parquet(tmp, index=False))
         outcome = Outcome(spec, "done", heads=len(rows), part=target.name)
     except HeadformsError as exc:
         outcome = Outcome(spec, "failed", error=" ".join(str(exc).split()))
@@ -284,12 +279,7 @@ class Manifest:
             "options": asdict(self.options),
             "models": [asdict(o) for o in self.outcomes.values()],
         }
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps(payload, indent=1))
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomic(self.path, json.dumps(payload, indent=1).encode())
 
 
 def manifest_path(out: Path) -> Path:

@@ -1,13 +1,16 @@
 """Compare page: several models side by side: profiles on one simplex, parity tables with the
-paper's Table 2 rows, energy and pairing distributions, and average lobe-fit errors (Fig 6)."""
+paper's Table 2 rows and parity by layer (Fig 12), energy and pairing distributions, layer x
+head heatmaps on one shared colour scale (Figs 13, 14), and average lobe-fit errors against
+model size (Fig 6)."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.analyses import fits
+from headforms.analyses.parity import parity_by_layer
+from headforms.figures import heatmaps
 from headforms.figures import paper as figures_paper
 from headforms.figures import simplex as simplex_figures
 from ui import (
@@ -44,6 +47,7 @@ for spec in expand_models(chosen):
 models = {name: analysis.heads for name, analysis in analyses.items()}
 baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
 key = (tuple(models), ctx.rope_position)
+tolerance = ctx.tolerance
 
 simplex = cached(
     "compare_simplex",
@@ -55,18 +59,36 @@ simplex = cached(
 clickable_plot(simplex, key="compare_simplex", on_click=select_from_customdata)
 st.caption("Profiles of every compared model on one simplex, coloured by model; click a head.")
 
-table = cached("compare_table", key, lambda: figures_paper.parity_comparison_table(models))
+table = cached(
+    "compare_table",
+    (*key, tolerance),
+    lambda: figures_paper.parity_comparison_table(models, tolerance),
+)
 show_figure(
-    cached("compare_parity", key, lambda: figures_paper.parity_comparison_figure(table)),
-    "Table 2: percent of heads by parity; rows marked (paper) are the published values.",
+    cached(
+        "compare_parity",
+        (*key, tolerance),
+        lambda: figures_paper.parity_comparison_figure(table, tolerance),
+    ),
+    f"Table 2: percent of heads by parity (Type II: c_S + d_S ≤ {tolerance:g}, set in the "
+    "sidebar); rows marked paper are the published values (at 1/50) with their head counts.",
 )
 st.dataframe(
-    table.assign(heads=[str(v) if pd.notna(v) else "—" for v in table["heads"]]),
+    table,
     hide_index=True,
-    column_config={
-        **{p: st.column_config.NumberColumn(p, format="%.1f") for p in ("I+", "II", "I-")},
-        "heads": st.column_config.TextColumn("heads", help="not published for the paper's rows"),
-    },
+    column_config={p: st.column_config.NumberColumn(format="%.1f") for p in ("I+", "II", "I-")},
+)
+show_figure(
+    cached(
+        "compare_fig12",
+        (*key, tolerance),
+        lambda: figures_paper.parity_by_layer_grid_figure(
+            {name: parity_by_layer(heads, tolerance) for name, heads in models.items()},
+            tolerance,
+        ),
+    ),
+    "Figure 12: for each model, the percent of each layer's heads of each type, on one scale "
+    "from white (0%) to black (100%); layers from zero.",
 )
 
 left, right = st.columns(2)
@@ -91,9 +113,40 @@ with right:
         "Symmetric energy per model (dashed: medians; dotted: Gaussian baselines).",
     )
 
+HEATMAPS = {
+    "energy": "Figure 13: symmetric energy ‖S‖²/‖L‖²",
+    "pairing": "Figure 14: pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
+}
+column = st.radio(
+    "Layer × head heatmaps of",
+    list(HEATMAPS),
+    format_func=HEATMAPS.__getitem__,
+    horizontal=True,
+    key="compare_heatmap",
+)
+shared = heatmaps.heatmap_range(
+    [frame[column] for frame in (*models.values(), *baselines.values())]
+)
+for name in models:
+    payload = cached(
+        "compare_heatmap",
+        (*key, name, column, shared, ctx.selected),
+        lambda name=name: PlotPayload.of(
+            heatmaps.heatmap_pair_figure(
+                models[name], baselines.get(name), column, name, ctx.selected, shared
+            )
+        ),
+    )
+    clickable_plot(payload, key=f"compare_heatmap_{name}", on_click=select_from_customdata)
+st.caption(
+    f"{HEATMAPS[column]} of each model (left of each pair) beside its Gaussian baseline (right), "
+    f"one model under the other, on one diverging scale shared by every model shown: white at 1/2, "
+    f"{shared[0]:.3f} (blue) to {shared[1]:.3f} (red). Click a cell to open that head."
+)
+
 errors_by_model = {
     name: (
-        len(analysis.heads),
+        analysis.card.n_parameters,
         cached(
             "fits_errors",
             (name, 0 if name != ctx.spec else ctx.rope_position),
@@ -105,7 +158,14 @@ errors_by_model = {
     for name, analysis in analyses.items()
     if analysis.spectra  # published tables have no spectra to fit
 }
+unknown = [name for name, (size, _) in errors_by_model.items() if not size]
 show_figure(
     cached("compare_fig6", key, lambda: figures_paper.fit_error_vs_size_figure(errors_by_model)),
-    "Fig 6: average error of each fitted family over each model's heads, against its size.",
+    "Fig 6: average error of each fitted family over each model's heads (both lobes), against "
+    "the model's parameter count from its weight files' headers (log scale)"
+    + (
+        f"; not placed, parameter count unknown (only some shards opened): {', '.join(unknown)}."
+        if unknown
+        else "."
+    ),
 )

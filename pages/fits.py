@@ -1,5 +1,6 @@
-"""Fits page (Fig 6): gamma, exponential, log-normal and Weibull fits of the spectral lobes of
-the selected head, and the average error of each family over the model's heads."""
+"""Fits page: gamma, exponential, log-normal and Weibull fits of the spectral lobes (Fig 6,
+Observation 3) and of |eigenvalues of L| and the singular values of A (Observation 6), for the
+selected head, pooled over the model, and as the model's average error per family."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ ctx = page_context()
 require_spectra(ctx.analysis, "Fits")
 st.title("Distribution fits of the spectral lobes")
 st.caption(
-    "Each lobe (λ₊, and |λ₋|) is rescaled to unit mean and fitted by maximum likelihood with "
-    "location 0. Error: RMS difference between its 20-bin density histogram and the fitted "
-    "density at the bin centres (lower is closer)."
+    "Each sample (a head's λ₊, |λ₋|, |eigenvalues of L| or singular values of A) is rescaled to "
+    "unit mean and fitted by maximum likelihood with location 0. Error: RMS difference between "
+    "its 20-bin density histogram and the fitted density at the bin centres (lower is closer)."
 )
 model_key = (ctx.spec, ctx.rope_position)
 lobe_fits = cached("fits", model_key, lambda: fits.fit_lobes(ctx.analysis.spectra))
@@ -25,6 +26,7 @@ errors = cached(
     "fits_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, lobe_fits))
 )
 
+st.subheader("Spectral lobes λ₊ and λ₋ (Observation 3, Figure 6)")
 try:
     head_fig = cached(
         "fits_head",
@@ -40,7 +42,62 @@ except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
 
 show_figure(
-    cached("fits_errors_fig", model_key, lambda: figures_paper.fit_errors_figure(errors, ctx.spec)),
-    f"Average error of each family over the {len(ctx.heads)} heads of {ctx.spec}, per lobe.",
+    cached(
+        "fits_errors_fig",
+        model_key,
+        lambda: figures_paper.fit_errors_figure(errors, ctx.spec, "spectral lobes"),
+    ),
+    f"Average error of each family over the {len(ctx.heads)} heads of {ctx.spec}, per lobe "
+    "and over both.",
 )
 st.dataframe(errors.style.format("{:.4f}"))
+
+st.subheader("|Eigenvalues of L| and singular values of A (Observation 6)")
+try:
+    obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(ctx.analysis.spectra))
+except HeadformsError as error:
+    st.info(str(error), icon=":material/info:")
+    st.stop()
+obs6_errors = cached(
+    "fits_obs6_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, obs6))
+)
+pooled = cached("fits_obs6_pooled", model_key, lambda: fits.pooled_fits(obs6))
+try:
+    show_figure(
+        cached(
+            "fits_obs6_head",
+            (*model_key, ctx.row),
+            lambda: figures_paper.sample_fits_figure(
+                fits.head_histograms(obs6, ctx.row),
+                fits.head_fit_curves(obs6, ctx.row),
+                f"Fitted families, {ctx.spec}, {ctx.label}",
+            ),
+        ),
+        f"{ctx.label}: its n moduli of the eigenvalues of L = KᵀQ and its n distinct singular "
+        "values of A (each appears twice), each rescaled to unit mean, with every fitted family.",
+    )
+except HeadformsError as error:
+    st.info(str(error), icon=":material/info:")
+show_figure(
+    cached(
+        "fits_obs6_pooled_fig",
+        model_key,
+        lambda: figures_paper.sample_fits_figure(
+            fits.head_histograms(pooled, 0),
+            fits.head_fit_curves(pooled, 0),
+            f"Pooled over the {len(ctx.heads)} heads, {ctx.spec}",
+        ),
+    ),
+    "The same samples of every head, each rescaled to unit mean, pooled into one distribution "
+    "per kind, with every family fitted to the pool.",
+)
+show_figure(
+    cached(
+        "fits_obs6_errors_fig",
+        model_key,
+        lambda: figures_paper.fit_errors_figure(obs6_errors, ctx.spec, "|λ(L)| and σ(A)"),
+    ),
+    "Average error of each family over the heads, per kind of sample (Observation 6: "
+    "gamma-like profiles).",
+)
+st.dataframe(obs6_errors.style.format("{:.4f}"))

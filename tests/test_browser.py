@@ -118,10 +118,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+SERVER_URL_ENV = "HEADFORMS_BROWSER_TEST_URL"
+"""Base URL of an already-running app to test instead of starting one (the Docker image test)."""
+
+
 @pytest.fixture(scope="module")
 def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`streamlit run app.py`, headless on a free loopback port; yields its base URL. The
-    default model is analysed first, as the install does, so no test waits for it."""
+    default model is analysed first, as the install does, so no test waits for it.
+
+    With ``$HEADFORMS_BROWSER_TEST_URL`` set, that running server is tested instead.
+    """
+    if os.environ.get(SERVER_URL_ENV):
+        yield os.environ[SERVER_URL_ENV].rstrip("/")
+        return
     from ui.loading import warm
 
     warm()

@@ -318,3 +318,28 @@ def test_analyze_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["max"][0] == f"{heads['a'].max():.4f}"
     assert rows["mean"][6] == f"{base['energy'].mean():.4f}"
     assert all(len(v.split(".")[1]) == 4 for row in rows.values() for v in row)
+
+
+def test_spectra_all_and_baseline_warm_what_the_dashboard_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``analyze --spectra all --baseline`` stores every spectrum and the baseline, so the
+    dashboard's load of the same model afterwards computes nothing."""
+    import headforms.engine as engine
+    from headforms.engine import ALL_SPECTRA
+
+    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
+    code, _, err = run_main("analyze", "minilm-l6", "--spectra", "all", "--baseline", capsys=capsys)
+    assert code == 0, err
+    calls: list[str] = []
+    real_analysis, real_baseline = engine.compute_analysis, engine.compute_baseline
+    monkeypatch.setattr(
+        engine, "compute_analysis", lambda *a, **k: calls.append("a") or real_analysis(*a, **k)
+    )
+    monkeypatch.setattr(
+        engine, "compute_baseline", lambda *a, **k: calls.append("b") or real_baseline(*a, **k)
+    )
+    result = analyze("minilm-l6", spectra=ALL_SPECTRA)
+    assert set(result.spectra) == set(ALL_SPECTRA)
+    assert len(result.baseline.columns["energy"]) == 72
+    assert calls == []  # neither the analysis nor its baseline was computed again

@@ -153,3 +153,75 @@ def test_real_model_lobes_are_all_fitted():
         assert (shape > 0).all() and np.allclose(shape * scale, 1.0)
     errors = fits.mean_errors(fits.fit_table(res.heads, result))
     assert errors.index[-1] == "exponential"  # lobes are peaked: k > 1, far from exponential
+
+
+def test_observation6_samples_are_the_dense_spectra_of_l_and_a():
+    """|eigenvalues of L| (its n non-zero ones) and the n distinct singular values of A, from
+    dense eigvals / svd of random heads, rescaled to unit mean."""
+    from headforms.forms import head_forms
+
+    rng = np.random.default_rng(5)
+    n, dim = 5, 17
+    q, k = rng.normal(size=(2, 3, n, dim))
+    batch = head_forms(q, k)
+    result = fits.fit_observation6({"eig_l_abs": batch.eig_l_abs, "sv_a": batch.sv_a})
+    assert set(result) == set(fits.OBSERVATION6)
+    for h in range(3):
+        form = k[h].T @ q[h]
+        moduli = np.sort(np.abs(np.linalg.eigvals(form)))[::-1][:n]
+        singular = np.linalg.svd((form - form.T) / 2, compute_uv=False)[: 2 * n : 2]
+        for label, values in (("|λ(L)|", moduli), ("σ(A)", singular)):
+            lobe = result[label]
+            np.testing.assert_allclose(
+                lobe.samples[h][lobe.mask[h]], values / values.mean(), rtol=1e-8
+            )
+
+
+def test_observation6_needs_the_extra_spectra():
+    with pytest.raises(HeadformsError, match="ALL_SPECTRA"):
+        fits.fit_observation6({"eig_s": np.ones((2, 4))})
+
+
+def test_pooled_fit_matches_scipy_on_the_pooled_unit_mean_sample(ragged_samples):
+    padded, rows = ragged_samples
+    result = fits.fit_lobes({"lobe_pos": padded, "lobe_neg": padded})
+    pooled = fits.pooled_fits(result)["+"]
+    reference = np.concatenate([row / row.mean() for row in rows])
+    np.testing.assert_allclose(np.sort(pooled.samples[0][pooled.mask[0]]), np.sort(reference))
+    shape, _, scale = stats.gamma.fit(reference, floc=0)
+    assert pooled.params["gamma"][0][0] == pytest.approx(shape, rel=1e-4)
+    assert pooled.params["gamma"][1][0] == pytest.approx(scale, rel=1e-4)
+
+
+def test_observation6_tables_and_figures_on_a_model():
+    from headforms.engine import ALL_SPECTRA
+    from headforms.figures.paper import fit_error_vs_size_figure, sample_fits_figure
+
+    res = analyze("minilm-l6", spectra=ALL_SPECTRA)
+    result = fits.fit_observation6(res.spectra)
+    errors = fits.mean_errors(fits.fit_table(res.heads, result))
+    assert list(errors.columns) == [*fits.OBSERVATION6, "both"]
+    for label in fits.OBSERVATION6:
+        assert errors[label]["gamma"] == pytest.approx(np.nanmean(result[label].errors["gamma"]))
+    fig = sample_fits_figure(
+        fits.head_histograms(result, 3), fits.head_fit_curves(result, 3), "minilm L0H3"
+    )
+    assert [a.text for a in fig.layout.annotations][:2] == [
+        "|eigenvalues of L|",
+        "singular values of A",
+    ]
+    legend = [t.name for t in fig.data if t.showlegend is not False and t.type == "scatter"]
+    assert len(legend) == len(fits.FAMILIES)
+    for family in fits.FAMILIES:
+        shown = [n for n in legend if n.startswith(family)][0]
+        for label in fits.OBSERVATION6:
+            assert f"{result[label].errors[family][3]:.3f}" in shown
+    size = fit_error_vs_size_figure(
+        {"minilm-l6": (res.card.n_parameters, errors), "sharded": (None, errors)}
+    )
+    assert size.layout.xaxis.type == "log"
+    assert {x for t in size.data for x in t.x} == {res.card.n_parameters}
+    assert "not placed" in size.layout.title.text and "sharded" in size.layout.title.text
+    for figure in (fig, size, fit_errors_figure(errors, "minilm-l6", "|λ(L)| and σ(A)")):
+        assert figure.layout.title.text
+        assert figure.layout.xaxis.title.text and figure.layout.yaxis.title.text

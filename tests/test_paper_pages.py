@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+from tiny_models import build
 
 from headforms import analyze
 from headforms.figures import paper as figures_paper
@@ -20,6 +22,7 @@ TITLES = {
     "theorem5": "Theorem 5: sampled gamma lobes",
     "pairing": "Pairing scores per model",
     "compare": "Compare models",
+    "observations": "Observations",
 }
 
 
@@ -29,9 +32,17 @@ def models():
     return {name: analyze(name).heads for name in ("minilm-l6", "smollm2-135m")}
 
 
-def _run_page(page: str, **session) -> AppTest:
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random GPT-2 (2 layers x 4 heads): few heads for clusters and fits."""
+    directory = tmp_path_factory.mktemp("tiny-gpt2-paper")
+    build("gpt2", directory, seed=11)
+    return str(directory)
+
+
+def _run_page(page: str, model: str = MODEL, **session) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[state.MODEL_KEY] = MODEL
+    at.session_state[state.MODEL_KEY] = model
     for key, value in session.items():
         at.session_state[key] = value
     at.switch_page(f"pages/{page}.py")
@@ -78,3 +89,71 @@ def test_comparison_figures_and_table(models):
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
     medians = [s for s in figures[1].layout.shapes if s.line.dash == "dash"]
     assert len(medians) == len(models)
+
+
+@pytest.mark.parametrize("k", [3, "best silhouette", 5])
+def test_spectra_page_projection_and_cluster_options(k):
+    at = _run_page("spectra", spectra_k=k, spectra_projection="pca", spectra_color="cluster")
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    clusters = at.dataframe[0].value
+    heads = analyze(MODEL).heads
+    assert clusters["size"].sum() == len(heads)
+    if k == 3:
+        assert list(clusters["name"]) == ["Type I+", "Type II", "Type I−"]
+    assert any("PCA" in c.value for c in at.caption)
+
+
+def test_type2_tolerance_from_the_sidebar_changes_the_parity_shares():
+    heads = analyze(MODEL).heads
+    total = heads["c_sym"] + heads["d_sym"]
+    for page, tolerance in (("overview", 0.1), ("compare", 0.05)):
+        at = _run_page(page, **{state.TOLERANCE_KEY: tolerance})
+        assert not at.exception, [e.message for e in at.exception]
+        table = at.dataframe[0].value
+        row = table.iloc[0] if page == "overview" else table[table["model"] == MODEL].iloc[0]
+        assert row["II"] == pytest.approx(100 * np.mean(total <= tolerance))
+        assert any(f"{tolerance:g}" in c.value for c in at.caption)
+
+
+def test_observations_page_tables_follow_the_models():
+    at = _run_page("observations", observations_models=["smollm2-135m"])
+    assert not at.exception, [e.message for e in at.exception]
+    theorem3, theta, obs5 = (d.value for d in at.dataframe[:3])
+    assert list(theorem3.index) == [MODEL, "smollm2-135m"]
+    assert theorem3.loc["smollm2-135m", "generic"] == pytest.approx(100.0)
+    assert set(theta["heads"]) == {"trained", "Gaussian baseline"} and len(theta) == 4
+    assert len(obs5) == 4
+
+
+@pytest.mark.parametrize("page", list(TITLES))
+def test_pages_render_for_a_tiny_model(page, tiny_gpt2):
+    at = _run_page(page, model=tiny_gpt2)
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert [t.value for t in at.title] == [TITLES[page]]
+
+
+@pytest.fixture(scope="module")
+def table_file(tmp_path_factory: pytest.TempPathFactory):
+    """A published per-head table with the author's columns (no spectra, no n_pos, no N)."""
+    from test_tables import author_table
+
+    path = tmp_path_factory.mktemp("published-paper") / "head_statistics.csv"
+    author_table("pub-a", 3, 4, 2, 16, 0).to_csv(path, index=False)
+    return f"{path}::pub-a"
+
+
+@pytest.mark.parametrize("page", ["observations", "compare"])
+def test_table_models_on_the_observation_and_compare_pages(page, table_file):
+    key = "observations_models" if page == "observations" else "compare_models"
+    at = _run_page(page, **{key: [table_file], state.TOLERANCE_KEY: 0.05})
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    if page == "observations":
+        theorem3 = at.dataframe[0].value
+        assert np.isnan(theorem3.loc[table_file, "balanced"])  # not in the table: not 0%
+        assert theorem3.loc[MODEL, "balanced"] == pytest.approx(100.0)
+        theta = at.dataframe[1].value
+        assert set(theta["model"]) == {MODEL, table_file}
+        assert len(theta[theta["model"] == table_file]) == 1  # no baseline without N

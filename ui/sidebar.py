@@ -41,6 +41,8 @@ class PageContext:
     head: int
     color_by: str
     analysis: ModelAnalysis
+    tolerance: float = state.DEFAULTS[state.TOLERANCE_KEY]
+    """Type II tolerance of the parity shares (Table 2, Figure 12): c_S + d_S <= tolerance."""
 
     @property
     def card(self) -> ModelCard:
@@ -155,6 +157,17 @@ def render_sidebar() -> PageContext | None:
         format_func=state.COLOR_CHOICES.__getitem__,
         help="Colour of the heads on the simplex and the triangle (marker shape = parity).",
     )
+    sidebar.number_input(
+        "Type II tolerance (c_S + d_S ≤)",
+        min_value=0.0,
+        max_value=1.0,
+        step=0.005,
+        format="%.3f",
+        key=state.TOLERANCE_KEY,
+        help="Parity shares (Table 2, Figure 12, Overview and Compare) count a head as Type II "
+        "when c_S + d_S is at most this; the paper uses 1/50 = 0.020. Markers on the plots keep "
+        "the paper's 1/50.",
+    )
     sidebar.caption(
         f"{card.name}: {card.n_layers} layers × {card.n_heads} heads, N = {card.model_dim or '?'}, "
         f"n = {card.head_dim or '?'}."
@@ -167,6 +180,7 @@ def render_sidebar() -> PageContext | None:
         head=int(ss[state.HEAD_KEY]),
         color_by=str(ss[state.COLOR_KEY]),
         analysis=analysis,
+        tolerance=float(ss[state.TOLERANCE_KEY]),
     )
     ss[CONTEXT_KEY] = context
     return context

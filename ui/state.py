@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from headforms import DEFAULT_MODEL
+from headforms.forms import PARITY_TYPE_II_THRESHOLD
 
 MODEL_KEY = "hf_model"
 ROPE_KEY = "hf_rope_position"
@@ -24,6 +25,7 @@ COLOR_KEY = "hf_color_by"
 OVERLAY_KEY = "hf_overlay"
 JUMP_KEY = "hf_jump_on_click"
 FRAME_KEY = "hf_simplex_frame"
+TOLERANCE_KEY = "hf_type2_tolerance"
 PENDING_JUMP_KEY = "_hf_pending_jump"
 URL_LOADED_KEY = "_hf_url_loaded"
 
@@ -50,6 +52,7 @@ DEFAULTS: dict[str, Any] = {
     OVERLAY_KEY: [],
     JUMP_KEY: True,
     FRAME_KEY: "heads",
+    TOLERANCE_KEY: PARITY_TYPE_II_THRESHOLD,
 }
 
 

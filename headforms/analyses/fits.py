@@ -1,4 +1,6 @@
-"""Distribution fits of the spectral lobes (Fig 6): gamma, exponential, log-normal, Weibull.
+"""Distribution fits of the spectral lobes (Fig 6, Observation 3) and of the moduli of the
+eigenvalues of L and the singular values of A (Observation 6): gamma, exponential, log-normal,
+Weibull.
 
 Each head's lobes ``lambda_+`` and ``lambda_-`` (the non-zero values only) are rescaled to unit
 mean and fitted by maximum likelihood with location 0 (scipy.stats conventions, ``floc=0``).
@@ -34,6 +36,11 @@ SCIPY = {
 
 LOBES = {"+": "lobe_pos", "-": "lobe_neg"}
 """Lobe label -> key of the analysis spectra (lambda_+ and |lambda_-|)."""
+
+OBSERVATION6 = {"|λ(L)|": ("eig_l_abs", 1), "σ(A)": ("sv_a", 2)}
+"""Observation 6 sample label -> (key of the analysis spectra, step): the n moduli of the
+eigenvalues of L, and the n distinct singular values of A (``sv_a`` lists each twice, sorted
+decreasing, so every second entry is kept)."""
 
 N_BINS = 20
 """Histogram bins of the fit error (the paper's 20)."""
@@ -184,6 +191,29 @@ def fit_lobes(spectra: dict[str, np.ndarray], families=FAMILIES) -> dict[str, Lo
     return {label: fit_lobe(spectra[key], label, families) for label, key in LOBES.items()}
 
 
+def fit_observation6(spectra: dict[str, np.ndarray], families=FAMILIES) -> dict[str, LobeFits]:
+    """Fit every family to each head's |eigenvalues of L| and singular values of A
+    (:data:`OBSERVATION6`; the analysis needs ``spectra=engine.ALL_SPECTRA``)."""
+    missing = [key for key, _ in OBSERVATION6.values() if key not in spectra]
+    if missing:
+        raise HeadformsError(
+            f"this analysis has no {', '.join(missing)} spectra: analyse it with "
+            "spectra=engine.ALL_SPECTRA"
+        )
+    return {
+        label: fit_lobe(spectra[key][:, ::step], label, families)
+        for label, (key, step) in OBSERVATION6.items()
+    }
+
+
+def pooled_fits(fits: dict[str, LobeFits], families=FAMILIES) -> dict[str, LobeFits]:
+    """Each sample's unit-mean values pooled over all heads (one row), and its fits."""
+    return {
+        label: fit_lobe(lobe.samples[lobe.mask][None, :], label, families)
+        for label, lobe in fits.items()
+    }
+
+
 def fit_table(heads: pd.DataFrame, fits: dict[str, LobeFits]) -> pd.DataFrame:
     """Tidy table: one row per head, lobe and family with layer, head, shape, scale, error."""
     frames = []
@@ -206,8 +236,10 @@ def fit_table(heads: pd.DataFrame, fits: dict[str, LobeFits]) -> pd.DataFrame:
 
 
 def mean_errors(table: pd.DataFrame) -> pd.DataFrame:
-    """Average fit error per family over heads: columns '+', '-' and 'both', sorted best first."""
+    """Average fit error per family over heads: one column per sample label (lobes '+', '-') in
+    the table's order, and 'both' (all samples), sorted best first."""
     by_lobe = table.pivot_table(index="family", columns="lobe", values="error", aggfunc="mean")
+    by_lobe = by_lobe[list(dict.fromkeys(table["lobe"]))]
     by_lobe["both"] = table.groupby("family")["error"].mean()
     by_lobe.columns.name = None
     return by_lobe.sort_values("both")

@@ -1,15 +1,27 @@
-"""Per-head spectra of the symmetric part S: unit spectra, their mean, PCA, clusters (Figs 3-5).
+"""Per-head spectra of the symmetric part S: unit spectra, their mean, projections, clusters
+(Figs 3-5), as the paper constructs them (confirmed against the author's code).
 
-A head's *unit spectrum* is its ``2n`` eigenvalues of S that can be non-zero (``eig_s``), sorted
-in decreasing order and divided by their Euclidean norm (which is ``||S||``, Frobenius): a
-point on the unit sphere of R^{2n}, invariant under positive scaling of L. Heads of one model
-share ``2n``, so their unit spectra can be averaged, projected (PCA) and clustered.
+A head's *unit spectrum* x is its ``2n`` eigenvalues of S that can be non-zero (``eig_s``),
+sorted in decreasing order and divided by their Euclidean norm ``||S||``: a point on the unit
+sphere of R^{2n}, invariant under positive scaling of L. Heads of one model share ``2n``, so
+their unit spectra stack into a matrix X (heads x 2n), which is averaged, projected and clustered.
 
-The *mean eigenvalue distribution* (Fig 3, and per cluster Fig 4) is the mean of the sorted
-unit spectra, entry by entry: the quantile average (the Wasserstein-2 barycentre) of the heads'
-empirical spectral distributions, itself a sorted spectrum of ``2n`` values whose histogram is
-drawn. The paper's Fig 4 caption ("the mean of the sorted, unit-length spectra of the ten most
-extreme heads in one cluster") uses the same construction.
+- Fig 3/4 *mean eigenvalue distribution*: the mean of the sorted unit spectra, entry by entry
+  (the quantile average of the heads' empirical spectral distributions).
+- Fig 5 *projection*: the **uncentred** SVD ``X = U S V^T``; each head's coordinates are the
+  first columns of ``U S`` (= X V). Component 1 is nearly constant (the common shape of the
+  spectra). Signs are fixed so that component 1 is positive on average, component 2 increases
+  with the signed asymmetry and component 3 with the spectral effective rank (Pearson
+  correlation positive). A centred PCA (:func:`spectral_pca`) is kept as an option: its PC1-3
+  are essentially the SVD's components 2-4 (centring removes the common shape).
+- Fig 4 *clusters*: k-means with k = 3 on the rows of X, clusters numbered by decreasing mean
+  signed asymmetry and named Type I+, Type II, Type I- (the paper's convention: a name says
+  where the cluster ranks, not that its heads pass the parity test); each is portrayed by its
+  most extreme members (:func:`extreme_heads`). Choosing k by silhouette is an option.
+- Moments (the right panel of Fig 5): ``O = sum x/(1 - x^2)`` and ``E = sum x^2/(1 - x^2)``.
+
+*Signed asymmetry* of x: ``sum_{x_i > 0} x_i^2 - sum_{x_i < 0} x_i^2`` (positive minus negative
+energy, in [-1, 1]). *Spectral effective rank*: ``exp(-sum p_i log p_i)`` with ``p_i = x_i^2``.
 """
 
 from __future__ import annotations
@@ -24,20 +36,32 @@ from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits
 
 from ..errors import HeadformsError
+from .theta import PROFILE, theta_projection
 
 RANDOM_STATE = 0
 """Seed of KMeans (results must not change between reruns of a page)."""
+
+PAPER_K = 3
+"""The paper's number of clusters."""
+
+CLUSTER_NAMES = ("Type I+", "Type II", "Type I−")
+CLUSTER_TYPES = ("I+", "II", "I-")
+"""Names (and parity keys, for markers and colours) of the k = 3 clusters in order of
+decreasing mean signed asymmetry."""
 
 DEFAULT_K_RANGE = range(2, 9)
 """Cluster counts tried by the silhouette criterion."""
 
 N_EXTREME = 10
-"""Heads averaged per cluster in Fig 4 (the paper's "ten most extreme heads")."""
+HEADS_PER_EXTREME = 144
+"""Heads averaged per cluster in Fig 4: 10 per 144 heads (gpt2's "ten most extreme heads"),
+at least 10 (:func:`extreme_count`)."""
 
-CLUSTER_COMPONENTS = 10
-"""Clusters are found on this many leading principal coordinates of the unit spectra (over 97%
-of their variance on the bundled models): distances barely change, and KMeans on 10,000 heads
-takes 0.1 s per k instead of 3 s."""
+SILHOUETTE_COMPONENTS = 10
+"""The silhouette scan runs KMeans on this many leading principal coordinates of the unit
+spectra (over 97% of their variance on the bundled models; the labels agree with k-means on X
+itself): KMeans on 10,000 heads takes 0.1 s per k instead of 1 s. The clusters shown are
+always computed on X itself."""
 
 SILHOUETTE_SAMPLE = 2000
 """Silhouettes of larger models are estimated on this many heads (seeded): the exact score
@@ -46,6 +70,10 @@ costs O(heads^2) distances, 7 s per k for 10,000 heads."""
 SINGLE_THREAD = {"limits": 1}
 """KMeans / PCA run single-threaded: these problems are small, and OpenMP threads spinning on a
 shared, busy machine made KMeans 50x slower (10 s instead of 0.2 s for 270 heads)."""
+
+ODD_PERCENTILES = (5, 20, 35, 50, 65, 80, 95)
+EVEN_PERCENTILES = (10, 30, 50, 70, 90)
+"""Level sets of O and E drawn at these percentiles of the heads' own values."""
 
 
 def unit_spectra(eig_s: np.ndarray) -> np.ndarray:
@@ -63,30 +91,95 @@ def mean_unit_spectrum(eig_s: np.ndarray) -> np.ndarray:
     return spectra.mean(axis=0)
 
 
-@dataclass(frozen=True)
-class SpectralPCA:
-    """Principal components of a model's unit spectra (Fig 5).
+def signed_asymmetry(unit: np.ndarray) -> np.ndarray:
+    """Positive minus negative energy of each unit spectrum (row)."""
+    unit = np.asarray(unit, dtype=np.float64)
+    return np.sum(np.sign(unit) * unit**2, axis=-1)
 
-    ``scores``: (heads, k) coordinates; ``explained``: fraction of variance per component;
-    ``components``: (k, 2n) principal axes in spectrum space; ``mean``: the mean unit spectrum.
+
+def effective_rank(unit: np.ndarray) -> np.ndarray:
+    """Spectral effective rank ``exp(entropy of x_i^2 / ||x||^2)`` of each row."""
+    energy = np.asarray(unit, dtype=np.float64) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = energy / energy.sum(axis=-1, keepdims=True)
+        entropy = -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
+    return np.exp(entropy)
+
+
+def moments(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(O, E)`` per row: ``sum x/(1 - x^2)`` and ``sum x^2/(1 - x^2)`` (inf if some |x| = 1)."""
+    x = np.asarray(unit, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weight = 1.0 / (1.0 - x**2)
+    return np.sum(x * weight, axis=-1), np.sum(x**2 * weight, axis=-1)
+
+
+@dataclass(frozen=True)
+class SpectralProjection:
+    """Coordinates of the heads' unit spectra on a few directions of spectrum space (Fig 5).
+
+    ``kind``: ``"svd"`` (uncentred, the paper's) or ``"pca"`` (centred). ``scores``: (heads, k)
+    coordinates; ``explained``: share of ``||X||^2`` (svd) or of the variance (pca) per
+    component; ``components``: (k, 2n) unit directions (right singular vectors / principal
+    axes), signed like the scores; ``mean``: subtracted before projecting (zero for svd).
     """
 
+    kind: str
     scores: np.ndarray
     explained: np.ndarray
     components: np.ndarray
     mean: np.ndarray
 
+    def axis_title(self, index: int) -> str:
+        """``component 2 (3.8%)``: share of ``||X||^2`` (svd) / ``PC1 (41.0%)``: share of the
+        variance (pca), for a 0-based index."""
+        name = f"component {index + 1}" if self.kind == "svd" else f"PC{index + 1}"
+        return f"{name} ({100 * self.explained[index]:.1f}%)"
 
-def spectral_pca(eig_s: np.ndarray, n_components: int = 3) -> SpectralPCA:
-    """Project the heads' unit spectra onto their first ``n_components`` principal components."""
+
+def _check_heads(spectra: np.ndarray, what: str) -> None:
+    if spectra.shape[0] < 1 or spectra.shape[1] < 1:
+        raise HeadformsError(f"{what} needs at least one head with a non-empty spectrum")
+
+
+def spectral_svd(eig_s: np.ndarray, n_components: int = 3) -> SpectralProjection:
+    """The paper's Fig 5 coordinates: uncentred SVD of the unit spectra, signs fixed (module doc).
+
+    Components 2 and 3 are flipped only if their correlation with the signed asymmetry /
+    effective rank is negative; a constant statistic leaves the sign as LAPACK returns it.
+    """
+    x = unit_spectra(eig_s)
+    _check_heads(x, "the spectral SVD")
+    n_components = min(n_components, *x.shape)
+    with threadpool_limits(**SINGLE_THREAD):
+        u, s, vt = np.linalg.svd(x, full_matrices=False)
+    scores = u[:, :n_components] * s[:n_components]
+    components = vt[:n_components].copy()
+    flips = np.ones(n_components)
+    flips[0] = -1.0 if scores[:, 0].mean() < 0 else 1.0
+    for index, statistic in ((1, signed_asymmetry(x)), (2, effective_rank(x))):
+        if index < n_components and np.std(statistic) > 0 and np.std(scores[:, index]) > 0:
+            if np.corrcoef(scores[:, index], statistic)[0, 1] < 0:
+                flips[index] = -1.0
+    return SpectralProjection(
+        kind="svd",
+        scores=scores * flips,
+        explained=(s**2 / np.sum(s**2))[:n_components],
+        components=components * flips[:, None],
+        mean=np.zeros(x.shape[1]),
+    )
+
+
+def spectral_pca(eig_s: np.ndarray, n_components: int = 3) -> SpectralProjection:
+    """Centred PCA of the unit spectra (an option beside the paper's :func:`spectral_svd`)."""
     spectra = unit_spectra(eig_s)
+    _check_heads(spectra, "PCA")
     n_components = min(n_components, *spectra.shape)
-    if n_components < 1:
-        raise HeadformsError("PCA needs at least one head with a non-empty spectrum")
     with threadpool_limits(**SINGLE_THREAD):
         pca = PCA(n_components=n_components, svd_solver="full").fit(spectra)
         scores = pca.transform(spectra)
-    return SpectralPCA(
+    return SpectralProjection(
+        kind="pca",
         scores=scores,
         explained=pca.explained_variance_ratio_,
         components=pca.components_,
@@ -94,76 +187,181 @@ def spectral_pca(eig_s: np.ndarray, n_components: int = 3) -> SpectralPCA:
     )
 
 
+def project(eig_s: np.ndarray, kind: str = "svd", n_components: int = 3) -> SpectralProjection:
+    """:func:`spectral_svd` (``kind="svd"``, the paper's) or :func:`spectral_pca` (``"pca"``)."""
+    if kind == "svd":
+        return spectral_svd(eig_s, n_components)
+    if kind == "pca":
+        return spectral_pca(eig_s, n_components)
+    raise HeadformsError(f"unknown projection {kind!r}; choose 'svd' (the paper's) or 'pca'")
+
+
+@dataclass(frozen=True)
+class MomentLevels:
+    """O and E on a grid of the component 2-3 plane (the right panel of Fig 5).
+
+    The point ``(c2, c3)`` of the plane is the unit spectrum ``x = y / ||y||`` with
+    ``y = c1 v1 + c2 v2 + c3 v3``: ``v_i`` the signed right singular vectors and ``c1`` frozen
+    at the heads' mean first coordinate (the paper's rank-3 model). ``odd``/``even`` are O and E
+    there, shape (len(y), len(x)); the levels are percentiles of the heads' own O and E.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    odd: np.ndarray
+    even: np.ndarray
+    odd_levels: np.ndarray
+    even_levels: np.ndarray
+    c1: float
+
+
+def _levels(values: np.ndarray, percentiles: tuple[int, ...]) -> np.ndarray:
+    """Distinct percentiles of the finite values, rounded to two digits of their spread."""
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return np.array([])
+    raw = np.percentile(values, percentiles)
+    spread = float(raw[-1] - raw[0])
+    decimals = max(0, 1 - int(np.floor(np.log10(spread)))) if spread > 0 else 3
+    return np.unique(np.round(raw, decimals))
+
+
+def moment_levels(
+    eig_s: np.ndarray, svd: SpectralProjection, resolution: int = 160, margin: float = 0.08
+) -> MomentLevels:
+    """O and E over the components 2-3 plane of ``svd`` (an uncentred projection with at least
+    three components), on a grid spanning the heads plus ``margin`` of the span on every side."""
+    if svd.kind != "svd" or svd.scores.shape[1] < 3:
+        raise HeadformsError("O/E level sets need the uncentred SVD with three components")
+    x_heads = unit_spectra(eig_s)
+    odd_heads, even_heads = moments(x_heads)
+    axes = []
+    for index in (1, 2):
+        low, high = svd.scores[:, index].min(), svd.scores[:, index].max()
+        pad = margin * max(high - low, 1e-3)
+        axes.append(np.linspace(low - pad, high + pad, resolution))
+    c1 = float(svd.scores[:, 0].mean())
+    grid2, grid3 = np.meshgrid(axes[0], axes[1])
+    y = (
+        c1 * svd.components[0]
+        + grid2[..., None] * svd.components[1]
+        + grid3[..., None] * svd.components[2]
+    )
+    y /= np.linalg.norm(y, axis=-1, keepdims=True)
+    odd, even = moments(y)
+    return MomentLevels(
+        x=axes[0],
+        y=axes[1],
+        odd=odd,
+        even=even,
+        odd_levels=_levels(odd_heads, ODD_PERCENTILES),
+        even_levels=_levels(even_heads, EVEN_PERCENTILES),
+        c1=c1,
+    )
+
+
 @dataclass(frozen=True)
 class Clustering:
-    """KMeans clusters of unit spectra: ``labels`` per head, chosen ``k``, silhouette per k tried.
+    """KMeans clusters of the unit spectra, numbered by decreasing mean signed asymmetry.
 
-    ``centers``: (k, 2n) mean unit spectrum of each cluster. ``silhouette``: k -> mean
-    silhouette coefficient (in the clustering coordinates).
+    ``labels``: cluster per head (0 = most positive asymmetry); ``centers``: (k, 2n) mean unit
+    spectrum per cluster; ``asymmetry``: mean signed asymmetry per cluster; ``names``: Type I+,
+    Type II, Type I- for k = 3, else ``cluster 1..k``; ``types``: parity keys for k = 3 (for
+    markers and colours), else None per cluster.
     """
 
     labels: np.ndarray
     k: int
     centers: np.ndarray
-    silhouette: dict[int, float]
+    asymmetry: np.ndarray
+    names: tuple[str, ...]
+    types: tuple[str | None, ...]
 
 
-def _kmeans(spectra: np.ndarray, k: int) -> KMeans:
+def _kmeans(features: np.ndarray, k: int) -> KMeans:
     with threadpool_limits(**SINGLE_THREAD):
-        return KMeans(n_clusters=k, n_init=4, random_state=RANDOM_STATE).fit(spectra)
+        return KMeans(n_clusters=k, n_init=4, random_state=RANDOM_STATE).fit(features)
 
 
-def cluster_spectra(
-    eig_s: np.ndarray, k: int | None = None, k_range: range = DEFAULT_K_RANGE
-) -> Clustering:
-    """Cluster unit spectra with KMeans (fixed seed); ``k=None`` picks the best silhouette in range.
-
-    KMeans and silhouettes use the first :data:`CLUSTER_COMPONENTS` principal coordinates.
-    The silhouette of every k in ``k_range`` is always reported, so a page can show why a k
-    was chosen while the user overrides it.
-    """
-    spectra = unit_spectra(eig_s)
-    features = spectral_pca(eig_s, CLUSTER_COMPONENTS).scores
-    n_heads = spectra.shape[0]
-    tried = [kk for kk in k_range if 2 <= kk < n_heads]
-    if k is not None and not 1 <= k <= n_heads:
-        raise HeadformsError(f"cannot make {k} clusters from {n_heads} heads")
-    if k is None and not tried:
-        raise HeadformsError(f"too few heads ({n_heads}) to choose a number of clusters")
-    fits: dict[int, KMeans] = {}
+def silhouette_scan(eig_s: np.ndarray, k_range: range = DEFAULT_K_RANGE) -> dict[int, float]:
+    """Mean silhouette coefficient of KMeans for each k in ``k_range`` (see
+    :data:`SILHOUETTE_COMPONENTS`); k that leave fewer heads than clusters are left out."""
+    n_heads = np.shape(eig_s)[0]
+    features = spectral_pca(eig_s, SILHOUETTE_COMPONENTS).scores
     scores: dict[int, float] = {}
-    for kk in tried:
-        fits[kk] = _kmeans(features, kk)
-        labels = fits[kk].labels_
+    for k in (kk for kk in k_range if 2 <= kk < n_heads):
+        labels = _kmeans(features, k).labels_
+        if len(set(labels)) < 2:
+            scores[k] = float("nan")
+            continue
         with threadpool_limits(**SINGLE_THREAD):
-            score = (
+            scores[k] = float(
                 silhouette_score(
                     features,
                     labels,
                     sample_size=min(n_heads, SILHOUETTE_SAMPLE),
                     random_state=RANDOM_STATE,
                 )
-                if len(set(labels)) > 1
-                else np.nan
             )
-        scores[kk] = float(score)
+    return scores
+
+
+def best_k(scan: dict[int, float]) -> int:
+    """The k of the largest silhouette in a :func:`silhouette_scan`."""
+    finite = {k: v for k, v in scan.items() if np.isfinite(v)}
+    if not finite:
+        raise HeadformsError("too few heads to choose a number of clusters by silhouette")
+    return max(finite, key=finite.__getitem__)
+
+
+def cluster_spectra(eig_s: np.ndarray, k: int | None = PAPER_K) -> Clustering:
+    """KMeans (fixed seed) on the unit spectra, renumbered by decreasing mean signed asymmetry.
+
+    ``k=None`` picks the best silhouette of :func:`silhouette_scan`; the default is the paper's 3.
+    """
+    spectra = unit_spectra(eig_s)
+    n_heads = spectra.shape[0]
     if k is None:
-        k = max(scores, key=lambda kk: -np.inf if np.isnan(scores[kk]) else scores[kk])
-    labels = (fits.get(k) or _kmeans(features, k)).labels_.astype(int)
-    centers = np.stack([spectra[labels == j].mean(axis=0) for j in range(k)])
-    return Clustering(labels=labels, k=k, centers=centers, silhouette=scores)
+        k = best_k(silhouette_scan(eig_s))
+    if not 1 <= k <= n_heads:
+        raise HeadformsError(f"cannot make {k} clusters from {n_heads} heads")
+    raw = _kmeans(spectra, k).labels_
+    asymmetry = signed_asymmetry(spectra)
+    found = [j for j in range(k) if np.any(raw == j)]
+    means = {j: asymmetry[raw == j].mean() for j in found}
+    order = sorted(found, key=lambda j: -means[j])
+    labels = np.empty(n_heads, dtype=int)
+    for new, old in enumerate(order):
+        labels[raw == old] = new
+    k = len(order)
+    paper = k == PAPER_K
+    return Clustering(
+        labels=labels,
+        k=k,
+        centers=np.stack([spectra[labels == j].mean(axis=0) for j in range(k)]),
+        asymmetry=np.array([means[j] for j in order]),
+        names=CLUSTER_NAMES if paper else tuple(f"cluster {j + 1}" for j in range(k)),
+        types=CLUSTER_TYPES if paper else (None,) * k,
+    )
+
+
+def extreme_count(n_heads: int) -> int:
+    """Extreme members averaged per cluster: 10 per 144 heads, at least 10."""
+    return max(N_EXTREME, round(N_EXTREME * n_heads / HEADS_PER_EXTREME))
 
 
 def extreme_heads(
-    eig_s: np.ndarray, labels: np.ndarray, n_extreme: int = N_EXTREME
+    eig_s: np.ndarray, labels: np.ndarray, n_extreme: int | None = None
 ) -> dict[int, np.ndarray]:
     """Row indices of each cluster's ``n_extreme`` most extreme heads, most extreme first.
 
     Extremeness of a head x in cluster j: its projection ``<x - m, u_j>`` on the cluster's
     direction ``u_j = (c_j - m) / ||c_j - m||``, with m the mean unit spectrum of all heads and
     c_j the cluster's mean: the heads that go furthest from the average in their cluster's way.
+    ``n_extreme=None``: :func:`extreme_count` of the number of heads.
     """
     spectra = unit_spectra(eig_s)
+    n_extreme = extreme_count(len(spectra)) if n_extreme is None else n_extreme
     overall = spectra.mean(axis=0)
     out: dict[int, np.ndarray] = {}
     for cluster in np.unique(labels):
@@ -178,24 +376,32 @@ def extreme_heads(
 
 
 def cluster_summary(
-    heads: pd.DataFrame, eig_s: np.ndarray, labels: np.ndarray, n_extreme: int = N_EXTREME
+    heads: pd.DataFrame,
+    eig_s: np.ndarray,
+    clustering: Clustering,
+    n_extreme: int | None = None,
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """Per cluster: size, its extreme heads' mean profile and majority parity, and mean spectrum.
-
-    Returns a frame (one row per cluster, ordered by cluster id) and a (clusters, 2n) array of
-    the mean sorted unit spectra of each cluster's extreme heads (Fig 4).
-    """
-    extremes = extreme_heads(eig_s, labels, n_extreme)
+    """Per cluster (in order): name, size, mean signed asymmetry, and of its extreme heads the
+    negative energy of their mean spectrum, their mean position along Theta, mean profile,
+    pairing and majority parity. Also returns the (k, 2n) mean sorted unit spectra of each
+    cluster's extreme heads (the histograms of Fig 4)."""
+    extremes = extreme_heads(eig_s, clustering.labels, n_extreme)
+    _, _, position = theta_projection(heads[list(PROFILE)].to_numpy(dtype=float))
     rows = []
     means = []
     for cluster, idx in extremes.items():
         chosen = heads.iloc[idx]
+        mean = mean_unit_spectrum(eig_s[idx])
         parity_counts = chosen["parity"].value_counts()
         rows.append(
             {
                 "cluster": cluster,
-                "size": int(np.sum(labels == cluster)),
+                "name": clustering.names[cluster],
+                "size": int(np.sum(clustering.labels == cluster)),
+                "asymmetry": float(clustering.asymmetry[cluster]),
                 "n_extreme": len(idx),
+                "negative_energy": float(np.sum(mean[mean < 0] ** 2)),
+                "theta_position": float(np.nanmean(position[idx])),
                 "a": chosen["a"].mean(),
                 "b": chosen["b"].mean(),
                 "c": chosen["c"].mean(),
@@ -208,16 +414,22 @@ def cluster_summary(
                 ),
             }
         )
-        means.append(mean_unit_spectrum(eig_s[idx]))
+        means.append(mean)
     return pd.DataFrame(rows), np.vstack(means)
 
 
-def pca_frame(
-    heads: pd.DataFrame, pca: SpectralPCA, labels: np.ndarray | None = None
+def projection_frame(
+    heads: pd.DataFrame, projection: SpectralProjection, clustering: Clustering | None = None
 ) -> pd.DataFrame:
-    """Tidy frame for the PCA scatter: layer, head, parity, pc1..pck and the cluster label."""
+    """Tidy frame for the Fig 5 scatters: layer, head, parity, profile, pairing, ``c1..ck``
+    (coordinates) and the cluster index and name."""
     frame = heads[["layer", "head", "parity", "a", "b", "c", "d", "pairing"]].copy()
-    for i in range(pca.scores.shape[1]):
-        frame[f"pc{i + 1}"] = pca.scores[:, i]
-    frame["cluster"] = labels if labels is not None else 0
+    for i in range(projection.scores.shape[1]):
+        frame[f"c{i + 1}"] = projection.scores[:, i]
+    if clustering is not None:
+        frame["cluster"] = clustering.labels
+        frame["cluster_name"] = np.asarray(clustering.names, dtype=object)[clustering.labels]
+    else:
+        frame["cluster"] = 0
+        frame["cluster_name"] = "all heads"
     return frame.reset_index(drop=True)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import HeadformsError
-from ..forms import profile_from_lobes
+from ..forms import profile_from_lobes, proportional_profile
 
 PAPER_PARAMETERS = {"mu": -0.5, "nu": 1.0, "k": 2.0, "sizes": (64, 1024), "repetitions": 100}
 """The values of the paper's Fig 10."""
@@ -37,12 +37,11 @@ def _check(mu: float, nu: float, k: float) -> None:
 
 
 def limit_profile(mu: float, nu: float) -> tuple[float, float, float, float]:
-    """The Theorem 5 limit ``(a, b, c, d)`` of proportional lobes with ratio ``|mu| / nu``."""
+    """The Theorem 5 limit ``(a, b, c, d)`` of proportional lobes with ratio ``rho = |mu| / nu``
+    (:func:`headforms.forms.proportional_profile`; A = 0, so ``a = 0``)."""
     _check(mu, nu, 1.0)
-    r = min(abs(mu), nu) / max(abs(mu), nu)
-    b = 2.0 * r / (1.0 + r**2)
-    rest = (1.0 - r) ** 2 / (1.0 + r**2)
-    return (0.0, b, rest, 0.0) if nu >= abs(mu) else (0.0, b, 0.0, rest)
+    b, c, d = proportional_profile(abs(mu) / nu)
+    return (0.0, float(b), float(c), float(d))
 
 
 def sample_profiles(

@@ -45,11 +45,13 @@ def heatmap_pair_figure(
     column: str,
     model_name: str,
     selected: Selected = None,
+    color_range: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Layer x head grid of ``column`` for the trained heads beside the same column of the
     Gaussian baseline's table (same rows), Figures 13/14: square scatter markers (clickable),
     shared diverging colour scale white at 1/2, red above, blue below, one colour bar.
-    ``baseline`` None (a published table without N): the trained heads alone."""
+    ``baseline`` None (a published table without N): the trained heads alone.
+    ``color_range``: a range shared with other models' figures (default: this pair's own)."""
     frames = (("heads", heads),) if baseline is None else (("heads", heads), ("baseline", baseline))
     for name, frame in frames:
         if column not in frame.columns:
@@ -65,7 +67,7 @@ def heatmap_pair_figure(
     panels = [(heads[column], "trained")]
     if baseline is not None:
         panels.append((baseline[column], "baseline"))
-    cmin, cmax = heatmap_range([values for values, _ in panels])
+    cmin, cmax = color_range or heatmap_range([values for values, _ in panels])
     title = COLUMN_TITLES.get(column, column)
     fig = make_subplots(
         rows=1,

@@ -16,7 +16,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analyses.parity import paper_table2, parity_table
-from ..forms import PARITY_LABELS
+from ..analyses.spectra import MomentLevels, SpectralProjection
+from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD
 from .head import lobe_bars
 from .style import (
     BASELINE_COLOR,
@@ -28,6 +29,7 @@ from .style import (
     POSITIVE_COLOR,
     SELECTED_COLOR,
     TEMPLATE,
+    THETA_COLOR,
     UIREVISION,
     Selected,
     head_customdata,
@@ -103,52 +105,168 @@ def mean_spectrum_figure(
     return fig
 
 
+THETA_RANGE = (1.1, -1.1)
+"""x range of the unfolded Theta strip of Fig 4: the vertex c = 1 (+1) on the left."""
+
+
+def _cluster_style(cluster_type: str | None, index: int) -> dict:
+    """Marker colour and symbol of a cluster: its parity type's when named, else a palette one."""
+    if cluster_type is not None:
+        return {"color": PARITY_COLORS[cluster_type], "symbol": PARITY_SYMBOLS[cluster_type]}
+    return {"color": _model_color(index), "symbol": "circle"}
+
+
+def _to_paper(value: float, domain: Sequence[float], span: Sequence[float]) -> float:
+    """Paper coordinate of a data value on an axis of this domain and (possibly reversed) range."""
+    return domain[0] + (value - span[0]) / (span[1] - span[0]) * (domain[1] - domain[0])
+
+
 def cluster_spectra_figure(
-    summary: pd.DataFrame, means: np.ndarray, model_name: str = "", bins: int = 30
+    summary: pd.DataFrame,
+    means: np.ndarray,
+    model_name: str = "",
+    positions: pd.DataFrame | None = None,
+    types: Sequence[str | None] | None = None,
+    bins: int = 40,
 ) -> go.Figure:
-    """Fig 4: one histogram per cluster of the mean sorted unit spectrum of its most extreme heads,
-    titled with the cluster's size, majority parity and mean profile (a, b, c, d)."""
+    """Fig 4: per cluster (ordered by decreasing mean signed asymmetry), the histogram of the mean
+    sorted unit spectrum of its most extreme heads, attached to Theta.
+
+    Top: Theta unfolded into one segment, vertex c = 1 (left) - midpoint a = b = 1/2 - vertex
+    d = 1 (right), by the position ``c - d`` of each head's nearest point of Theta
+    (``positions``: columns ``position`` and ``cluster``, drawn as a rug); each histogram hangs
+    from its cluster's extreme heads' mean position. ``types``: parity key per cluster (markers).
+    """
     k = len(summary)
-    cols = min(k, 4)
-    rows = int(np.ceil(k / cols))
+    types = list(types) if types is not None else [None] * k
     titles = [
-        f"cluster {r.cluster} ({r.size} heads), {r.n_extreme} extreme: {r.parity}<br>"
-        f"(a,b,c,d)=({r.a:.2f},{r.b:.2f},{r.c:.2f},{r.d:.2f})"
+        f"<b>{r.name}</b>: {r.size} heads, mean of {r.n_extreme} most extreme<br>"
+        f"negative energy {r.negative_energy:.2f} · Θ position {r.theta_position:+.2f}"
         for r in summary.itertuples()
     ]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, shared_xaxes=True)
+    fig = make_subplots(
+        rows=2,
+        cols=k,
+        specs=[[{"colspan": k}] + [None] * (k - 1), [{} for _ in range(k)]],
+        row_heights=[0.2, 0.8],
+        vertical_spacing=0.24,
+        horizontal_spacing=0.06,
+        subplot_titles=["", *titles],
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[1.0, 0.0, -1.0],
+            y=[0.0, 0.0, 0.0],
+            mode="lines+markers+text",
+            line={"color": THETA_COLOR, "width": 4},
+            marker={"color": "black", "size": 7},
+            text=["vertex c = 1 (PSD)", "midpoint a = b = ½", "vertex d = 1 (NSD)"],
+            textposition=["top right", "top center", "top left"],
+            name="Θ unfolded: c-branch | d-branch",
+            hoverinfo="skip",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
+    if positions is not None and len(positions):
+        for cluster, part in positions.groupby("cluster", sort=True):
+            style = _cluster_style(types[int(cluster)], int(cluster))
+            fig.add_trace(
+                go.Scatter(
+                    x=part["position"],
+                    y=np.full(len(part), -0.45),
+                    mode="markers",
+                    marker={
+                        "symbol": "line-ns",
+                        "size": 10,
+                        "line": {"width": 1.5, "color": style["color"]},
+                    },
+                    name=f"{summary['name'].iloc[int(cluster)]}: heads",
+                    hovertemplate="Θ position %{x:.3f}<extra>%{fullData.name}</extra>",
+                    showlegend=False,
+                ),
+                row=1,
+                col=1,
+            )
     edges = _spectrum_edges(list(means), bins)
-    for i, spectrum in enumerate(means):
+    for i, (row, spectrum) in enumerate(zip(summary.itertuples(), means, strict=True)):
+        style = _cluster_style(types[i], i)
+        fig.add_trace(
+            go.Scatter(
+                x=[row.theta_position],
+                y=[0.0],
+                mode="markers",
+                marker={
+                    "size": 14,
+                    "color": style["color"],
+                    "symbol": style["symbol"],
+                    "line": {"width": 1.5, "color": "black"},
+                },
+                name=row.name,
+                hovertemplate=f"{row.name}: extreme heads' mean Θ position %{{x:+.3f}}"
+                "<extra></extra>",
+                showlegend=False,
+            ),
+            row=1,
+            col=1,
+        )
         for bar in _spectrum_bars(spectrum, edges, show_legend=i == 0):
-            fig.add_trace(bar, row=i // cols + 1, col=i % cols + 1)
-    fig.update_xaxes(title_text="eigenvalue / ‖S‖", row=rows)
-    fig.update_yaxes(title_text="eigenvalues per bin", col=1)
+            fig.add_trace(bar, row=2, col=i + 1)
+        fig.add_vline(x=0.0, line={"color": "black", "dash": "dash", "width": 1}, row=2, col=i + 1)
+    fig.update_xaxes(range=list(THETA_RANGE), visible=False, row=1, col=1)
+    fig.update_yaxes(range=[-1.0, 1.0], visible=False, row=1, col=1)
+    fig.update_xaxes(title_text="eigenvalue / ‖S‖", row=2)
+    fig.update_yaxes(title_text="eigenvalues per bin (of 2n)", row=2, col=1)
     fig.update_annotations(font_size=11)
+    # Connectors: from each cluster's mean position on Theta down to its histogram's title.
+    strip_x, strip_y = fig.layout.xaxis.domain, fig.layout.yaxis.domain
+    for i, row in enumerate(summary.itertuples()):
+        panel_x = fig.layout[f"xaxis{i + 2}"].domain
+        panel_top = fig.layout[f"yaxis{i + 2}"].domain[1]
+        fig.add_shape(
+            type="line",
+            xref="paper",
+            yref="paper",
+            x0=_to_paper(row.theta_position, strip_x, THETA_RANGE),
+            y0=_to_paper(0.0, strip_y, (-1.0, 1.0)),
+            x1=(panel_x[0] + panel_x[1]) / 2,
+            y1=panel_top + 0.1,
+            line={"color": _cluster_style(types[i], i)["color"], "width": 1.5, "dash": "dot"},
+            layer="below",
+        )
     fig.update_layout(
         template=TEMPLATE,
         title={
-            "text": f"Eigenvalue distributions of the most extreme heads per cluster: {model_name}"
-            "<br><sup>each panel: mean of the sorted unit-length spectra of the cluster's heads "
-            "projecting furthest from the overall mean along the cluster's direction</sup>"
+            "text": f"Eigenvalue distributions of the clusters, attached to Θ: {model_name}"
+            "<br><sup>k-means on the unit spectra, clusters by decreasing mean signed asymmetry "
+            "(k = 3: Type I+, II, I−)<br>each histogram: the mean sorted unit spectrum of the "
+            "cluster's most extreme heads, hung from their mean position on Θ</sup>"
         },
         barmode="overlay",
         bargap=0,
-        height=260 * rows + 140,
-        margin={"t": 140},
+        height=640,
+        margin={"t": 130},
+        legend={"orientation": "h", "y": -0.14},
     )
     return fig
 
 
 def _group_traces(
-    frame: pd.DataFrame, model_name: str, color_by: str, axes: Sequence[str], three_d: bool
+    frame: pd.DataFrame,
+    model_name: str,
+    color_by: str,
+    axes: Sequence[str],
+    titles: Sequence[str],
+    three_d: bool,
+    types: Sequence[str | None] | None = None,
 ) -> list[go.BaseTraceType]:
     """One trace per cluster or parity type, points carrying [model, layer, head]."""
     trace = go.Scatter3d if three_d else go.Scatter
-    groups = (
-        [(p, frame[frame["parity"] == p]) for p in (*PARITY_LABELS, "zero")]
-        if color_by == "parity"
-        else [(c, frame[frame["cluster"] == c]) for c in sorted(frame["cluster"].unique())]
-    )
+    if color_by == "parity":
+        groups = [(p, frame[frame["parity"] == p]) for p in (*PARITY_LABELS, "zero")]
+    else:
+        groups = [(c, frame[frame["cluster"] == c]) for c in sorted(frame["cluster"].unique())]
     out = []
     for key, part in groups:
         if part.empty:
@@ -160,9 +278,12 @@ def _group_traces(
                 "symbol": PARITY_SYMBOLS.get(key, "circle"),
             }
         else:
-            name = f"cluster {key}"
-            marker = {"color": _model_color(int(key)), "symbol": "circle"}
+            cluster_type = types[int(key)] if types is not None else None
+            name = f"{part['cluster_name'].iloc[0]} ({len(part)} heads)"
+            marker = _cluster_style(cluster_type, int(key))
         marker["size"] = 4 if three_d else 8
+        if not three_d:
+            marker["line"] = {"width": 0.5, "color": "white"}
         coords = dict(zip(("x", "y", "z"), (part[a].to_numpy() for a in axes), strict=False))
         out.append(
             trace(
@@ -172,7 +293,9 @@ def _group_traces(
                 name=name,
                 customdata=head_customdata(part, model_name),
                 hovertemplate="layer %{customdata[1]}, head %{customdata[2]}<br>"
-                + "<br>".join(f"{a} %{{{c}:.3f}}" for a, c in zip(axes, "xyz", strict=False))
+                + "<br>".join(
+                    f"{t.split(' (')[0]} %{{{c}:.3f}}" for t, c in zip(titles, "xyz", strict=False)
+                )
                 + f"<extra>{name}</extra>",
             )
         )
@@ -206,60 +329,105 @@ def _selected_marker(
     ]
 
 
-def _pc_title(i: int, explained: np.ndarray | None) -> str:
-    share = f" ({100 * explained[i]:.1f}% of variance)" if explained is not None else ""
-    return f"PC{i + 1}{share}"
+PROJECTION_NAMES = {
+    "svd": "uncentred SVD of the unit spectra (the paper's)",
+    "pca": "centred PCA of the unit spectra",
+}
 
 
-def spectra_pca_figure(
+def projection_figure(
     frame: pd.DataFrame,
     model_name: str,
-    explained: np.ndarray | None = None,
+    projection: SpectralProjection,
+    plane: tuple[int, int] = (2, 3),
+    levels: MomentLevels | None = None,
     color_by: str = "cluster",
     selected: Selected = None,
+    types: Sequence[str | None] | None = None,
 ) -> go.Figure:
-    """Fig 5 (left): each head's sorted unit spectrum projected to its first three principal
-    components, coloured by cluster or parity; a rotatable 3D scatter of clickable heads."""
-    axes = ("pc1", "pc2", "pc3")
-    fig = go.Figure(_group_traces(frame, model_name, color_by, axes, True))
-    fig.add_traces(_selected_marker(frame, model_name, selected, axes, True))
+    """Fig 5: each head's sorted unit spectrum on components 1-3 of ``projection`` (left, a
+    rotatable 3D scene) and on the two components of ``plane`` (right, 1-based; the paper's 2
+    and 3), with the level sets of the moments O (solid) and E (dotted) of the unit spectrum when
+    ``levels`` is given. Points by cluster or parity, clickable (frame columns c1, c2, c3)."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        specs=[[{"type": "scene"}, {"type": "xy"}]],
+        column_widths=[0.5, 0.5],
+        horizontal_spacing=0.1,
+    )
+    if levels is not None:
+        for values, contour_levels, dash, label in (
+            (levels.odd, levels.odd_levels, "solid", "O = Σ x/(1−x²) levels"),
+            (levels.even, levels.even_levels, "dot", "E = Σ x²/(1−x²) levels"),
+        ):
+            for level in contour_levels:
+                fig.add_trace(
+                    go.Contour(
+                        x=levels.x,
+                        y=levels.y,
+                        z=values,
+                        contours={
+                            "start": float(level),
+                            "end": float(level),
+                            "size": 1.0,
+                            "coloring": "none",
+                            "showlabels": True,
+                            "labelfont": {"size": 9, "color": "#555555"},
+                        },
+                        line={"color": "#777777", "width": 1, "dash": dash},
+                        showscale=False,
+                        name=label,
+                        legendgroup=label,
+                        showlegend=bool(level == contour_levels[0]),
+                        hoverinfo="skip",
+                    ),
+                    row=1,
+                    col=2,
+                )
+    titles = [projection.axis_title(i) for i in range(3)]
+    space = ("c1", "c2", "c3")
+    plane_axes = tuple(f"c{i}" for i in plane)
+    plane_titles = [projection.axis_title(i - 1) for i in plane]
+    for three_d, axes, axis_titles, col in (
+        (True, space, titles, 1),
+        (False, plane_axes, plane_titles, 2),
+    ):
+        for trace in _group_traces(frame, model_name, color_by, axes, axis_titles, three_d, types):
+            trace.update(legendgroup=trace.name, showlegend=three_d)
+            fig.add_trace(trace, row=1, col=col)
+        for trace in _selected_marker(frame, model_name, selected, axes, three_d):
+            trace.update(showlegend=False)
+            fig.add_trace(trace, row=1, col=col)
+    fig.update_xaxes(title_text=plane_titles[0], row=1, col=2)
+    fig.update_yaxes(title_text=plane_titles[1], row=1, col=2)
+    if levels is not None:
+        fig.update_xaxes(range=[float(levels.x[0]), float(levels.x[-1])], row=1, col=2)
+        fig.update_yaxes(range=[float(levels.y[0]), float(levels.y[-1])], row=1, col=2)
     fig.update_layout(
         template=TEMPLATE,
         uirevision=UIREVISION,
         title={
-            "text": f"Spectra of the symmetric parts, first three principal components: "
-            f"{model_name}<br><sup>{len(frame)} heads; each point is a head's sorted "
-            "unit-length spectrum of S</sup>"
+            "text": f"Unit spectra of S: components 1-3 (left), {plane[0]} and {plane[1]} "
+            f"(right): {model_name}<br><sup>{len(frame)} heads; "
+            f"{PROJECTION_NAMES[projection.kind]}"
+            + ("; O (solid) and E (dotted) level sets" if levels is not None else "")
+            + "</sup>"
         },
         scene={
-            "xaxis": {"title": {"text": _pc_title(0, explained)}},
-            "yaxis": {"title": {"text": _pc_title(1, explained)}},
-            "zaxis": {"title": {"text": _pc_title(2, explained)}},
+            "xaxis": {"title": {"text": titles[0]}},
+            "yaxis": {"title": {"text": titles[1]}},
+            "zaxis": {"title": {"text": titles[2]}},
+            "aspectmode": "data",
+            "camera": {
+                "eye": {"x": 1.7, "y": -1.7, "z": 0.9},
+                "center": {"x": -0.15, "y": -0.15, "z": -0.2},
+            },
+            "domain": {"x": [0.0, 0.46], "y": [0.0, 1.0]},
         },
-        legend={"itemsizing": "constant"},
-        margin={"l": 0, "r": 0, "b": 0},
-        height=600,
-    )
-    return fig
-
-
-def spectra_pca_2d_figure(
-    frame: pd.DataFrame,
-    model_name: str,
-    explained: np.ndarray | None = None,
-    color_by: str = "cluster",
-    selected: Selected = None,
-) -> go.Figure:
-    """Fig 5 (right): the same projection on the second and third principal components."""
-    axes = ("pc2", "pc3")
-    fig = go.Figure(_group_traces(frame, model_name, color_by, axes, False))
-    fig.add_traces(_selected_marker(frame, model_name, selected, axes, False))
-    fig.update_layout(
-        template=TEMPLATE,
-        uirevision=UIREVISION,
-        title={"text": f"Second and third principal components: {model_name}"},
-        xaxis={"title": {"text": _pc_title(1, explained)}},
-        yaxis={"title": {"text": _pc_title(2, explained)}},
+        legend={"itemsizing": "constant", "orientation": "h", "y": -0.12, "yanchor": "top"},
+        margin={"l": 40, "r": 10, "b": 90, "t": 90},
+        height=560,
     )
     return fig
 
@@ -283,12 +451,12 @@ def silhouette_figure(silhouette: Mapping[int, float], chosen: int) -> go.Figure
                 y=[silhouette[chosen]],
                 mode="markers",
                 marker={"size": 14, "symbol": "circle-open", "color": SELECTED_COLOR},
-                name=f"k = {chosen}",
+                name=f"k = {chosen} shown",
             )
         )
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": "Choosing the number of clusters (KMeans on unit spectra)"},
+        title={"text": "Silhouette of k-means on the unit spectra, per number of clusters"},
         xaxis={"title": {"text": "number of clusters k"}, "dtick": 1},
         yaxis={"title": {"text": "mean silhouette coefficient"}},
         height=320,
@@ -395,28 +563,42 @@ def fit_head_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str =
     return fig
 
 
-def fit_errors_figure(errors: pd.DataFrame, model_name: str = "") -> go.Figure:
-    """Average fit error of each family over a model's heads, per lobe (output of
-    :func:`headforms.fits.mean_errors`); lower is a closer fit."""
+SAMPLE_COLORS: dict[str, str] = {
+    "+": POSITIVE_COLOR,
+    "-": NEGATIVE_COLOR,
+    "|λ(L)|": "#8c564b",
+    "σ(A)": "#17becf",
+    "both": BASELINE_COLOR,
+}
+SAMPLE_NAMES: dict[str, str] = {
+    "+": "λ₊",
+    "-": "λ₋",
+    "|λ(L)|": "|eigenvalues of L|",
+    "σ(A)": "singular values of A",
+}
+
+
+def fit_errors_figure(errors: pd.DataFrame, model_name: str = "", what: str = "") -> go.Figure:
+    """Average fit error of each family over a model's heads, one bar per sample (columns of
+    :func:`headforms.analyses.fits.mean_errors`, 'both' = all samples); lower is a closer fit."""
     fig = go.Figure()
-    for column, color, name in (
-        ("+", POSITIVE_COLOR, "λ₊"),
-        ("-", NEGATIVE_COLOR, "λ₋"),
-        ("both", BASELINE_COLOR, "both lobes"),
-    ):
-        if column in errors:
-            fig.add_trace(
-                go.Bar(
-                    x=errors.index,
-                    y=errors[column],
-                    name=name,
-                    marker={"color": color},
-                    hovertemplate="%{x}: %{y:.4f}<extra>" + name + "</extra>",
-                )
+    for column in errors.columns:
+        name = "all samples" if column == "both" else SAMPLE_NAMES.get(column, column)
+        fig.add_trace(
+            go.Bar(
+                x=errors.index,
+                y=errors[column],
+                name=name,
+                marker={"color": SAMPLE_COLORS.get(column, BASELINE_COLOR)},
+                hovertemplate="%{x}: %{y:.4f}<extra>" + name + "</extra>",
             )
+        )
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"Average fit error per family over the heads: {model_name}"},
+        title={
+            "text": f"Average fit error per family over the heads{': ' + what if what else ''}"
+            f"{' (' + model_name + ')' if model_name else ''}"
+        },
         xaxis={"title": {"text": "distribution family (location 0, maximum likelihood)"}},
         yaxis={"title": {"text": "mean RMS histogram error (lower is better)"}},
         barmode="group",
@@ -424,16 +606,86 @@ def fit_errors_figure(errors: pd.DataFrame, model_name: str = "") -> go.Figure:
     return fig
 
 
-def fit_error_vs_size_figure(errors_by_model: Mapping[str, tuple[int, pd.DataFrame]]) -> go.Figure:
-    """Fig 6: average error of each family against model size, one line per family.
+def sample_fits_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str) -> go.Figure:
+    """One panel per sample label (e.g. |λ(L)| and σ(A)): the 20-bin density histogram of the
+    unit-mean sample with every fitted family's density; the legend gives each family's RMS
+    error on every panel, left to right.
 
-    ``errors_by_model``: model name -> (number of heads, :func:`headforms.fits.mean_errors`).
+    Inputs: :func:`headforms.analyses.fits.head_histograms` / ``head_fit_curves``.
+    """
+    labels = list(dict.fromkeys(histograms["lobe"]))
+    names = [SAMPLE_NAMES.get(label, label) for label in labels]
+    fig = make_subplots(rows=1, cols=len(labels), subplot_titles=names, horizontal_spacing=0.08)
+    errors = curves.groupby(["family", "lobe"], sort=False)["error"].first()
+    for col, (label, name) in enumerate(zip(labels, names, strict=True), start=1):
+        hist = histograms[histograms["lobe"] == label]
+        fig.add_trace(
+            go.Bar(
+                x=hist["centre"],
+                y=hist["height"],
+                width=hist["width"],
+                marker={"color": SAMPLE_COLORS.get(label, BASELINE_COLOR)},
+                opacity=0.5,
+                name=f"histogram: {name}",
+                hovertemplate="x ≈ %{x:.2f}<br>density %{y:.3f}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        for family, part in curves[curves["lobe"] == label].groupby("family", sort=False):
+            shown = ", ".join(f"{errors.get((family, lb), float('nan')):.3f}" for lb in labels)
+            fig.add_trace(
+                go.Scatter(
+                    x=part["x"],
+                    y=part["density"],
+                    mode="lines",
+                    line={"color": FAMILY_COLORS.get(family, "#000000"), "width": 2},
+                    name=f"{family} (errors {shown})",
+                    legendgroup=family,
+                    showlegend=col == 1,
+                    hovertemplate=f"{family}, {name}<br>x %{{x:.2f}}<br>density %{{y:.3f}}"
+                    f"<extra>error {part['error'].iloc[0]:.3f}</extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.update_xaxes(title_text="value / sample mean", row=1, col=col)
+        top = float(np.nanmax(hist["height"].to_numpy(dtype=float), initial=0.0))
+        if top > 0:  # a fitted density may diverge at 0: scale the panel to the histogram
+            fig.update_yaxes(range=[0.0, 1.5 * top], row=1, col=col)
+    fig.update_yaxes(title_text="density", col=1)
+    fig.update_layout(
+        template=TEMPLATE,
+        title={
+            "text": f"{title}<br><sup>error = RMS difference between the 20-bin density "
+            "histogram of the unit-mean sample and the fitted density at the bin centres, per "
+            "panel left to right</sup>"
+        },
+        bargap=0,
+        margin={"t": 110},
+        legend={"orientation": "h", "y": -0.22, "yanchor": "top"},
+        height=470,
+    )
+    return fig
+
+
+def fit_error_vs_size_figure(
+    errors_by_model: Mapping[str, tuple[int | None, pd.DataFrame]],
+) -> go.Figure:
+    """Fig 6: average error of each family against the model's size (parameter count, log
+    scale), one line per family.
+
+    ``errors_by_model``: model name -> (parameter count or None,
+    :func:`headforms.analyses.fits.mean_errors`). Models without a parameter count cannot be
+    placed: they are named in the subtitle.
     """
     rows = [
         {"model": model, "size": size, "family": family, "error": error}
         for model, (size, errors) in errors_by_model.items()
+        if size
         for family, error in errors["both"].items()
     ]
+    unplaced = [model for model, (size, _) in errors_by_model.items() if not size]
     frame = pd.DataFrame(rows, columns=["model", "size", "family", "error"])
     fig = go.Figure()
     for family, part in frame.sort_values("size").groupby("family", sort=False):
@@ -445,15 +697,21 @@ def fit_error_vs_size_figure(errors_by_model: Mapping[str, tuple[int, pd.DataFra
                 name=family,
                 marker={"color": FAMILY_COLORS.get(family, "#000000"), "size": 10},
                 text=part["model"],
-                hovertemplate="%{text}<br>%{x} heads<br>error %{y:.4f}<extra>"
+                hovertemplate="%{text}<br>%{x:.3s} parameters<br>error %{y:.4f}<extra>"
                 + family
                 + "</extra>",
             )
         )
+    note = (
+        f"<br><sup>not placed (parameter count unknown): {', '.join(unplaced)}</sup>"
+        if unplaced
+        else "<br><sup>both lobes of every head, averaged; size from the weight files' headers"
+        "</sup>"
+    )
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": "Average fit error of each family against the size of the model"},
-        xaxis={"title": {"text": "model size (number of attention heads)"}, "type": "log"},
+        title={"text": "Average fit error of each family against the size of the model" + note},
+        xaxis={"title": {"text": "model size (parameters, log scale)"}, "type": "log"},
         yaxis={"title": {"text": "mean RMS histogram error (both lobes)"}},
     )
     return fig
@@ -526,12 +784,14 @@ def distribution_figure(
     label: str = "pairing score 𝒫 = 1 − ‖λ₊−λ₋‖/‖S‖",
     baselines: Mapping[str, pd.DataFrame] | None = None,
     bins: int = 40,
+    value_range: tuple[float, float] = (0.0, 1.0),
 ) -> go.Figure:
-    """Fig 11 (and the energy analogue): per-model histograms of a per-head column on [0, 1],
-    dashed vertical lines at the model medians, and each model's Gaussian baseline (its table in
-    ``baselines``, by model name) outlined."""
+    """Fig 11 (and the energy analogue): per-model histograms of a per-head column over
+    ``value_range``, dashed vertical lines at the model medians, and each model's Gaussian
+    baseline (its table in ``baselines``, by model name) outlined."""
     fig = go.Figure()
-    edges = np.linspace(0.0, 1.0, bins + 1)
+    low, high = value_range
+    edges = np.linspace(low, high, bins + 1)
     for i, (name, heads) in enumerate(models.items()):
         color = _model_color(i)
         values = heads[column].to_numpy(dtype=float)
@@ -539,7 +799,7 @@ def distribution_figure(
         fig.add_trace(
             go.Histogram(
                 x=values,
-                xbins={"start": 0.0, "end": 1.0, "size": 1.0 / bins},
+                xbins={"start": low, "end": high, "size": (high - low) / bins},
                 histnorm="probability density",
                 marker={"color": color},
                 opacity=0.55,
@@ -570,11 +830,11 @@ def distribution_figure(
     fig.update_layout(
         template=TEMPLATE,
         title={
-            "text": f"Distribution of {label.split(' =')[0]} per model"
-            "<br><sup>dashed lines: model medians; dotted: medians of independent Gaussian K, Q "
-            "of the same shapes (their histograms: click the legend)</sup>"
+            "text": f"{label[:1].upper()}{label.split(' =')[0][1:]} per model"
+            "<br><sup>dashed lines: model medians; dotted: medians of independent<br>Gaussian "
+            "K, Q of the same shapes (their histograms: click the legend)</sup>"
         },
-        xaxis={"title": {"text": label}, "range": [0, 1]},
+        xaxis={"title": {"text": label}, "range": [low, high]},
         yaxis={"title": {"text": "density of heads"}},
         barmode="overlay",
         legend={"orientation": "h", "y": -0.25},
@@ -582,22 +842,31 @@ def distribution_figure(
     return fig
 
 
-def parity_comparison_table(models: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Table 2 for the given models followed by the paper's published rows, labelled by source."""
-    ours = parity_table(models).reset_index()
+def _tolerance_text(tolerance: float | None) -> str:
+    value = PARITY_TYPE_II_THRESHOLD if tolerance is None else tolerance
+    return "1/50" if value == PARITY_TYPE_II_THRESHOLD else f"{value:g}"
+
+
+def parity_comparison_table(
+    models: Mapping[str, pd.DataFrame], tolerance: float | None = None
+) -> pd.DataFrame:
+    """Table 2 for the given models (Type II tolerance ``tolerance``, default 1/50) followed by
+    the paper's published rows (at 1/50) with their head counts, labelled by source."""
+    ours = parity_table(models, tolerance).reset_index()
     ours.insert(0, "source", "computed here")
     paper = paper_table2().reset_index()
     paper.insert(0, "source", "paper, Table 2")
     table = pd.concat([ours, paper], ignore_index=True)
-    table["heads"] = table["heads"].astype("Int64")  # a count; unknown for the paper's rows
+    table["heads"] = table["heads"].astype("Int64")  # a count: never shown as 270.000000
     return table
 
 
-def parity_comparison_figure(table: pd.DataFrame) -> go.Figure:
-    """Stacked horizontal bars of the parity shares per model, the paper's rows labelled."""
+def parity_comparison_figure(table: pd.DataFrame, tolerance: float | None = None) -> go.Figure:
+    """Stacked horizontal bars of the parity shares per model with head counts, the paper's
+    rows labelled."""
     labels = [
-        f"{m} (paper)" if s.startswith("paper") else m
-        for m, s in zip(table["model"], table["source"], strict=True)
+        f"{m} (paper, {int(h)} heads)" if s.startswith("paper") else f"{m} ({int(h)} heads)"
+        for m, s, h in zip(table["model"], table["source"], table["heads"], strict=True)
     ]
     fig = go.Figure()
     for parity in PARITY_LABELS:
@@ -613,10 +882,78 @@ def parity_comparison_figure(table: pd.DataFrame) -> go.Figure:
         )
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": "Percentage of heads by parity (Table 2), with the paper's published rows"},
+        title={
+            "text": "Percentage of heads by parity (Table 2), with the paper's published rows"
+            f"<br><sup>Type II: c_S + d_S ≤ {_tolerance_text(tolerance)} for the computed rows; "
+            "the paper's rows use 1/50</sup>"
+        },
         xaxis={"title": {"text": "percent of heads"}, "range": [0, 100]},
         yaxis={"title": {"text": "model"}, "autorange": "reversed"},
         barmode="stack",
-        height=220 + 28 * len(labels),
+        height=240 + 28 * len(labels),
+        legend={"orientation": "h", "y": -0.15, "yanchor": "top"},
+    )
+    return fig
+
+
+GREY_SCALE = [[0.0, "#ffffff"], [1.0, "#000000"]]
+"""Figure 12's shared scale: white at 0%, black at 100%."""
+
+
+def parity_by_layer_grid_figure(
+    frames: Mapping[str, pd.DataFrame], tolerance: float | None = None
+) -> go.Figure:
+    """Figure 12 for several models: per model, a type x layer grid of the percent of each
+    layer's heads of each parity type, one shared scale from white (0%) to black (100%).
+
+    ``frames``: model name -> :func:`headforms.analyses.parity.parity_by_layer` frame.
+    """
+    names = list(frames)
+    rows = max(len(names), 1)
+    height = 150 + 230 * rows
+    fig = make_subplots(
+        rows=rows,
+        cols=1,
+        subplot_titles=names,
+        vertical_spacing=min(0.3, 95 / (height - 150)) if rows > 1 else 0.0,
+    )
+    for i, name in enumerate(names, start=1):
+        frame = frames[name].reindex(columns=list(PARITY_LABELS), fill_value=0.0)
+        values = frame.to_numpy(dtype=float).T
+        fig.add_trace(
+            go.Heatmap(
+                z=values,
+                x=frame.index.to_numpy(),
+                y=[PARITY_NAMES[p] for p in PARITY_LABELS],
+                coloraxis="coloraxis",
+                text=np.round(values).astype(int),
+                texttemplate="%{text}" if len(frame) <= 16 else "",
+                textfont={"size": 9},
+                xgap=1,
+                ygap=1,
+                name=name,
+                hovertemplate=f"{name}<br>layer %{{x}}, %{{y}}: %{{z:.1f}}%<extra></extra>",
+            ),
+            row=i,
+            col=1,
+        )
+        fig.update_xaxes(title_text="layer", dtick=1 if len(frame) <= 32 else None, row=i, col=1)
+        fig.update_yaxes(title_text="parity type", autorange="reversed", row=i, col=1)
+    fig.update_layout(
+        template=TEMPLATE,
+        title={
+            "text": "Parity by layer (Figure 12): percent of each layer's heads of each type"
+            f"<br><sup>Type II: c_S + d_S ≤ {_tolerance_text(tolerance)}; one shared scale, "
+            "white 0% to black 100%</sup>"
+        },
+        coloraxis={
+            "colorscale": GREY_SCALE,
+            "cmin": 0,
+            "cmax": 100,
+            "colorbar": {"title": {"text": "% of layer"}},
+        },
+        height=height,
+        margin={"t": 100},
+        plot_bgcolor="white",
     )
     return fig

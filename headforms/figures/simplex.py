@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD
 from .style import (
+    BASELINE_COLOR,
     COLOR_BY_OPTIONS,
     COLUMN_TITLES,
     CONTINUOUS_SCALE,
@@ -288,6 +289,42 @@ def _head_traces(
     return traces
 
 
+def baseline_traces(
+    baselines: Mapping[str, pd.DataFrame],
+    columns: Sequence[str],
+    vertices: np.ndarray,
+    three_d: bool,
+) -> list[dict]:
+    """Grey, unclickable markers of each model's Gaussian baseline heads (independent K, Q of the
+    same n, N), one trace per model: where untrained forms land."""
+    traces = []
+    for model, heads in baselines.items():
+        valid = heads[np.isfinite(heads[list(columns)].to_numpy(dtype=float)).all(axis=1)]
+        xyz = barycentric_points(valid[list(columns)].to_numpy(), vertices)
+        coords = {"x": xyz[:, 0], "y": xyz[:, 1]}
+        if three_d:
+            coords["z"] = xyz[:, 2]
+        traces.append(
+            {
+                "type": "scatter3d" if three_d else "scatter",
+                **coords,
+                "mode": "markers",
+                "marker": {
+                    "color": BASELINE_COLOR,
+                    "size": 3 if three_d else 5,
+                    "opacity": 0.8,
+                    "symbol": "circle",
+                },
+                "name": f"{model}: Gaussian baseline"
+                if len(baselines) > 1
+                else "Gaussian baseline",
+                "hovertemplate": "Gaussian head (same n, N)<extra></extra>",
+                "meta": {"role": "baseline", "model": model},
+            }
+        )
+    return traces
+
+
 def _selected_point(
     models: Mapping[str, pd.DataFrame], selected: Selected, columns: Sequence[str]
 ) -> tuple[pd.DataFrame, str] | None:
@@ -455,9 +492,11 @@ def simplex_figure(
     color_by: str = "parity",
     selected: Selected = None,
     frame: str = "heads",
+    baselines: Mapping[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """Head profiles (a, b, c, d) on the 3-simplex Delta_3 drawn as a regular tetrahedron
-    (Figures 1, 2, 8), with its edges, the red segments Theta, and one marker per head.
+    (Figures 1, 2, 8), with its edges, the red segments Theta, and one marker per head;
+    ``baselines`` (model -> baseline table) adds the Gaussian heads in grey.
 
     ``frame="heads"`` points the camera at the region holding :data:`FRAMED_SHARE` of the heads
     (:func:`heads_view`; vertices out of view get direction hints); ``"simplex"`` shows the
@@ -510,6 +549,7 @@ def simplex_figure(
             meta={"role": "theta"},
         )
     )
+    fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=True))
     fig.add_traces(_head_traces(models, columns, vertices, color_by, True, selected))
     if frame == "heads":
         points = [
@@ -557,10 +597,14 @@ def simplex_figure(
 
 
 def triangle_figure(
-    models: Mapping[str, pd.DataFrame], color_by: str = "parity", selected: Selected = None
+    models: Mapping[str, pd.DataFrame],
+    color_by: str = "parity",
+    selected: Selected = None,
+    baselines: Mapping[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """Symmetric profiles (b_S, c_S, d_S) on the triangle Delta = {a = 0} (Figures 7 right, 9),
-    with the Type II band c_S + d_S <= 1/50 near vertex b and the I+/I- boundary c_S = d_S."""
+    with the Type II band c_S + d_S <= 1/50 near vertex b and the I+/I- boundary c_S = d_S;
+    ``baselines`` adds the Gaussian heads in grey."""
     _check_color_by(color_by)
     vertices = TRIANGLE_VERTICES
     columns = ("b_sym", "c_sym", "d_sym")
@@ -635,6 +679,7 @@ def triangle_figure(
             name="vertex",
             font={"size": 13},
         )
+    fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=False))
     fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=False))
     fig.add_traces(_selected_ring(models, selected, columns, vertices))
     fig.update_layout(

@@ -152,4 +152,3 @@ def config_from_gguf(
         if rot_dims and int(rot_dims) != head_dim:
             rope["partial_rotary_factor"] = int(rot_dims) / head_dim
     return config
-

@@ -185,5 +185,3 @@ def require_float(path: Path, name: str, dtype: str) -> None:
         raise CorruptFileError(
             f"{path.name}: tensor {name!r} is stored as {dtype}, not a floating-point type"
         )
-
-

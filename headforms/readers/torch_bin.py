@@ -58,5 +58,3 @@ class TorchBinReader:
             raise CorruptFileError(
                 f"{self._where[name].name}: cannot read tensor {name!r}: {exc}"
             ) from exc
-
-

@@ -1,0 +1,181 @@
+"""Observations page: the paper's observations checked on the loaded models: balanced symmetric
+parts (Observation 1, Theorem 3), accumulation near Theta against the Gaussian baseline
+(Observation 2), and proportional lobes with their consequences (Observation 5)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from headforms import BUNDLED_MODELS
+from headforms.analyses.lobes import observation5_summary
+from headforms.analyses.parity import theorem3_summary
+from headforms.analyses.theta import theta_summary
+from headforms.figures import observations as figures_obs
+from headforms.figures import paper as figures_paper
+from ui import (
+    PlotPayload,
+    cached,
+    clickable_plot,
+    jump_toggle,
+    model_label,
+    page_context,
+    select_from_customdata,
+    show_figure,
+    try_load,
+)
+from ui.tables import baseline_heads, expand_models
+
+ctx = page_context()
+st.title("Observations")
+st.caption(
+    "The paper's observations measured on the loaded models, each beside independent Gaussian "
+    "K, Q of the same n and N (the baseline). Click a head in a scatter to select it."
+)
+controls = st.columns([3, 1], vertical_alignment="bottom")
+extra = controls[0].multiselect(
+    "Other models",
+    [name for name in BUNDLED_MODELS if name != ctx.spec],
+    default=[],
+    key="observations_models",
+    format_func=model_label,
+    accept_new_options=True,
+    placeholder="bundled name, hub id, local path or table file",
+    help="Other models are analysed at RoPE position 0; a published per-head table adds all its "
+    "models (quantities it does not hold are left out).",
+)
+with controls[1]:
+    jump_toggle()
+analyses = {ctx.spec: ctx.analysis}
+for spec in expand_models(extra):  # a table file: all its models
+    if spec != ctx.spec:
+        loaded = try_load(spec, 0)
+        if loaded is not None:
+            analyses[spec] = loaded
+models = {name: analysis.heads for name, analysis in analyses.items()}
+baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
+key = (tuple(models), ctx.rope_position)
+
+st.subheader("Observation 1: the symmetric part is balanced (Theorem 3)")
+st.dataframe(
+    cached(
+        "obs_theorem3",
+        key,
+        lambda: theorem3_summary(
+            {name: (a.heads, a.card.head_dim) for name, a in analyses.items()}
+        ),
+    ),
+    column_config={
+        "balanced": st.column_config.NumberColumn("n₊ = n₋ (% of heads)", format="%.1f"),
+        "generic": st.column_config.NumberColumn("n₊ = n₋ = n (% of heads)", format="%.1f"),
+    },
+)
+st.caption(
+    "Theorem 3: for generic K, Q (2n ≤ N) S has exactly n positive and n negative eigenvalues. "
+    "Heads with fewer are degenerate (e.g. a QK-norm gain that is exactly zero)."
+)
+
+st.subheader("Observation 2: heads accumulate near Θ, spread along its branches")
+scatter = cached(
+    "obs_theta_scatter",
+    (*key, ctx.selected),
+    lambda: PlotPayload.of(figures_obs.theta_scatter_figure(models, baselines)),
+)
+clickable_plot(scatter, key="obs_theta_scatter", on_click=select_from_customdata)
+st.caption(
+    "Each head projected on the nearer branch of Θ = {a = b, cd = 0}: x is the position of that "
+    "point (c − d: +1 vertex c, 0 midpoint a = b = ½, −1 vertex d), y its Euclidean distance in "
+    "barycentric coordinates (log). Grey ×: Gaussian heads, which sit at the midpoint."
+)
+show_figure(
+    cached(
+        "obs_theta_distribution",
+        key,
+        lambda: figures_obs.theta_distribution_figure(models, baselines),
+    ),
+    "Densities of the position along Θ and of the distance to it, trained heads solid, Gaussian "
+    "baseline dotted: both sit near Θ, only trained heads spread along its branches.",
+)
+st.dataframe(
+    cached("obs_theta_summary", key, lambda: theta_summary(models, baselines)),
+    hide_index=True,
+    column_config={
+        c: st.column_config.NumberColumn(format="%.4f")
+        for c in ("median distance", "median |position|", "IQR |position|")
+    }
+    | {"c-branch side (%)": st.column_config.NumberColumn(format="%.1f")},
+)
+st.caption("Per model: median distance to Θ, spread of |position| along it, share on the c side.")
+
+st.subheader("Observation 5: the sorted spectral lobes are approximately proportional")
+show_figure(
+    cached(
+        "obs_departure",
+        key,
+        lambda: figures_paper.distribution_figure(
+            models,
+            "lobe_departure",
+            "lobe departure ‖λ₋ − ρλ₊‖/‖λ₋‖",
+            baselines,
+            value_range=(0.0, 1.0),
+        ),
+    ),
+    "Lobe departure per model, with ρ = ‖λ₋‖/‖λ₊‖: 0 when the sorted lobes are proportional, "
+    "λ₋ = ρλ₊ (dashed: medians; dotted: Gaussian baselines, histograms in the legend).",
+)
+left, right = st.columns(2)
+with left:
+    bound = cached(
+        "obs_bound",
+        (*key, ctx.selected),
+        lambda: PlotPayload.of(
+            figures_obs.against_figure(
+                models,
+                "pairing_bound",
+                "pairing",
+                "pairing bound 1 − |1 − ρ|/√(1 + ρ²)",
+                "pairing score 𝒫 = 1 − ‖λ₊ − λ₋‖/‖S‖",
+                "Pairing score against its bound",
+                baselines,
+            )
+        ),
+    )
+    clickable_plot(bound, key="obs_bound", on_click=select_from_customdata)
+    st.caption(
+        "Every head lies on or below the diagonal (reverse triangle inequality); it is on it "
+        "exactly when its lobes are proportional. The gap is the column pairing_gap."
+    )
+with right:
+    prediction = cached(
+        "obs_theorem5",
+        (*key, ctx.selected),
+        lambda: PlotPayload.of(
+            figures_obs.against_figure(
+                models,
+                "theorem5_b",
+                "b_sym",
+                "Theorem 5 point b = 2r/(1 + r²), r = min(ρ, 1/ρ)",
+                "the head's b_S (symmetric profile)",
+                "b_S against the Theorem 5 point",
+                baselines,
+            )
+        ),
+    )
+    clickable_plot(prediction, key="obs_theorem5", on_click=select_from_customdata)
+    st.caption(
+        "Proportional lobes with ratio ρ would put S at b_S = 2r/(1 + r²) (and c_S or d_S = "
+        "(1 − r)²/(1 + r²)); heads on the diagonal match that prediction."
+    )
+obs5 = cached("obs5_summary", key, lambda: observation5_summary(models, baselines))
+st.dataframe(
+    obs5,
+    hide_index=True,
+    column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in obs5.columns if "median" in c
+    }
+    | {"within 0.1 (%)": st.column_config.NumberColumn(format="%.1f")},
+)
+st.caption(
+    "Per model: medians of ρ, of the lobe departure, of the gap between the pairing bound and "
+    "the pairing score, and of the distance from the symmetric profile to its Theorem 5 point; "
+    "share of heads within 0.1 of that point."
+)
