@@ -4,6 +4,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+# Loopback by default (HOST=0.0.0.0 to serve the network): Streamlit then prints one URL and does
+# not ask an outside service for the machine's external IP.
+HOST ?= localhost
 
 .PHONY: run test install install-dev lint bench
 
@@ -13,8 +16,10 @@ install:
 install-dev:
 	VENV=$(VENV) scripts/install.sh --dev
 
+# The same start script as the Docker image: no file watcher (it floods the log with
+# "Inotify queue overflowed" on a big tree), headless, prints the URL.
 run: install
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT)
+	VENV=$(VENV) HOST=$(HOST) PORT=$(PORT) scripts/start.sh
 
 lint: install-dev
 	$(PY) -m ruff check .

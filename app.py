@@ -8,41 +8,58 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import guard, state
-from ui.sidebar import render_sidebar
+from ui.sidebar import render_sidebar, tab_title
 from ui.static import ensure_plotly_js
 
-guard.protect_session()  # first: hosted mode shows no exception details
-st.set_page_config(
-    page_title="headforms",
-    layout="wide",
-    menu_items={"About": "headforms: attention heads as bilinear forms (arXiv 2609.22990)."},
-)
-ensure_plotly_js()
 
-# Every page of the app: a new page is one file in pages/ and one line here.
-HEAD_PAGE = st.Page("pages/head.py", title="Head", icon=":material/center_focus_strong:")
-PAGES = {
-    "Explore": [
-        st.Page(
-            "pages/simplex.py", title="Simplex", icon=":material/change_history:", default=True
-        ),
-        HEAD_PAGE,
-        st.Page("pages/heatmaps.py", title="Heatmaps", icon=":material/grid_on:"),
-        st.Page("pages/overview.py", title="Overview", icon=":material/info:"),
-    ],
-    "Paper views": [
-        st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:"),
-        st.Page("pages/fits.py", title="Fits", icon=":material/show_chart:"),
-        st.Page("pages/theorem5.py", title="Theorem 5", icon=":material/functions:"),
-        st.Page("pages/observations.py", title="Observations", icon=":material/fact_check:"),
-        st.Page("pages/pairing.py", title="Pairing", icon=":material/compare_arrows:"),
-        st.Page("pages/compare.py", title="Compare", icon=":material/stacked_bar_chart:"),
-    ],
-}
+def main() -> None:
+    """One run of the app: page config, navigation, the shared sidebar, then the page."""
+    guard.protect_session()  # first: hosted mode shows no exception details
+    # An explicit favicon: without one, Streamlit shows each page's Material icon as the
+    # favicon, fetched from fonts.gstatic.com (the only requests the app would make off the
+    # machine).
+    st.set_page_config(
+        page_title="headforms",
+        page_icon="🔺",
+        layout="wide",
+        menu_items={"About": "headforms: attention heads as bilinear forms (arXiv 2609.22990)."},
+    )
+    ensure_plotly_js()
 
-page = st.navigation(PAGES)
-if render_sidebar() is None:  # the model failed: its error is shown, no page runs
-    st.stop()
-if state.take_pending_jump() and page.url_path != HEAD_PAGE.url_path:
-    st.switch_page(HEAD_PAGE, query_params=st.query_params.to_dict())
-page.run()
+    # Every page of the app: a new page is one file in pages/ and one line here.
+    head_page = st.Page("pages/head.py", title="Head", icon=":material/center_focus_strong:")
+    pages = {
+        "Explore": [
+            st.Page(
+                "pages/simplex.py", title="Simplex", icon=":material/change_history:", default=True
+            ),
+            head_page,
+            st.Page("pages/table.py", title="Heads table", icon=":material/table_rows:"),
+            st.Page("pages/heatmaps.py", title="Heatmaps", icon=":material/grid_on:"),
+            st.Page("pages/overview.py", title="Overview", icon=":material/info:"),
+        ],
+        "Paper views": [
+            st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:"),
+            st.Page("pages/fits.py", title="Fits", icon=":material/show_chart:"),
+            st.Page("pages/theorem5.py", title="Theorem 5", icon=":material/functions:"),
+            st.Page("pages/observations.py", title="Observations", icon=":material/fact_check:"),
+            st.Page("pages/pairing.py", title="Pairing", icon=":material/compare_arrows:"),
+            st.Page("pages/compare.py", title="Compare", icon=":material/stacked_bar_chart:"),
+        ],
+    }
+
+    page = st.navigation(pages)
+    context = render_sidebar()
+    st.set_page_config(page_title=tab_title(page.title, context))
+    if context is None:  # the model failed: its error is shown, no page runs
+        st.stop()
+    if state.take_pending_jump() and page.url_path != head_page.url_path:
+        st.switch_page(head_page, query_params=st.query_params.to_dict())
+    page.run()
+
+
+# Streamlit runs this file as __main__ (and leaves it installed as sys.modules["__main__"]): a
+# process spawned later from the server or a test (multiprocessing re-imports __main__ as
+# __mp_main__) must not run the app.
+if __name__ == "__main__":
+    main()

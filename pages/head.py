@@ -100,7 +100,7 @@ with right:
 
 st.subheader("Spectral statistics")
 stats = {
-    "positive / negative / zero eigenvalues of S (of 2n)": (
+    f"positive / negative / zero eigenvalues of S (of N = {card.model_dim})": (
         f"{int(row['n_pos'])} / {int(row['n_neg'])} / {int(row['n_zero'])}"
     ),
     "‖L‖ (Frobenius)": f"{row['norm_l']:.4g}",
@@ -126,7 +126,9 @@ if card.has_qk_bias:
     )
 st.table({"statistic": list(stats), "value": list(stats.values())})
 st.caption(
-    "Per-head statistics of the spectrum of S (Theorem 3: n positive and n negative). "
+    f"Per-head statistics of the spectrum of S. S is N × N of rank at most 2n = "
+    f"{2 * card.head_dim}, so at least N − 2n = {card.model_dim - 2 * card.head_dim} of its "
+    "eigenvalues are zero (Theorem 3: n positive and n negative for a generic head). "
     "Observation 5: ρ compares the lobes' norms; the departure is 0 when the sorted lobes are "
     "proportional, and then the pairing score reaches its bound and S's profile the Theorem 5 "
     "point."

@@ -45,5 +45,11 @@ for column, caption in CAPTIONS.items():
             )
         ),
     )
-    clickable_plot(payload, key=f"heatmap_{column}", on_click=select_from_customdata)
-    st.caption(caption)
+    clickable_plot(
+        payload,
+        key=f"heatmap_{column}",
+        on_click=select_from_customdata,
+        caption=caption,
+        data=lambda column=column: heatmaps.heatmap_table(ctx.heads, baseline, column),
+        filename=f"{ctx.spec}_{column}_heatmap",
+    )

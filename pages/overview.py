@@ -71,6 +71,8 @@ with right:
         ),
         f"Percent of each layer's heads of each parity type (the paper's Figure 12), Type II "
         f"tolerance {ctx.tolerance:g}.",
+        data=lambda: parity_by_layer(ctx.heads, ctx.tolerance).reset_index(),
+        filename=f"{ctx.spec}_parity_by_layer",
     )
 
 st.subheader("Downloads")
@@ -96,7 +98,7 @@ dl[1].download_button(
     disabled=not ctx.analysis.spectra,  # a published table has none
 )
 st.caption(
-    "The CSV has one row per query head (layer-major) with every metric and, as rand_*, the same "
-    "metric of the Gaussian baseline; the npz holds the spectra (baseline: rand_*) aligned with "
-    "those rows, plus layer and head."
+    "The CSV has one row per query head (layer-major) with every metric and, as `rand_*`, the "
+    "same metric of the Gaussian baseline; the npz holds the spectra (baseline: `rand_*`) "
+    "aligned with those rows, plus layer and head."
 )

@@ -70,10 +70,15 @@ if [ ! -f "$stamp" ] || [ -n "$(find $reqs -newer "$stamp" 2>/dev/null)" ]; then
   fi
   touch "$stamp"
 fi
-# plotly.js for the dashboard's clickable plots, served from static/ (generated, git-ignored;
-# the app also regenerates it at start when the plotly package changed).
-if [ -f ui/static.py ] && [ ! -f static/plotly.min.js ]; then
-  "$VENV/bin/python" -c "import ui.static as s; s.ensure_plotly_js()"
+# plotly.js for the dashboard's plots, served from static/ (generated, git-ignored): the plotly
+# package's full bundle, and with npm (when present) the 3D-only bundle of the same plotly.js
+# version, which the simplex page draws with sooner. Nothing is fetched at run time.
+if [ -f ui/static.py ]; then
+  "$VENV/bin/python" -c "import ui.static as s; s.main(['--fetch-gl3d'])"
+fi
+# Analyse the default model now, as the dashboard asks for it, so the first page needs no wait.
+if [ -f ui/loading.py ]; then
+  "$VENV/bin/python" -c "import ui.loading as l; l.warm()"
 fi
 
 # Debian packages of the tests: chromium (browser tests), docker.io and debootstrap (the image

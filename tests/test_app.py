@@ -18,15 +18,17 @@ from headforms.engine import ALL_SPECTRA, METRIC_COLUMNS
 from headforms.models.source import open_model
 from ui import state
 from ui.exports import heads_csv, spectra_npz
-from ui.loading import AnalysisStore
-from ui.widgets import format_layers
+from ui.loading import DASHBOARD_SPECTRA, AnalysisStore, warm
+from ui.widgets import GOTO_KEY, format_layers
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGES = {
     "simplex": "Profiles on the simplex",
+    "table": "Heads table",
     "heatmaps": "Layer × head heatmaps",
     "overview": "Model overview",
 }
+TABLE_KEY = "heads_table"
 TIMEOUT = 120  # the first run analyses the default model in the session's empty cache
 
 
@@ -230,3 +232,124 @@ def test_analysis_store_keeps_the_most_recently_used(tiny_llama: str) -> None:
 )
 def test_layer_lists_are_shown_as_ranges(layers: list[int], text: str) -> None:
     assert format_layers(layers) == text
+
+
+def test_heads_table_lists_every_head_and_selects_the_current_one(spec: str) -> None:
+    heads = analyze(spec).heads
+    layer, head = int(heads["layer"].max()), 1
+    at = run_app("table", {"model": spec, "layer": str(layer), "head": str(head)})
+    assert_clean(at)
+    assert title(at) == "Heads table"
+    shown = at.dataframe[0].value
+    assert len(shown) == len(heads)
+    pd.testing.assert_series_equal(shown["energy"], heads["energy"], check_names=False)
+    (row,) = at.session_state[TABLE_KEY]["selection"]["rows"]
+    assert (shown["layer"].iloc[row], shown["head"].iloc[row]) == (layer, head)
+
+
+def test_heads_table_filters_by_parity_layers_and_ranges(tiny_llama: str) -> None:
+    heads = analyze(tiny_llama).heads
+    parity = heads["parity"].value_counts().index[0]
+    energy = heads["energy"].sort_values().to_numpy()
+    low, high = float(energy[1]), float(energy[-2])
+    at = run_app(
+        "table",
+        {"model": tiny_llama},
+        table_parity=[parity],
+        table_range_columns=["energy"],
+        **{
+            f"table_layers:{tiny_llama}": (1, 1),
+            f"table_range:{tiny_llama}:0:energy": (low, high),
+        },
+    )
+    assert_clean(at)
+    shown = at.dataframe[0].value
+    expected = heads[
+        (heads["parity"] == parity) & (heads["layer"] == 1) & heads["energy"].between(low, high)
+    ]
+    assert 0 < len(expected) < len(heads)  # the filters keep some heads, not all
+    assert sorted(zip(shown["layer"], shown["head"], strict=True)) == sorted(
+        zip(expected["layer"], expected["head"], strict=True)
+    )
+    if not ((expected["layer"] == 0) & (expected["head"] == 0)).any():
+        assert at.session_state[TABLE_KEY]["selection"]["rows"] == []
+        assert any("filtered out" in c.value for c in at.caption)
+
+
+def test_a_head_typed_out_of_range_is_clamped_with_a_notice(tiny_llama: str) -> None:
+    card = analyze(tiny_llama).card
+    at = run_app("head", {"model": tiny_llama})
+    at.session_state[state.HEAD_KEY] = card.n_heads + 5
+    at.run()
+    assert_clean(at)
+    assert title(at) == f"Layer 0 · Head {card.n_heads - 1}"
+    assert at.sidebar.number_input(key=state.HEAD_KEY).value == card.n_heads - 1
+    assert any(f"head {card.n_heads + 5} does not exist" in t.value.lower() for t in at.toast)
+
+
+def test_the_go_to_box_selects_a_head_and_explains_a_bad_one(tiny_llama: str) -> None:
+    card = analyze(tiny_llama).card
+    at = run_app("simplex", {"model": tiny_llama})
+    at.text_input(key=GOTO_KEY).input(f"L{card.n_layers - 1}H2").run()
+    assert_clean(at)
+    assert at.session_state[state.LAYER_KEY] == card.n_layers - 1
+    assert at.session_state[state.HEAD_KEY] == 2
+    assert any(s.value == f"Selected: Layer {card.n_layers - 1} · Head 2" for s in at.subheader)
+    assert at.text_input(key=GOTO_KEY).value == ""
+    at.text_input(key=GOTO_KEY).input(f"L{card.n_layers}H0").run()
+    assert not at.exception
+    assert at.session_state[state.LAYER_KEY] == card.n_layers - 1  # unchanged
+    assert any("does not exist" in t.value for t in at.toast)
+    at.text_input(key=GOTO_KEY).input("head five").run()
+    assert any("Type a head as L3H5" in t.value for t in at.toast)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("L3H5", (3, 5)),
+        ("l3·h5", (3, 5)),
+        ("3.5", (3, 5)),
+        ("3, 5", (3, 5)),
+        ("layer 3 head 5", (3, 5)),
+        ("L12 H0", (12, 0)),
+    ],
+)
+def test_head_names_are_parsed(text: str, expected: tuple[int, int]) -> None:
+    assert state.parse_head(text, 30, 9) == expected
+
+
+@pytest.mark.parametrize("text", ["35", "", "H3", "L3", "L30H0", "L3H9", "3.5.1"])
+def test_bad_head_names_get_a_one_line_message(text: str) -> None:
+    with pytest.raises(ValueError) as error:
+        state.parse_head(text, 30, 9)
+    assert "\n" not in str(error.value) and (
+        "L3H5" in str(error.value) or "exist" in str(error.value)
+    )
+
+
+def test_a_model_loads_on_one_shared_job_that_reports_progress(tiny_gpt2: str) -> None:
+    store = AnalysisStore()
+    key = (tiny_gpt2, 0)
+    first, second = store.job(key), store.job(key)
+    assert first is second  # two sessions asking at once share one analysis
+    analysis = first.future.result(timeout=120)
+    assert store.get(key) is analysis
+    assert analysis.baseline.heads.shape[0] == len(analysis.heads)
+    assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)
+    assert first.fraction == 1.0 and "baseline" in first.text()
+    failing = store.job(("/no/such/model", 0))
+    with pytest.raises(HeadformsError):
+        failing.future.result(timeout=60)
+    assert store.job(("/no/such/model", 0)) is not failing  # a failed job is not kept
+
+
+def test_the_install_warm_up_fills_the_cache_the_dashboard_reads(tiny_gpt2: str) -> None:
+    warm(tiny_gpt2)
+    messages = []
+    analysis = analyze(
+        tiny_gpt2, spectra=DASHBOARD_SPECTRA, progress=lambda d, t, m: messages.append(m)
+    )
+    assert messages[-1] == "loaded from cache"
+    assert not any(m.startswith("layer") for m in messages)  # nothing was computed again
+    assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)

@@ -1,11 +1,14 @@
-"""Real-browser round trips: a click on a 3D simplex marker or a heatmap cell in headless
-Debian chromium reaches Python and the head page shows that head; a shared link opens it.
+"""Real-browser round trips in headless Debian chromium: a click on a 3D simplex marker (also
+inside the crowd, through the chooser), a heatmap cell or a row of the heads table reaches
+Python and the head page shows that head; a shared link opens it and names it in the tab; a
+figure exports as SVG and its data as CSV; no page requests anything from another host.
 
 The server is `streamlit run app.py` on a free loopback port with the session's cache dir.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import socket
@@ -15,10 +18,14 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from headforms import DEFAULT_MODEL
+from headforms import DEFAULT_MODEL, analyze
+from ui.plot import PICK_RADIUS_PX
 
 pytestmark = pytest.mark.browser
 
@@ -61,9 +68,11 @@ SCENE_POINTS_JS = """
     for (let i = 0; i < trace.x.length; i++) {
       const world = [trace.x[i] * scale[0], trace.y[i] * scale[1], trace.z[i] * scale[2], 1];
       const clip = mul(cam.projection, mul(cam.view, mul(cam.model, world)));
+      const ndc = [clip[0] / clip[3], clip[1] / clip[3]];
       points.push({
-        x: rect.left + left + ((clip[0] / clip[3] + 1) / 2) * width,
-        y: rect.top + top + ((1 - clip[1] / clip[3]) / 2) * height,
+        x: rect.left + left + ((ndc[0] + 1) / 2) * width,
+        y: rect.top + top + ((1 - ndc[1]) / 2) * height,
+        inView: clip[3] > 0 && Math.abs(ndc[0]) < 0.95 && Math.abs(ndc[1]) < 0.95,
         layer: trace.customdata[i][1],
         head: trace.customdata[i][2],
       });
@@ -115,13 +124,17 @@ SERVER_URL_ENV = "HEADFORMS_BROWSER_TEST_URL"
 
 @pytest.fixture(scope="module")
 def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`streamlit run app.py`, headless on a free loopback port; yields its base URL.
+    """`streamlit run app.py`, headless on a free loopback port; yields its base URL. The
+    default model is analysed first, as the install does, so no test waits for it.
 
     With ``$HEADFORMS_BROWSER_TEST_URL`` set, that running server is tested instead.
     """
     if os.environ.get(SERVER_URL_ENV):
         yield os.environ[SERVER_URL_ENV].rstrip("/")
         return
+    from ui.loading import warm
+
+    warm()
     port = free_port()
     env = {**os.environ, "HEADFORMS_CACHE_DIR": str(isolated_cache), "HEADFORMS_THREADS": "1"}
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
@@ -213,6 +226,8 @@ def test_a_shared_link_opens_the_head(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&rope=0&layer=7&head=4")
     wait_for_head(page, 7, 4)
     assert page.get_by_role("link", name="Simplex").count() == 1  # inside app.py's navigation
+    page.wait_for_function("() => document.title.includes('L7·H4')", timeout=HEAD_PAGE_MS)
+    assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
 
 
 def test_clicking_a_simplex_marker_opens_its_head(page, server: str) -> None:
@@ -223,10 +238,89 @@ def test_clicking_a_simplex_marker_opens_its_head(page, server: str) -> None:
     points = plot.evaluate(SCENE_POINTS_JS)
     shape = re.search(r"(\d+) layers × (\d+) heads", page.locator(SIDEBAR).inner_text())
     assert len(points) == int(shape[1]) * int(shape[2])  # one marker per head
-    target = most_isolated([p for p in points if (p["layer"], p["head"]) != (0, 0)])
+    # markers the framed view leaves out (a scroll away) cannot be clicked
+    target = most_isolated([p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)])
     click(page, target)
     wait_for_head(page, target["layer"], target["head"])
     assert f"layer={target['layer']}&head={target['head']}" in page.url
+
+
+def neighbours(point: dict, points: list[dict], radius: float) -> int:
+    """How many other markers are drawn within ``radius`` pixels of ``point``."""
+    return sum(
+        1
+        for q in points
+        if q is not point and (q["x"] - point["x"]) ** 2 + (q["y"] - point["y"]) ** 2 <= radius**2
+    )
+
+
+def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> None:
+    """The marker with the most others under the pointer: a click lists them all, and choosing
+    the aimed one opens it (not whichever marker plotly.js would have picked)."""
+    page.goto(server)
+    plot = page.locator('div[data-hf-plot="simplex"]')
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    points = plot.evaluate(SCENE_POINTS_JS)
+    target = max(
+        (p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)),
+        key=lambda p: neighbours(p, points, PICK_RADIUS_PX - 1),
+    )
+    assert neighbours(target, points, PICK_RADIUS_PX - 1) >= 2  # it is inside a crowd
+    click(page, target)
+    chooser = page.locator(".hf-chooser")
+    chooser.wait_for(timeout=HEAD_PAGE_MS)
+    choices = page.locator(".hf-chooser .hf-choice")
+    assert choices.count() >= 3
+    aimed = page.locator(f'.hf-choice[data-hf-head="{target["layer"]},{target["head"]}"]')
+    assert f"L{target['layer']}·H{target['head']}" in aimed.inner_text()
+    aimed.click()
+    wait_for_head(page, target["layer"], target["head"])
+    assert f"layer={target['layer']}&head={target['head']}" in page.url
+
+
+TABLE_HEADER_PX = 35
+TABLE_ROW_PX = 35
+"""Streamlit's data grid: header and row heights (px); its selection boxes are in the first
+column."""
+
+
+def test_picking_a_row_of_the_heads_table_opens_that_head(page, server: str) -> None:
+    page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
+    grid = page.locator('[data-testid="stDataFrame"]')
+    grid.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_timeout(1000)
+    box = grid.bounding_box()
+    row = 9 + 4  # layer-major: the row of layer 1, head 4
+    x, y = box["x"] + 18, box["y"] + TABLE_HEADER_PX + (row + 0.5) * TABLE_ROW_PX
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    wait_for_head(page, 1, 4)
+    assert "layer=1&head=4" in page.url
+
+
+def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
+    page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=2&head=5")
+    wait_for_head(page, 2, 5)
+    plot = page.locator("div[data-hf-plot]").first
+    plot.locator(".main-svg").first.wait_for(timeout=PLOT_APPEAR_MS)
+    plot.hover()
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        plot.locator('.modebar-btn[data-title="Download SVG"]').click()
+    svg = Path(download.value.path()).read_text()
+    assert svg.lstrip().startswith("<svg") and "Eigenvalues of S" in svg
+    assert download.value.suggested_filename.endswith(".svg")
+
+    page.goto(f"{server}/?model={DEFAULT_MODEL}")
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        page.get_by_role("button", name="CSV").first.click()
+    table = pd.read_csv(io.StringIO(Path(download.value.path()).read_text()))
+    heads = analyze(DEFAULT_MODEL).heads
+    assert len(table) == len(heads) and set(table["model"]) == {DEFAULT_MODEL}
+    merged = table.merge(heads, on=["layer", "head"], suffixes=("", "_engine"))
+    for column in ("a", "b", "c", "d", "energy", "pairing"):
+        np.testing.assert_allclose(merged[column], merged[f"{column}_engine"], rtol=1e-12)
 
 
 def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
@@ -240,3 +334,35 @@ def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     click(page, target)
     wait_for_head(page, 2, 3)
     assert "layer=2&head=3" in page.url
+
+
+def test_no_page_requests_anything_from_another_host(browser, server: str) -> None:
+    """Every page of the navigation, loaded with no network: all requests stay on loopback
+    (Streamlit would fetch each page's Material icon from fonts.gstatic.com as favicon)."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    try:
+        page.goto(server)
+        page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+        nav = page.locator('[data-testid="stSidebarNav"] a')
+        paths = sorted(
+            {urlparse(nav.nth(i).get_attribute("href")).path for i in range(nav.count())}
+        )
+        assert len(paths) >= 10
+        for path in paths:
+            page.goto(f"{server}{path}")
+            page.locator("h1").first.wait_for(timeout=PLOT_APPEAR_MS)
+            # the page's script has finished (no run left behind to slow the next page)
+            page.locator('[data-testid="stStatusWidget"]').wait_for(
+                state="hidden", timeout=3 * PLOT_APPEAR_MS
+            )
+            page.wait_for_load_state("networkidle", timeout=PLOT_APPEAR_MS)
+    finally:
+        context.close()
+    hosts = {
+        urlparse(url).hostname for url in requests if urlparse(url).scheme in ("http", "https")
+    }
+    assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
+    assert len(requests) > 20  # the pages really loaded

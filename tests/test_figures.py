@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import colorsys
 import itertools
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -66,10 +68,11 @@ def points(trace) -> np.ndarray:
 
 
 def vertex_coords(fig: go.Figure) -> np.ndarray:
-    """The simplex's vertex marker trace, or the triangle's vertex label annotations."""
-    found = traces_with(fig, "vertices")
-    if found:
-        return points(found[0])
+    """The vertex label annotations: the simplex's in its 3D scene, the triangle's in 2D."""
+    if fig.layout.scene.annotations:
+        return np.array(
+            [[a.x, a.y, a.z] for a in fig.layout.scene.annotations if a.name == "vertex"]
+        )
     return np.array([[a.x, a.y] for a in fig.layout.annotations if a.name == "vertex"])
 
 
@@ -103,24 +106,53 @@ def test_simplex_vertices_form_a_regular_tetrahedron():
     distances = [np.linalg.norm(p - q) for p, q in itertools.combinations(vertices, 2)]
     np.testing.assert_allclose(distances, distances[0], rtol=1e-12)
     assert distances[0] > 0
-    labels = list(traces_with(fig, "vertices")[0].text)
-    assert labels == ["a = 1 antisymmetric", "b = 1 hyperbolic", "c = 1 PSD", "d = 1 NSD"]
+    labels = [a for a in fig.layout.scene.annotations if a.name == "vertex"]
+    assert [a.text for a in labels] == [
+        "a = 1 antisymmetric",
+        "b = 1 hyperbolic",
+        "c = 1 PSD",
+        "d = 1 NSD",
+    ]
+    np.testing.assert_allclose([[a.x, a.y, a.z] for a in labels], vertices)
 
 
 def test_simplex_edges_cover_all_six_edges():
+    """Five solid edges vertex to vertex; the edge {a = b = 0} (c to d) dashed along its line."""
     fig = FS.simplex_figure({"synthetic": synthetic_heads()})
     vertices = vertex_coords(fig)
-    found = set()
+    vc, vd = vertices[2], vertices[3]
+    found, dashes = set(), []
     for trace in traces_with(fig, "edges"):
         xyz = points(trace)
         for start, end in zip(xyz[:-1], xyz[1:], strict=True):
             if np.isnan(start).any() or np.isnan(end).any():
                 continue
-            i = int(np.argmin(np.linalg.norm(vertices - start, axis=1)))
-            j = int(np.argmin(np.linalg.norm(vertices - end, axis=1)))
-            np.testing.assert_allclose([start, end], vertices[[i, j]], atol=1e-12)
-            found.add(frozenset((i, j)))
-    assert found == {frozenset(e) for e in itertools.combinations(range(4), 2)}
+            gaps = np.linalg.norm(vertices - start, axis=1), np.linalg.norm(vertices - end, axis=1)
+            if (
+                gaps[0].min() < 1e-12
+                and gaps[1].min() < 1e-12
+                and {*map(np.argmin, gaps)} != {2, 3}
+            ):
+                found.add(frozenset((int(np.argmin(gaps[0])), int(np.argmin(gaps[1])))))
+                continue
+            # a dash: both ends on the segment from c to d
+            for point in (start, end):
+                t = (point - vc) @ (vd - vc) / ((vd - vc) @ (vd - vc))
+                np.testing.assert_allclose(point, vc + t * (vd - vc), atol=1e-12)
+                assert -1e-12 <= t <= 1 + 1e-12
+            dashes.append(
+                sorted(((s_ - vc) @ (vd - vc) / ((vd - vc) @ (vd - vc))) for s_ in (start, end))
+            )
+    assert found == {frozenset(e) for e in itertools.combinations(range(4), 2)} - {
+        frozenset((2, 3))
+    }
+    dashes.sort()
+    assert (
+        len(dashes) >= 5 and dashes[0][0] == pytest.approx(0) and dashes[-1][1] == pytest.approx(1)
+    )
+    covered = sum(b - a for a, b in dashes)
+    assert 0.3 < covered < 0.8  # dashed: gaps between the dashes
+    assert all(b0 < a1 for (_, b0), (a1, _) in zip(dashes[:-1], dashes[1:], strict=True))
 
 
 def test_known_profiles_land_at_their_barycentric_points():
@@ -203,7 +235,7 @@ def test_simplex_traces_are_per_parity_with_palette_and_symbols(minilm):
     assert len(set(symbols.values())) == len(symbols)
     for trace in head_traces:
         assert trace.marker.color == FT.PARITY_COLORS[trace.meta["parity"]]
-        assert trace.marker.symbol in {"circle", "diamond", "square", "cross", "x"}
+        assert trace.marker.symbol in {"circle", "diamond", "square", "cross"}
         assert "layer" in trace.text[0] and "energy" in trace.text[0]
 
 
@@ -222,6 +254,27 @@ def test_simplex_continuous_colouring_has_a_colour_bar(minilm, color_by):
     cmin, cmax = fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax
     values = valid_heads(heads, PROFILE)[color_by]
     assert cmin <= values.min() and values.max() <= cmax
+    # the scale spans the heads drawn (not a fixed [0, 1] that crowds them in a few colours)
+    assert values.max() == pytest.approx(cmax)
+    if color_by != "layer":
+        assert values.min() == pytest.approx(cmin)
+
+
+def relative_luminance(color: str) -> float:
+    """WCAG relative luminance of a hex colour (white 1, black 0)."""
+    channels = np.array(hex_to_rgb(color)) / 255.0
+    linear = np.where(channels <= 0.03928, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+@pytest.mark.parametrize("color_by", ["layer", "energy", "pairing"])
+def test_continuous_colours_stay_visible_on_white(minilm, color_by):
+    """Every colour a head can take contrasts with the white background (WCAG ratio >= 1.5;
+    the old diverging scale was white at 1/2, where most heads' energy lies)."""
+    fig = FS.simplex_figure({"minilm": minilm.heads}, color_by=color_by)
+    assert fig.layout.template.layout.paper_bgcolor == "white"
+    for _, color in fig.layout.coloraxis.colorscale:
+        assert 1.05 / (relative_luminance(color) + 0.05) >= 1.5, color
 
 
 def test_invalid_color_by_is_a_clear_error():
@@ -240,17 +293,192 @@ def test_overlay_has_one_legend_group_per_model(minilm, smollm):
         assert len([t for t in traces_with(fig, "heads") if t.legendgroup == name]) <= 3
 
 
+def is_reddish(color: str) -> bool:
+    """A saturated colour whose hue is within 20 degrees of red (Theta's red)."""
+    r, g, b = (c / 255 for c in hex_to_rgb(color))
+    hue, lightness, saturation = colorsys.rgb_to_hls(r, g, b)
+    return (hue < 20 / 360 or hue > 340 / 360) and saturation > 0.5 and 0.25 < lightness < 0.75
+
+
+@pytest.mark.parametrize("three_d", [True, False])
+@pytest.mark.parametrize("color_by", ["parity", "energy", "model"])
+def test_each_overlaid_model_has_its_own_colour_and_markers(minilm, smollm, three_d, color_by):
+    models = {"smollm2": smollm.heads, "minilm": minilm.heads, "again": minilm.heads}
+    build = FS.simplex_figure if three_d else FS.triangle_figure
+    fig = build(models, color_by=color_by)
+    by_model: dict[str, list] = {}
+    for trace in traces_with(fig, "heads"):
+        by_model.setdefault(trace.legendgroup, []).append(trace)
+    overlay_colours = []
+    for name in ("minilm", "again"):
+        colours = {t.marker.color for t in by_model[name]}
+        assert len(colours) == 1  # one colour per overlaid model, whatever the colouring
+        (colour,) = colours
+        assert not is_reddish(colour), colour
+        assert colour.lower() not in {c.lower() for c in FT.PARITY_COLORS.values()}
+        overlay_colours.append(colour)
+    assert len(set(overlay_colours)) == 2
+    symbols = {n: {t.meta["parity"]: t.marker.symbol for t in by_model[n]} for n in models}
+    assert symbols["smollm2"] != symbols["minilm"] != symbols["again"]
+    for mapping in symbols.values():  # parity types stay apart within a model
+        assert len(set(mapping.values())) == len(mapping)
+    if three_d:  # Scatter3d draws "x" as an emoji glyph: a blank box without an emoji font
+        assert all("x" not in s.split("-") for m in symbols.values() for s in m.values())
+    if color_by == "model":
+        assert not is_reddish(by_model["smollm2"][0].marker.color)
+
+
+def choice_rows(trace) -> list[tuple[int, int, str, list[float]]]:
+    """Parse the chooser labels of a head trace: 'L3·H5 · I+ · a 0.1 b 0.2 ...'."""
+    rows = []
+    for label in trace.meta["choices"]:
+        name, parity, coords = label.split(" · ")
+        layer, head = map(int, re.fullmatch(r"L(\d+)·H(\d+)", name).groups())
+        rows.append((layer, head, parity, [float(v) for v in coords.split()[1::2]]))
+    return rows
+
+
+@pytest.mark.parametrize("three_d", [True, False])
+def test_chooser_labels_name_each_marker_with_its_profile(minilm, three_d):
+    """The list shown when markers overlap: one line per marker naming that marker's head."""
+    heads = minilm.heads
+    columns = PROFILE if three_d else SYMMETRIC
+    fig = (FS.simplex_figure if three_d else FS.triangle_figure)({"minilm": heads})
+    indexed = heads.set_index(["layer", "head"])
+    for trace in traces_with(fig, "heads"):
+        rows = choice_rows(trace)
+        assert len(rows) == len(trace.customdata)
+        for (layer, head, parity, values), (_, c_layer, c_head) in zip(
+            rows, trace.customdata, strict=True
+        ):
+            assert (layer, head) == (c_layer, c_head)
+            assert parity == indexed.loc[(layer, head), "parity"] == trace.meta["parity"]
+            np.testing.assert_allclose(
+                values, indexed.loc[(layer, head), columns].to_numpy(float), atol=5e-4
+            )
+
+
+def look_at_projection(points: np.ndarray, camera: dict, aspect: float) -> np.ndarray:
+    """Screen coordinates in [-1, 1]^2 (and depth) of scene points under a perspective camera
+    with plotly's 45° vertical field of view: an independent lookAt + perspective."""
+    eye = np.array([camera["eye"][k] for k in "xyz"])
+    target = np.array([camera["center"][k] for k in "xyz"])
+    up = np.array([camera["up"][k] for k in "xyz"])
+    z_axis = eye - target
+    z_axis /= np.linalg.norm(z_axis)
+    x_axis = np.cross(up, z_axis)
+    x_axis /= np.linalg.norm(x_axis)
+    y_axis = np.cross(z_axis, x_axis)
+    view = (points - eye) @ np.column_stack([x_axis, y_axis, z_axis])
+    focal = 1 / np.tan(np.pi / 8)
+    depth = -view[:, 2]
+    return np.column_stack([focal * view[:, 0] / depth / aspect, focal * view[:, 1] / depth, depth])
+
+
+def scene_points(fig: go.Figure, cartesian: np.ndarray) -> np.ndarray:
+    """Cartesian points in plotly's normalised scene coordinates, from the layout's own axis
+    ranges and aspect ratio (each range maps to [-ratio/2, ratio/2])."""
+    scene = fig.layout.scene
+    lows = np.array([scene[f"{a}axis"].range[0] for a in "xyz"])
+    highs = np.array([scene[f"{a}axis"].range[1] for a in "xyz"])
+    ratio = np.array([scene.aspectratio[a] for a in "xyz"])
+    return ratio * (cartesian - (lows + highs) / 2) / (highs - lows)
+
+
+def head_points(fig: go.Figure) -> np.ndarray:
+    return np.vstack([points(t) for t in traces_with(fig, "heads")])
+
+
+def on_screen(fig: go.Figure, cartesian: np.ndarray) -> np.ndarray:
+    camera = fig.layout.scene.camera.to_plotly_json()
+    return look_at_projection(scene_points(fig, cartesian), camera, FS.VIEW_ASPECT)
+
+
+def visible(screen: np.ndarray) -> np.ndarray:
+    return (np.abs(screen[:, :2]) <= 1).all(axis=1) & (screen[:, 2] > 0)
+
+
+@pytest.mark.parametrize("model", ["smollm", "minilm"])
+def test_fit_to_heads_frames_most_heads_and_pulls_the_crowd_apart(request, model):
+    heads = request.getfixturevalue(model).heads
+    screens = {}
+    for frame in FS.FRAMES:
+        fig = FS.simplex_figure({"m": heads}, frame=frame)
+        xyz = head_points(fig)
+        screens[frame] = on_screen(fig, xyz)
+        # the axis ranges never clip: every head lies inside the scene's box in both frames
+        for i, axis in enumerate("xyz"):
+            low, high = fig.layout.scene[f"{axis}axis"].range
+            assert (xyz[:, i] >= low).all() and (xyz[:, i] <= high).all()
+    assert visible(screens["simplex"]).all()
+    assert visible(
+        on_screen(fig, vertex_coords(FS.simplex_figure({"m": heads}, frame="simplex")))
+    ).all()
+    fig = FS.simplex_figure({"m": heads}, frame="heads")
+    assert visible(screens["heads"]).mean() >= FS.FRAMED_SHARE  # what the caption promises
+    # the camera turns about the heads' median profile
+    xyz = head_points(fig)
+    centre = np.median(xyz, axis=0)
+    camera = fig.layout.scene.camera
+    np.testing.assert_allclose(
+        [camera.center[k] for k in "xyz"], scene_points(fig, centre[None, :])[0], atol=1e-9
+    )
+    # the crowd (the half of the heads nearest the median) is spread over more of the plot
+    crowd = np.argsort(np.linalg.norm(xyz - centre, axis=1))[: len(xyz) // 2]
+
+    def spread(screen: np.ndarray) -> float:
+        part = screen[crowd, :2]
+        return float(np.median(np.linalg.norm(part - part.mean(axis=0), axis=1)))
+
+    assert spread(screens["heads"]) >= 3 * spread(screens["simplex"])
+
+
+def test_fit_to_heads_points_to_the_vertices_out_of_view(smollm):
+    fig = FS.simplex_figure({"m": smollm.heads}, frame="heads")
+    annotations = fig.layout.scene.annotations
+    vertices = {a.text: np.array([a.x, a.y, a.z]) for a in annotations if a.name == "vertex"}
+    hints = {
+        a.text.removeprefix("→ toward "): np.array([a.x, a.y, a.z])
+        for a in annotations
+        if a.name == "hint"
+    }
+    assert hints  # the crowd is far from at least one vertex
+    centre = np.median(head_points(fig), axis=0)
+    for text, vertex in vertices.items():
+        shown = bool(visible(on_screen(fig, vertex[None, :]))[0])
+        assert (text in hints) != shown, text
+        if text in hints:
+            hint = hints[text]
+            assert visible(on_screen(fig, hint[None, :]))[0]
+            # on the segment from the framed centre toward the vertex
+            direction = (vertex - centre) / np.linalg.norm(vertex - centre)
+            offset = hint - centre
+            np.testing.assert_allclose(offset, (offset @ direction) * direction, atol=1e-9)
+            assert 0 < offset @ direction < np.linalg.norm(vertex - centre)
+    with pytest.raises(HeadformsError, match="frame"):
+        FS.simplex_figure({"m": smollm.heads}, frame="zoomed")
+
+
 def test_selected_head_is_highlighted(minilm):
     heads = minilm.heads
     fig = FS.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5))
-    (sel,) = traces_with(fig, "selected")
-    assert tuple(sel.customdata[0]) == ("minilm", 2, 5)
     row = heads[(heads["layer"] == 2) & (heads["head"] == 5)][PROFILE].to_numpy(float)
-    np.testing.assert_allclose(points(sel)[0], (row @ vertex_coords(fig))[0])
-    assert sel.marker.size > traces_with(fig, "heads")[0].marker.size
-    assert traces_with(FS.simplex_figure({"minilm": heads}), "selected") == []
+    where = (row @ vertex_coords(fig))[0]
+    (label,) = [a for a in fig.layout.scene.annotations if a.name == "selected"]
+    assert label.text == "L2·H5" and label.showarrow
+    np.testing.assert_allclose([label.x, label.y, label.z], where)
+    sizes = {}
+    for trace in traces_with(fig, "heads"):
+        size = np.broadcast_to(np.asarray(trace.marker.size, float), (len(trace.customdata),))
+        for (_, layer, head), value in zip(trace.customdata, size, strict=True):
+            sizes[(layer, head)] = value
+    others = {v for k, v in sizes.items() if k != (2, 5)}
+    assert len(others) == 1 and sizes[(2, 5)] > others.pop()  # drawn larger than every other
+    plain = FS.simplex_figure({"minilm": heads})
+    assert not [a for a in plain.layout.scene.annotations if a.name == "selected"]
     other = FS.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
-    assert traces_with(other, "selected") == []
+    assert not [a for a in other.layout.scene.annotations if a.name == "selected"]
+    assert all(np.ndim(t.marker.size) == 0 for t in traces_with(other, "heads"))
 
 
 def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):
@@ -351,7 +579,7 @@ def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
     assert float(np.sum(positive.y)) == np.count_nonzero(eig > 0)
     extent = max(np.abs(np.asarray(b.x)).max() for b in bars)
     assert extent <= np.abs(eig).max() / np.linalg.norm(eig) + 1e-12
-    assert "3 exact zero" in fig.layout.title.text
+    assert "3 exactly 0" in fig.layout.title.text and f"2n = {eig.size}" in fig.layout.title.text
     assert "‖S‖" in fig.layout.xaxis.title.text
     (outline,) = [t for t in fig.data if isinstance(t, go.Scatter)]
     assert "baseline" in outline.name
@@ -448,3 +676,91 @@ def test_figures_serialise_to_json(smollm):
     """The dashboard sends figures to plotly.js as JSON: every builder's output must encode."""
     for name, fig in all_figures(smollm).items():
         assert len(fig.to_json()) > 100, name
+
+
+def test_profile_and_heatmap_tables_hold_what_is_drawn(minilm, smollm):
+    models = {"minilm": minilm.heads, "smollm2": smollm.heads}
+    table = FS.profile_table(models)
+    assert len(table) == sum(len(h) for h in models.values())
+    fig = FS.simplex_figure(models)
+    drawn = {}
+    for trace in traces_with(fig, "heads"):
+        for (model, layer, head), point in zip(trace.customdata, points(trace), strict=True):
+            drawn[(model, layer, head)] = point
+    vertices = vertex_coords(fig)
+    for row in table.itertuples():
+        point = drawn.get((row.model, row.layer, row.head))
+        if point is not None:  # every drawn marker is the table's profile
+            np.testing.assert_allclose(point, np.array([row.a, row.b, row.c, row.d]) @ vertices)
+    assert len(drawn) == len(valid_heads(table, PROFILE))
+    heads, base = minilm.heads, minilm.baseline.heads
+    cells = FM.heatmap_table(heads, base, "pairing")
+    np.testing.assert_array_equal(cells["pairing"], heads["pairing"])
+    np.testing.assert_array_equal(cells["rand_pairing"], base["pairing"])
+    assert list(cells.columns) == ["layer", "head", "pairing", "rand_pairing"]
+
+
+def test_figure_table_reads_back_every_data_point(minilm):
+    from headforms.figures.export import figure_table
+
+    heads, base = minilm.heads, minilm.baseline.heads
+    fig = FM.heatmap_pair_figure(heads, base, "energy", "minilm", selected=("minilm", 1, 1))
+    table = figure_table(fig)
+    assert set(table["trace"]) == {"trained", "baseline"}  # no selection ring
+    trained = table[table["trace"] == "trained"].sort_values(["layer", "head"])
+    np.testing.assert_allclose(trained["value"], heads.sort_values(["layer", "head"])["energy"])
+    np.testing.assert_array_equal(trained["x"].astype(int), trained["head"].astype(int))
+    eig = minilm.spectra["eig_s"][3]
+    hist = figure_table(FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"][3]))
+    bars = hist[hist["trace"].str.contains("lobe")]
+    assert bars["y"].astype(float).sum() == pytest.approx(np.count_nonzero(eig))
+    assert "Gaussian baseline" in set(hist["trace"])
+    geometry = figure_table(FS.simplex_figure({"minilm": heads}))
+    assert set(geometry["trace"]) <= {f"Type {p}" for p in ("I+", "II", "I−")}
+    assert len(geometry) == len(valid_heads(heads, PROFILE))
+
+
+def test_fit_head_figure_frames_the_lobe_not_its_farthest_eigenvalue():
+    from headforms.analyses import fits
+    from headforms.figures.paper import FIT_VIEW_MASS, fit_head_figure
+
+    rng = np.random.default_rng(3)
+    lobe = np.sort(rng.gamma(2.0, 1.0, 64))[::-1]
+    lobe[0] = 60.0  # one far eigenvalue: 20 equal bins would put the rest in the first few
+    spectra = {"lobe_pos": lobe[None, :], "lobe_neg": np.sort(rng.gamma(3.0, 1.0, 64))[::-1][None]}
+    result = fits.fit_lobes(spectra)
+    hist, curves = fits.head_histograms(result, 0), fits.head_fit_curves(result, 0)
+    fig = fit_head_figure(hist, curves, "synthetic")
+    plus = hist[hist["lobe"] == "+"]
+    unit = lobe / lobe.mean()
+    x_end = fig.layout.xaxis.range[1]
+    assert x_end < unit.max() / 2  # the view is not stretched to the far eigenvalue
+    assert np.mean(unit <= x_end) >= FIT_VIEW_MASS - 1 / unit.size
+    beyond = 1 - (plus["height"] * plus["width"])[plus["centre"] < x_end].sum()
+    notes = [a.text for a in fig.layout.annotations if "beyond" in (a.text or "")]
+    assert notes and f"{100 * beyond:.1f}%" in notes[0] and f"{unit.max():.1f}" in notes[0]
+    # every value the error compares is inside the y range: bin heights
+    assert plus["height"].max() <= fig.layout.yaxis.range[1]
+    # one legend entry per family, naming its errors on both lobes
+    named = [t.name for t in fig.data if t.showlegend is not False and t.type == "scatter"]
+    assert len(named) == len(fits.FAMILIES)
+    assert fig.layout.legend.orientation == "h"
+
+
+def test_comparison_table_counts_heads_and_the_size_plot_draws_no_trend(minilm, smollm):
+    from headforms.analyses.parity import paper_table2
+    from headforms.figures.paper import fit_error_vs_size_figure, parity_comparison_table
+
+    models = {"minilm": minilm.heads, "smollm2": smollm.heads}
+    table = parity_comparison_table(models)
+    ours = table[table["source"] == "computed here"].set_index("model")["heads"]
+    assert ours.to_dict() == {name: len(h) for name, h in models.items()}
+    assert str(table["heads"].dtype) == "Int64"
+    published = table[table["source"] != "computed here"].set_index("model")["heads"]
+    expected = paper_table2()["heads"]
+    assert published.isna().tolist() == expected.isna().tolist()
+    known = expected.notna()
+    assert published[known].astype(int).tolist() == expected[known].astype(int).tolist()
+    errors = pd.DataFrame({"both": [0.2, 0.3]}, index=["gamma", "weibull"])
+    fig = fit_error_vs_size_figure({"a": (72, errors), "b": (270, errors * 0.9)})
+    assert all("lines" not in t.mode for t in fig.data)  # two models are two points, not a trend

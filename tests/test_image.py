@@ -288,16 +288,21 @@ def test_healthy_and_not_root(app: str) -> None:
 
 
 def test_page_and_plotly_js_are_served(app: str) -> None:
-    """`/` is the app's page; /app/static/plotly.min.js is the pinned plotly's own script."""
-    from plotly.offline import get_plotlyjs
+    """`/` is the app's page; the pinned plotly's own script is served from /app/static/ under
+    its hashed name (ui.static)."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    from ui.static import bundle_name
 
     base = url_of(app)
     with urllib.request.urlopen(f"{base}/_stcore/health", timeout=30) as response:
         assert response.read() == b"ok"
     with urllib.request.urlopen(f"{base}/", timeout=30) as response:
         assert b"<html" in response.read().lower()
-    with urllib.request.urlopen(f"{base}/app/static/plotly.min.js", timeout=30) as response:
-        assert response.read() == get_plotlyjs().encode()
+    script = get_plotlyjs().encode()
+    name = bundle_name("full", get_plotlyjs_version(), script)
+    with urllib.request.urlopen(f"{base}/app/static/{name}", timeout=30) as response:
+        assert response.read() == script
 
 
 @pytest.mark.parametrize(

@@ -35,16 +35,20 @@ API
 ``cached(kind, key, build)``
     ``build()`` cached process-wide under ``(kind, key)`` (``st.cache_resource``): use for
     figures and exports; ``key`` must identify all inputs (spec, RoPE position, options).
-``clickable_plot(figure_or_payload, key, on_click=None, height=None)`` (:mod:`ui.plot`)
-    A Plotly figure whose clicks reach Python: ``on_click(customdata)`` runs as a callback.
-    Cache ``PlotPayload.of(fig)`` (the serialised figure) with ``cached`` for fast reruns.
-    Pass ``on_click=select_from_customdata`` to make points (customdata ``[model, layer,
-    head]``) select a head. The plot's div carries ``data-hf-plot="<key>"``.
-``show_figure(fig, caption, key=None)``, ``metric_vs_baseline(label, value, baseline)``,
-``jump_toggle()``, ``fit_to_column(fig, zoom_out=1.0)`` (:mod:`ui.widgets`)
-    Static figure + one-line caption; ``st.metric`` with the Gaussian baseline as delta; the
-    shared "open the head page on click" switch; legend below / 3D camera farther for figures
-    shown in half-width columns.
+``clickable_plot(figure_or_payload, key, on_click=None, height=None, caption=None, data=None,
+filename=None, scroll_zoom=False)`` (:mod:`ui.plot`)
+    Every figure is drawn by this one component: clicks reach Python (``on_click(customdata)``
+    runs as a callback; overlapping markers open a chooser), the toolbar downloads SVG and PNG,
+    and a CSV button below downloads ``data`` (default: the figure's points). Cache
+    ``PlotPayload.of(fig)`` (the serialised figure) with ``cached`` for fast reruns. Pass
+    ``on_click=select_from_customdata`` to make points (customdata ``[model, layer, head]``)
+    select a head. The plot's div carries ``data-hf-plot="<key>"``.
+``show_figure(fig, caption, key=None, data=None)``, ``metric_vs_baseline(label, value,
+baseline)``, ``jump_toggle()``, ``go_to_head_box(ctx)``, ``fit_to_column(fig, zoom_out=1.0)``
+(:mod:`ui.widgets`)
+    A figure that is not clicked + its one-line caption + CSV; ``st.metric`` with the Gaussian
+    baseline as delta; the shared "open the head page on click" switch; the "go to L·H" box;
+    legend below / 3D camera farther for figures shown in half-width columns.
 Guards (:mod:`ui.guard`)
     What the dashboard accepts from a browser and shows back: ``whole_number``,
     ``finite_number``, ``checked_spec`` / ``spec_or_none``, ``click_target`` (a head of a
@@ -52,9 +56,10 @@ Guards (:mod:`ui.guard`)
     server's slots in hosted mode), ``public_message`` (no server path in hosted mode).
 State (:mod:`ui.state`)
     Keys ``MODEL_KEY``, ``ROPE_KEY``, ``LAYER_KEY``, ``HEAD_KEY``, ``COLOR_KEY``,
-    ``OVERLAY_KEY`` (extra models on the simplex). Change the selection only in callbacks:
-    ``select_head(spec, layer, head, jump=False)``, ``select_from_customdata(point)``,
-    ``step_head(step, n_layers, n_heads)``. The URL mirrors model, rope, layer and head.
+    ``OVERLAY_KEY`` (extra models on the simplex), ``FRAME_KEY`` (what the 3D view frames).
+    Change the selection only in callbacks: ``select_head(spec, layer, head, jump=False)``,
+    ``select_from_customdata(point)``, ``step_head(step, n_layers, n_heads)``. The URL mirrors
+    model, rope, layer and head.
 """
 
 from . import guard
@@ -62,7 +67,7 @@ from .loading import cached, load_analysis, try_load
 from .plot import PlotPayload, clickable_plot
 from .sidebar import PageContext, head_label, model_label, page_context, render_sidebar
 from .state import select_from_customdata, select_head, step_head
-from .widgets import fit_to_column, jump_toggle, metric_vs_baseline, show_figure
+from .widgets import fit_to_column, go_to_head_box, jump_toggle, metric_vs_baseline, show_figure
 
 __all__ = [
     "PageContext",
@@ -70,6 +75,7 @@ __all__ = [
     "cached",
     "clickable_plot",
     "fit_to_column",
+    "go_to_head_box",
     "head_label",
     "jump_toggle",
     "load_analysis",

@@ -6,15 +6,22 @@ changed model file is analysed again rather than served from memory. The fingerp
 from :func:`headforms.sources.locate` (config and file headers only, no weights), remembered
 for :data:`FINGERPRINT_SECONDS` (:data:`HUB_FINGERPRINT_SECONDS` for hub ids, which cost a
 request). Figures cached with :func:`cached` are keyed by the fingerprints of the models their
-key names, so they follow the weights too.
+key names, so they follow the weights too. The store is a small LRU held by
+``st.cache_resource`` rather than a ``@st.cache_resource`` on ``analyze`` itself, because
+Streamlit records elements drawn inside a cached function and replays them on every cache hit;
+the progress bar must be drawn only while the engine really works.
 
-In hosted mode a new analysis runs contained (:mod:`headforms.contained`: a worker process
-within the server's memory and time limits, at most a few at once) and counts against the
-session's budget (:func:`ui.guard.spend`); the bar shows the seconds elapsed, and leaving the
-page stops waiting for it. The store is a small LRU held by ``st.cache_resource`` rather than a
-``@st.cache_resource`` on ``analyze`` itself, because Streamlit records elements drawn inside a
-cached function and replays them on every cache hit; the progress bar must be drawn only while
-the engine really works.
+A model that is not in memory is analysed while the script thread redraws the bar every
+:data:`POLL_S` seconds with what is happening and for how long, so the page shows progress from
+its first second (opening a model may import transformers for several seconds before its first
+layer); each redraw is also where Streamlit stops the script of a visitor who left.
+
+- On a private instance the analysis runs on a worker thread of the server; several sessions
+  asking for the same model share one job.
+- In hosted mode a new analysis runs contained (:mod:`headforms.contained`: a worker process
+  within the server's memory and time limits, at most a few at once, shared by the sessions
+  waiting for it and stopped when none is left) and counts against the session's budget
+  (:func:`ui.guard.spend`).
 """
 
 from __future__ import annotations
@@ -24,11 +31,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import streamlit as st
 
-from headforms import HeadformsError, ModelAnalysis, analyze, contained
+from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze, contained
 from headforms.engine import ALL_SPECTRA, check_rope_position
 from headforms.errors import UnavailableDataError
 from headforms.sources import locate, parse_spec
@@ -43,17 +52,72 @@ FINGERPRINT_SECONDS = 2.0
 """How long a local model's fingerprint is trusted before its files are looked at again."""
 HUB_FINGERPRINT_SECONDS = 60.0
 """How long a hub model's commit is trusted before the hub is asked again."""
+POLL_S = 0.25
+"""How often the progress bar is redrawn while a model is analysed."""
+
+DASHBOARD_SPECTRA = ALL_SPECTRA
+"""The spectra the dashboard's pages read (the head page needs sv_a)."""
 
 StoreKey = tuple[str, int]
-"""``(fingerprint, rope_position)``."""
+"""``(fingerprint, rope_position)``; a published table: ``(spec, rope_position)``."""
+
+
+def with_baseline(analysis: ModelAnalysis) -> ModelAnalysis:
+    """Compute the Gaussian baseline now (under the progress bar, not mid-page); a published
+    table without the model dim has none (its pages say so)."""
+    try:
+        analysis.baseline  # noqa: B018 - computed and kept by the analysis
+    except UnavailableDataError:
+        pass
+    return analysis
+
+
+def dashboard_analysis(
+    spec: str,
+    rope_position: int = 0,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ModelAnalysis:
+    """What the dashboard needs of a model: every spectrum and the Gaussian baseline, computed
+    (or read from the disk cache) now, in this process. The install's warm-up runs exactly
+    this."""
+    analysis = analyze(
+        spec, rope_position=rope_position, spectra=DASHBOARD_SPECTRA, progress=progress
+    )
+    if progress is not None:
+        progress(1, 1, "Gaussian baseline of the same shapes")
+    return with_baseline(analysis)
+
+
+class LoadJob:
+    """One analysis running on a worker thread, with the progress it last reported."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.started = time.monotonic()
+        self.fraction = 0.0
+        self.message = "opening the model (the first one also imports its libraries)"
+        self.future: Future[ModelAnalysis] = Future()
+
+    def report(self, done: int, total: int, message: str) -> None:
+        """The engine's progress callback (called on the worker thread)."""
+        self.fraction = min(done / max(total, 1), 1.0)
+        self.message = message
+
+    def text(self) -> str:
+        """What the progress bar says now."""
+        seconds = time.monotonic() - self.started
+        return f"{guard.shown(self.spec)}: {self.message} · {seconds:.0f} s"
 
 
 class AnalysisStore:
-    """Thread-safe LRU of :class:`ModelAnalysis` keyed by ``(fingerprint, rope_position)``."""
+    """Thread-safe LRU of :class:`ModelAnalysis` keyed by :data:`StoreKey`, and the analyses
+    in progress on the server's worker threads."""
 
     def __init__(self, max_entries: int = MAX_ANALYSES) -> None:
         self._items: OrderedDict[StoreKey, ModelAnalysis] = OrderedDict()
+        self._jobs: dict[StoreKey, LoadJob] = {}
         self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="headforms-load")
         self.max_entries = max_entries
 
     def get(self, key: StoreKey) -> ModelAnalysis | None:
@@ -71,6 +135,31 @@ class AnalysisStore:
             self._items.move_to_end(key)
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
+
+    def job(self, key: StoreKey, spec: str, rope_position: int) -> LoadJob:
+        """The running analysis of ``key``, started now if there is none. When it finishes,
+        its result is kept (even if the page that asked for it was left meanwhile)."""
+        with self._lock:
+            running = self._jobs.get(key)
+            if running is not None:
+                return running
+            job = LoadJob(spec)
+            self._jobs[key] = job
+
+        def work() -> None:
+            try:
+                analysis = dashboard_analysis(spec, rope_position, progress=job.report)
+            except BaseException as error:  # delivered to every session waiting on the job
+                job.future.set_exception(error)
+            else:
+                self.put(key, analysis)
+                job.future.set_result(analysis)
+            finally:
+                with self._lock:
+                    self._jobs.pop(key, None)
+
+        self._pool.submit(work)
+        return job
 
 
 @st.cache_resource(show_spinner=False)
@@ -99,77 +188,80 @@ def fingerprint(spec: str) -> str:
     return _hub_fingerprint(spec) if hub else _local_fingerprint(spec)
 
 
-def load_analysis(spec: str, rope_position: int = 0) -> ModelAnalysis:
-    """The analysis of ``spec`` at ``rope_position``; draws a progress bar while computing.
+def load_analysis(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis:
+    """The analysis of ``spec`` at ``rope_position``; while it is computed, a progress bar in
+    ``where`` (default: the main area) says what is happening and for how long.
 
     Raises :class:`HeadformsError` with a one-line message on bad input or at a limit.
     """
     spec = guard.checked_spec(spec)
     rope = check_rope_position(rope_position)
     store = analysis_store()
-    key = None
-    if not is_table_spec(spec):  # a table is read again (cheap; its reader keeps it by mtime)
-        key = (fingerprint(spec), rope)
-        hit = store.get(key)
-        if hit is not None:
-            guard.remember(spec, hit.card.fingerprint, hit.card.n_layers, hit.card.n_heads)
-            return hit
-    analysis = _compute(spec, rope)
-    if key is not None:
-        store.put((analysis.card.fingerprint, rope), analysis)
-    guard.remember(spec, analysis.card.fingerprint, analysis.card.n_layers, analysis.card.n_heads)
+    # A table is keyed by its spec (its reader keeps it while the file is unchanged).
+    key = ((spec if is_table_spec(spec) else fingerprint(spec)), rope)
+    analysis = store.get(key)
+    if analysis is None:
+        bar = (where if where is not None else st).progress(0.0, text=f"{guard.shown(spec)} …")
+        try:
+            if guard.is_hosted():
+                analysis = _contained(spec, rope, bar)
+                store.put(key, analysis)
+            else:
+                analysis = _on_worker_thread(store.job(key, spec, rope), bar)
+        finally:
+            bar.empty()
+    card = analysis.card
+    guard.remember(spec, card.fingerprint, card.n_layers, card.n_heads)
     return analysis
 
 
-def _compute(spec: str, rope: int) -> ModelAnalysis:
-    """Analyse (contained in hosted mode) under a progress bar, baseline included."""
-    bar = st.progress(0.0, text=f"Loading {spec} …")
+def _on_worker_thread(job: LoadJob, bar: Any) -> ModelAnalysis:
+    """Wait for a shared job, redrawing the bar with what it last reported."""
+    while True:
+        try:
+            return job.future.result(timeout=POLL_S)
+        except FutureTimeout:
+            bar.progress(job.fraction, text=job.text())
+
+
+def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
+    """Hosted mode: the analysis in a contained worker process, waited for on this (the
+    script's) thread, so that a visitor who leaves stops waiting and the worker is let go."""
     started = time.monotonic()
-    shown = {"fraction": 0.0, "text": f"Loading {spec} …", "at": started}
+    shown = {"fraction": 0.0, "text": f"{guard.shown(spec)}: waiting for a worker", "at": 0.0}
 
     def progress(done: int, total: int, message: str) -> None:
         shown["fraction"] = min(done / max(total, 1), 1.0)
-        shown["text"] = f"{spec}: {message}"
-        bar.progress(shown["fraction"], text=shown["text"])
+        shown["text"] = f"{guard.shown(spec)}: {message}"
 
     def heartbeat() -> None:
-        """Show the seconds elapsed; each update is also where Streamlit stops a left page."""
+        """Redraw the bar (with the seconds elapsed): where Streamlit stops a left page."""
         now = time.monotonic()
-        if now - shown["at"] >= 1.0:
+        if now - shown["at"] >= POLL_S:
             shown["at"] = now
             bar.progress(shown["fraction"], text=f"{shown['text']} · {now - started:.0f} s")
 
-    try:
-        if guard.is_hosted():
-            analysis = contained.analyze(
-                spec,
-                rope_position=rope,
-                spectra=ALL_SPECTRA,
-                progress=progress,
-                check=heartbeat,
-                on_new=lambda: guard.spend("analyses"),
-            )
-        else:
-            analysis = analyze(spec, rope_position=rope, spectra=ALL_SPECTRA, progress=progress)
-        bar.progress(1.0, text=f"{spec}: Gaussian baseline of the same shapes")
-        try:
-            analysis.baseline  # noqa: B018 - computed now, under the progress bar, not mid-page
-        except UnavailableDataError:  # a published table without N: pages show it has none
-            pass
-    finally:
-        bar.empty()
-    return analysis
+    analysis = contained.analyze(
+        spec,
+        rope_position=rope,
+        spectra=DASHBOARD_SPECTRA,
+        progress=progress,
+        check=heartbeat,
+        on_new=lambda: guard.spend("analyses"),
+    )
+    bar.progress(1.0, text=f"{guard.shown(spec)}: Gaussian baseline of the same shapes")
+    return with_baseline(analysis)
 
 
 def try_load(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis | None:
     """:func:`load_analysis`, showing a failure as one ``st.error`` line (never a traceback,
     never a server path in hosted mode); None then.
 
-    ``where``: the container for the error (default: the main area).
+    ``where``: the container for the progress bar and the error (default: the main area).
     """
     target = where if where is not None else st
     try:
-        return load_analysis(spec, rope_position)
+        return load_analysis(spec, rope_position, where=where)
     except HeadformsError as error:
         target.error(guard.public_message(str(error)), icon=":material/error:")
     except Exception as error:  # an engine bug must not show a traceback to users either
@@ -212,3 +304,15 @@ def _weights_of(key: Hashable) -> tuple:
         elif isinstance(item, tuple | list | frozenset | set):
             pending.extend(item)
     return tuple(sorted(found.items()))
+
+
+def warm(spec: str = DEFAULT_MODEL) -> None:
+    """Analyse ``spec`` into the disk cache as the dashboard will ask for it (install step:
+    ``python -m ui.loading``), so that the first page needs no wait."""
+    dashboard_analysis(spec)
+
+
+if __name__ == "__main__":
+    import sys
+
+    warm(*sys.argv[1:2])

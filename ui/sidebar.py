@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from headforms import BUNDLED_MODELS, DEFAULT_MODEL, ModelAnalysis, ModelCard
+from headforms.figures.style import head_name
 
 from . import guard, state
 from .loading import try_load
@@ -23,6 +24,13 @@ LAST_SPEC_KEY = "_hf_last_good_spec"
 ROTARY = "rotary"
 MAX_ROPE = 10**7
 """Largest |d| the engine accepts."""
+
+
+def tab_title(page: str, context: PageContext | None) -> str:
+    """The browser tab's title: the head and the model first (tabs are narrow), then the page."""
+    if context is None:
+        return f"{page} · headforms"
+    return f"{head_name(context.layer, context.head)} · {context.spec} · {page} · headforms"
 
 
 @dataclass(frozen=True)
@@ -141,10 +149,14 @@ def render_sidebar() -> PageContext | None:
         state.write_url()
         return None
     card = analysis.card
-    state.clamp_selection(card.n_layers, card.n_heads)
+    clamped = state.clamp_selection(card.n_layers, card.n_heads)
+    if clamped:
+        st.toast(clamped, icon=":material/info:")
+    # No min/max on these inputs: a number typed out of range would stay in the box, marked
+    # invalid, while the page shows another head; instead it is clamped above, with a notice.
     left, right = sidebar.columns(2)
-    left.number_input("Layer", min_value=0, max_value=card.n_layers - 1, key=state.LAYER_KEY)
-    right.number_input("Head", min_value=0, max_value=card.n_heads - 1, key=state.HEAD_KEY)
+    left.number_input("Layer", step=1, key=state.LAYER_KEY, help=f"0 to {card.n_layers - 1}")
+    right.number_input("Head", step=1, key=state.HEAD_KEY, help=f"0 to {card.n_heads - 1}")
     sidebar.selectbox(
         "Colour by",
         list(state.COLOR_CHOICES),

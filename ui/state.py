@@ -8,6 +8,7 @@ state (``?model=...&rope=...&layer=...&head=...``) so a copied link opens the sa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,11 +27,12 @@ HEAD_KEY = "hf_head"
 COLOR_KEY = "hf_color_by"
 OVERLAY_KEY = "hf_overlay"
 JUMP_KEY = "hf_jump_on_click"
+FRAME_KEY = "hf_simplex_frame"
 TOLERANCE_KEY = "hf_type2_tolerance"
 PENDING_JUMP_KEY = "_hf_pending_jump"
 URL_LOADED_KEY = "_hf_url_loaded"
 
-PAGE_WIDGET_KEYS = (OVERLAY_KEY, JUMP_KEY)
+PAGE_WIDGET_KEYS = (OVERLAY_KEY, JUMP_KEY, FRAME_KEY)
 """Keys of widgets that live on one page but must survive visits to other pages."""
 
 COLOR_CHOICES: dict[str, str] = {
@@ -59,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     COLOR_KEY: "parity",
     OVERLAY_KEY: [],
     JUMP_KEY: True,
+    FRAME_KEY: "heads",
     TOLERANCE_KEY: PARITY_TYPE_II_THRESHOLD,
 }
 
@@ -95,12 +98,41 @@ def write_url() -> None:
         st.query_params.update(wanted)
 
 
-def clamp_selection(n_layers: int, n_heads: int) -> None:
-    """Keep layer and head inside the loaded model (after a model switch or a stale URL)."""
+def clamp_selection(n_layers: int, n_heads: int) -> str | None:
+    """Keep layer and head inside the loaded model (after a model switch, a stale URL or a
+    number typed out of range); returns what was changed, for a notice, or None."""
     state = st.session_state
-    for key, count in ((LAYER_KEY, n_layers), (HEAD_KEY, n_heads)):
+    notes = []
+    for key, name, count in ((LAYER_KEY, "layer", n_layers), (HEAD_KEY, "head", n_heads)):
         value = guard.whole_number(state.get(key, 0), -guard.MAX_INDEX, guard.MAX_INDEX) or 0
-        state[key] = min(max(value, 0), count - 1)
+        clamped = min(max(value, 0), count - 1)
+        state[key] = clamped
+        if clamped != value:
+            notes.append(f"{name} {value} does not exist (0–{count - 1}): showing {name} {clamped}")
+    return "; ".join(notes).capitalize() + "." if notes else None
+
+
+HEAD_PATTERN = re.compile(
+    r"^\s*(?:l(?:ayer)?\s*)?(\d+)\s*"
+    r"(?:[·.,:/-]\s*(?:h(?:ead)?\s*)?|h(?:ead)?\s*|\s(?:h(?:ead)?\s*)?)(\d+)\s*$",
+    re.IGNORECASE,
+)
+"""``L3H5``, ``L3·H5``, ``3.5``, ``3,5``, ``3 5``, ``layer 3 head 5``..."""
+
+
+def parse_head(text: str, n_layers: int, n_heads: int) -> tuple[int, int]:
+    """The (layer, head) typed in a "go to" box; ValueError with a one-line message otherwise."""
+    match = HEAD_PATTERN.match(text or "")
+    if not match:
+        raise ValueError(
+            f"Type a head as L3H5 or 3.5 (layer 0–{n_layers - 1}, head 0–{n_heads - 1})."
+        )
+    layer, head = int(match[1]), int(match[2])
+    if not (0 <= layer < n_layers and 0 <= head < n_heads):
+        raise ValueError(
+            f"L{layer}·H{head} does not exist: layers 0–{n_layers - 1}, heads 0–{n_heads - 1}."
+        )
+    return layer, head
 
 
 def select_head(spec: str, layer: int, head: int, jump: bool = False) -> None:

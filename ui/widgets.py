@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from . import state
+from .plot import PlotPayload, TableSource, clickable_plot, figure_key
 
-PLOTLY_CONFIG = {"displaylogo": False}
+if TYPE_CHECKING:
+    from .sidebar import PageContext
+
+GOTO_KEY = "hf_goto_head"
+GOTO_ERROR_KEY = "_hf_goto_error"
 
 
-def show_figure(fig: go.Figure, caption: str, key: str | None = None) -> None:
-    """A static Plotly figure in its own colours (``theme=None``) and its one-line caption."""
-    st.plotly_chart(fig, theme=None, key=key, config=PLOTLY_CONFIG)
-    st.caption(caption)
+def show_figure(
+    fig: go.Figure | PlotPayload,
+    caption: str,
+    key: str | None = None,
+    data: TableSource = None,
+    filename: str | None = None,
+) -> None:
+    """A figure as drawn everywhere in the dashboard (:func:`ui.plot.clickable_plot`: SVG and
+    PNG in its toolbar), its one-line caption and a CSV download of ``data`` (default: the
+    figure's points). ``key`` defaults to one derived from the title and caption."""
+    clickable_plot(
+        fig, key=key or figure_key(fig, caption), caption=caption, data=data, filename=filename
+    )
 
 
 def metric_vs_baseline(
@@ -70,22 +85,62 @@ def jump_toggle() -> None:
     )
 
 
+def _go_to(spec: str, n_layers: int, n_heads: int) -> None:
+    """Callback of :func:`go_to_head_box`: select the typed head, or keep a one-line error."""
+    text = st.session_state.get(GOTO_KEY, "")
+    if not str(text).strip():
+        return
+    try:
+        layer, head = state.parse_head(str(text), n_layers, n_heads)
+    except ValueError as error:
+        st.session_state[GOTO_ERROR_KEY] = str(error)
+        return
+    state.select_head(spec, layer, head)
+    st.session_state[GOTO_KEY] = ""
+
+
+def go_to_head_box(ctx: PageContext) -> None:
+    """A "go to L·H" box: typing ``L3H5`` (or ``3.5``) and Enter selects that head, which every
+    view then highlights; a head that does not exist gets a one-line notice."""
+    st.text_input(
+        "Go to head",
+        key=GOTO_KEY,
+        placeholder="L3H5 or 3.5",
+        on_change=_go_to,
+        args=(ctx.spec, ctx.card.n_layers, ctx.card.n_heads),
+        help=f"Layer 0–{ctx.card.n_layers - 1}, head 0–{ctx.card.n_heads - 1}; Enter selects it.",
+    )
+    error = st.session_state.pop(GOTO_ERROR_KEY, None)
+    if error:
+        st.toast(error, icon=":material/error:")
+
+
 def fit_to_column(fig: go.Figure, zoom_out: float = 1.0) -> go.Figure:
-    """Adapt a figure to a half-width column: legend below the plot (and a horizontal colour
-    bar below the legend), 3D camera ``zoom_out`` times farther away so that vertex labels stay
-    inside a narrow scene. Returns ``fig``."""
+    """Adapt a figure to a narrow column: legend below the plot, a colour bar (if any) upright
+    at its right (so a long legend never runs into it), 3D camera ``zoom_out`` times farther
+    from the point it looks at, so that vertex labels stay inside a narrow scene. Returns
+    ``fig``."""
     three_d = any(trace.type == "scatter3d" for trace in fig.data)
     fig.update_layout(
         legend={"orientation": "h", "x": 0, "y": -0.02 if three_d else -0.12, "yanchor": "top"}
     )
-    colorbar = fig.layout.coloraxis.colorbar
-    if fig.layout.coloraxis.colorscale is not None and colorbar.orientation == "h":
-        below, margin = (-0.3, 200) if three_d else (-0.45, 250)
-        fig.update_layout(coloraxis_colorbar={"y": below, "yanchor": "top"})
-        fig.update_layout(margin={"b": margin}, height=(fig.layout.height or 600) + margin - 90)
-    if zoom_out != 1.0 and fig.layout.scene.camera.eye is not None:
-        eye = fig.layout.scene.camera.eye
+    if fig.layout.coloraxis.colorscale is not None:
         fig.update_layout(
-            scene_camera_eye={"x": eye.x * zoom_out, "y": eye.y * zoom_out, "z": eye.z * zoom_out}
+            coloraxis_colorbar={
+                "orientation": "v",
+                "x": 1.0,
+                "xanchor": "left",
+                "y": 0.5,
+                "yanchor": "middle",
+                "len": 0.6,
+                "thickness": 12,
+                "title": {"side": "right"},
+            },
+            margin={"r": 70, "b": 80 if three_d else fig.layout.margin.b},
         )
+    camera = fig.layout.scene.camera
+    if zoom_out != 1.0 and camera.eye.x is not None:
+        centre = [camera.center[k] or 0.0 for k in "xyz"]
+        eye = {k: c + (camera.eye[k] - c) * zoom_out for k, c in zip("xyz", centre, strict=True)}
+        fig.update_layout(scene_camera_eye=eye)
     return fig

@@ -89,13 +89,11 @@ def eigenvalue_histogram(
             )
         )
     per = " per head" if n_heads > 1 else ""
-    note = f"{zeros} exact zero eigenvalue(s) excluded" if zeros else "no exact zeros among the 2n"
+    size = np.atleast_2d(eig_s).shape[1]
+    note = f"; {zeros} exactly 0, left out" if zeros else ""
     fig.update_layout(
         template=TEMPLATE,
-        title={
-            "text": f"{title}<br><sup>the 2n eigenvalues of S that can be non-zero; "
-            f"{note}; the other N − 2n are zero</sup>"
-        },
+        title={"text": f"{title}<br><sup>the 2n = {size} that can be non-zero{per}{note}</sup>"},
         xaxis={"title": {"text": "eigenvalue of S / ‖S‖ (Frobenius)"}},
         yaxis={"title": {"text": f"eigenvalues per bin{per}"}},
         barmode="overlay",
@@ -238,25 +236,32 @@ def profile_bar_figure(row: pd.Series, baseline_row: pd.Series) -> go.Figure:
         [
             go.Bar(
                 x=labels,
-                y=[row[c] for c in coords],
-                name="head",
-                marker={"color": HEAD_COLOR},
+                y=values,
+                name=name,
+                marker={"color": color},
                 texttemplate="%{y:.3f}",
-            ),
-            go.Bar(
-                x=labels,
-                y=base,
-                name="Gaussian baseline",
-                marker={"color": BASELINE_COLOR},
-                texttemplate="%{y:.3f}",
-            ),
+                textposition="outside",
+                textangle=-90,
+                textfont={"size": 11},
+                constraintext="none",
+                cliponaxis=False,
+                hovertemplate="%{x} = %{y:.4f}<extra>" + name + "</extra>",
+            )
+            for name, values, color in (
+                ("head", [row[c] for c in coords], HEAD_COLOR),
+                ("Gaussian baseline", base, BASELINE_COLOR),
+            )
         ]
     )
     fig.update_layout(
         template=TEMPLATE,
         title={"text": "Profile π(L) = (a, b, c, d) and symmetric profile π(S)"},
         xaxis={"title": {"text": "coordinate"}},
-        yaxis={"title": {"text": "value (each profile sums to 1)"}, "range": [0, 1.05]},
+        yaxis={
+            "title": {"text": "value (each profile sums to 1)"},
+            "range": [0, 1.22],  # room for the labels above bars near 1
+            "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0],
+        },
         barmode="group",
         legend={"orientation": "h", "y": -0.2},
     )

@@ -191,3 +191,19 @@ def parity_by_layer_figure(frame: pd.DataFrame, title: str = "Parity by layer") 
         legend={"traceorder": "normal"},
     )
     return fig
+
+
+def heatmap_table(heads: pd.DataFrame, baseline: pd.DataFrame | None, column: str) -> pd.DataFrame:
+    """The data of :func:`heatmap_pair_figure` as a tidy table: layer, head, the column and the
+    baseline's (``rand_<column>``, when there is a baseline), one row per head (what its CSV
+    export holds)."""
+    table = pd.DataFrame(
+        {
+            "layer": heads["layer"].to_numpy(),
+            "head": heads["head"].to_numpy(),
+            column: heads[column].to_numpy(),
+        }
+    )
+    if baseline is not None:
+        table[f"rand_{column}"] = baseline[column].to_numpy()
+    return table

@@ -464,13 +464,43 @@ def silhouette_figure(silhouette: Mapping[int, float], chosen: int) -> go.Figure
     return fig
 
 
+FIT_VIEW_MASS = 0.95
+"""The per-head fit figure's x-axis ends at the bin where the lobe's histogram reaches this share
+of its mass (at least :data:`FIT_VIEW_MIN_BINS` bins): one far eigenvalue would otherwise stretch
+it to 20 lobe means with the data in the first unit."""
+
+FIT_VIEW_MIN_BINS = 4
+
+
+def _fit_view(hist: pd.DataFrame) -> tuple[float, float, float]:
+    """(x end of the view, share of the lobe's mass beyond it, largest bin edge) of one lobe's
+    density histogram (heights integrate to 1 over the bins)."""
+    right = (hist["centre"] + hist["width"] / 2).to_numpy(dtype=float)
+    mass = (hist["height"] * hist["width"]).to_numpy(dtype=float)
+    cumulative = np.cumsum(mass) / max(mass.sum(), 1e-300)
+    last = max(int(np.searchsorted(cumulative, FIT_VIEW_MASS - 1e-12)), FIT_VIEW_MIN_BINS - 1)
+    last = min(last, len(right) - 1)
+    return float(right[last]), float(1.0 - cumulative[last]), float(right[-1])
+
+
 def fit_head_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str = "") -> go.Figure:
     """Fig 6 for one head: each lobe's 20-bin density histogram (unit-mean sample) with the
-    fitted densities of every family; the legend gives each fit's RMS error."""
+    fitted densities of every family; the legend gives each fit's RMS error per lobe.
+
+    Each panel's x-axis covers the bins holding :data:`FIT_VIEW_MASS` of the lobe (the share
+    beyond is written under the panel) and its y-axis every value the error compares (bin
+    heights and the densities at the bin centres); a density's spike at 0 may leave the top."""
     lobes = [lobe for lobe in ("+", "-") if lobe in set(histograms["lobe"])]
     fig = make_subplots(rows=1, cols=len(lobes), subplot_titles=[LOBE_NAMES[lb] for lb in lobes])
+    errors = {
+        family: {lobe: part.loc[part["lobe"] == lobe, "error"].iloc[0] for lobe in part["lobe"]}
+        for family, part in curves.groupby("family", sort=False)
+    }
     for col, lobe in enumerate(lobes, start=1):
         hist = histograms[histograms["lobe"] == lobe]
+        x_end, beyond, x_max = _fit_view(hist)
+        centres = hist["centre"].to_numpy(dtype=float)
+        top = float(hist["height"].max())
         fig.add_trace(
             go.Bar(
                 x=hist["centre"],
@@ -478,36 +508,57 @@ def fit_head_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str =
                 width=hist["width"],
                 marker={"color": POSITIVE_COLOR if lobe == "+" else NEGATIVE_COLOR},
                 opacity=0.5,
-                name=f"histogram {lobe}",
+                name=f"histogram {LOBE_NAMES[lobe].split(' ')[0]}",
                 hovertemplate="x ≈ %{x:.2f}<br>density %{y:.3f}<extra></extra>",
             ),
             row=1,
             col=col,
         )
         for family, part in curves[curves["lobe"] == lobe].groupby("family", sort=False):
+            x, density = part["x"].to_numpy(dtype=float), part["density"].to_numpy(dtype=float)
+            at_centres = np.interp(centres[centres <= x_end], x, density)
+            top = max(top, float(np.nanmax(at_centres, initial=0.0)))
+            errs = ", ".join(f"{lb} {e:.3f}" for lb, e in errors[family].items())
             fig.add_trace(
                 go.Scatter(
-                    x=part["x"],
-                    y=part["density"],
+                    x=x,
+                    y=density,
                     mode="lines",
                     line={"color": FAMILY_COLORS.get(family, "#000000"), "width": 2},
-                    name=f"{family} {lobe}: error {part['error'].iloc[0]:.3f}",
+                    name=f"{family} (error {errs})",
                     legendgroup=family,
+                    showlegend=col == 1,
+                    hovertemplate=f"{family}<br>x %{{x:.2f}}<br>density %{{y:.3f}}<extra></extra>",
                 ),
                 row=1,
                 col=col,
             )
-        fig.update_xaxes(title_text="eigenvalue / lobe mean", row=1, col=col)
+        fig.update_xaxes(title_text="eigenvalue / lobe mean", range=[0, x_end], row=1, col=col)
+        fig.update_yaxes(range=[0, top * 1.15], row=1, col=col)
+        if beyond > 0:
+            fig.add_annotation(
+                text=f"{100 * beyond:.1f}% of the lobe beyond {x_end:.1f} (up to {x_max:.1f})",
+                xref=f"x{col if col > 1 else ''} domain",
+                yref=f"y{col if col > 1 else ''} domain",
+                x=1,
+                y=1,
+                xanchor="right",
+                yanchor="top",
+                showarrow=False,
+                font={"size": 11, "color": "#555555"},
+            )
     fig.update_yaxes(title_text="density", col=1)
     fig.update_layout(
         template=TEMPLATE,
         title={
             "text": f"Fitted families for the spectral lobes{': ' + title if title else ''}"
-            "<br><sup>error = RMS difference between the 20-bin density histogram of the "
-            "unit-mean sample and the fitted density at the bin centres</sup>"
+            "<br><sup>error: RMS difference between the 20-bin density histogram of the "
+            "unit-mean lobe and the fitted density at the bin centres</sup>"
         },
         bargap=0,
         margin={"t": 110},
+        legend={"orientation": "h", "y": -0.22, "x": 0, "xanchor": "left"},
+        height=480,
     )
     return fig
 
@@ -642,9 +693,9 @@ def fit_error_vs_size_figure(
             go.Scatter(
                 x=part["size"],
                 y=part["error"],
-                mode="lines+markers",
+                mode="markers",  # a handful of models: points, not a trend line
                 name=family,
-                line={"color": FAMILY_COLORS.get(family, "#000000")},
+                marker={"color": FAMILY_COLORS.get(family, "#000000"), "size": 10},
                 text=part["model"],
                 hovertemplate="%{text}<br>%{x:.3s} parameters<br>error %{y:.4f}<extra>"
                 + family
@@ -805,7 +856,9 @@ def parity_comparison_table(
     ours.insert(0, "source", "computed here")
     paper = paper_table2().reset_index()
     paper.insert(0, "source", "paper, Table 2")
-    return pd.concat([ours, paper], ignore_index=True)
+    table = pd.concat([ours, paper], ignore_index=True)
+    table["heads"] = table["heads"].astype("Int64")  # a count: never shown as 270.000000
+    return table
 
 
 def parity_comparison_figure(table: pd.DataFrame, tolerance: float | None = None) -> go.Figure:

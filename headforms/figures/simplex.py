@@ -15,20 +15,22 @@ from .style import (
     BASELINE_COLOR,
     COLOR_BY_OPTIONS,
     COLUMN_TITLES,
-    DIVERGING_SCALE,
+    CONTINUOUS_SCALE,
     EDGE_COLOR,
-    LAYER_SCALE,
+    MARKER_FAMILIES_2D,
+    MARKER_FAMILIES_3D,
     MODEL_COLORS,
     PARITY_COLORS,
     PARITY_NAMES,
-    PARITY_SYMBOLS,
     SELECTED_COLOR,
     TEMPLATE,
     THETA_COLOR,
     UIREVISION,
     FigureInputError,
     Selected,
+    head_choice_labels,
     head_customdata,
+    head_name,
 )
 
 _SQ3 = np.sqrt(3.0)
@@ -51,11 +53,50 @@ d top (edge {d = 0} horizontal, as in Figure 10)."""
 
 TRIANGLE_LABELS = ("b = 1 hyperbolic", "c = 1 PSD", "d = 1 NSD")
 
+EDGE_DASHES = 9
+"""Dashes drawing the edge {a = b = 0} of the 3D simplex."""
+
+FRAMES = ("heads", "simplex")
+"""What the 3D view frames: ``"heads"`` (the camera zooms onto where most heads are) or
+``"simplex"`` (the whole tetrahedron)."""
+
+FRAMED_SHARE = 0.75
+"""Share of the heads that the ``"heads"`` frame keeps in view (the rest is a scroll away). In
+trained models half the heads sit within 0.01-0.04 of their median profile, near the middle of
+the edge a = b of Theta, while a tail spreads along Theta toward c = 1: framing 90% would keep
+that crowd a 30-pixel blob."""
+
+FRAME_MARGIN = 1.08
+"""The framed sphere's radius times this is what the camera fits in the plot."""
+
+MIN_FRAME_RADIUS = 0.02
+"""Smallest framed radius (edge lengths of the tetrahedron): a single head still has context."""
+
+VIEW_ASPECT = 0.85
+"""Width / height of the 3D plot area assumed when sizing the camera distance."""
+
+_FOVY = np.pi / 4
+"""Vertical field of view of plotly.js' 3D camera (gl-plot3d's default)."""
+
+_EXTENT = SIMPLEX_VERTICES.max(axis=0) - SIMPLEX_VERTICES.min(axis=0)
+AXIS_RANGES = np.column_stack(
+    [SIMPLEX_VERTICES.min(axis=0) - _EXTENT / 32, SIMPLEX_VERTICES.max(axis=0) + _EXTENT / 32]
+)
+"""Axis ranges of the 3D scene (x, y, z rows of [low, high]): the tetrahedron with plotly's
+own 1/32 autorange padding, fixed so that the camera below is in known coordinates."""
+
+ASPECT_RATIO = (AXIS_RANGES[:, 1] - AXIS_RANGES[:, 0]) / np.exp(
+    np.log(AXIS_RANGES[:, 1] - AXIS_RANGES[:, 0]).mean()
+)
+"""Scene aspect ratio proportional to the ranges (plotly's ``aspectmode="data"``): one length
+unit is the same on every axis, so the regular tetrahedron stays regular."""
+
 _CAMERA = {
     "eye": {"x": 0.55, "y": -1.75, "z": 0.75},
     "center": {"x": 0.0, "y": 0.0, "z": -0.1},
     "up": {"x": 0.0, "y": 0.0, "z": 1.0},
 }
+"""The whole-simplex view (scene coordinates), as in the paper's Figure 1."""
 
 
 def barycentric_points(profiles: np.ndarray, vertices: np.ndarray = SIMPLEX_VERTICES) -> np.ndarray:
@@ -68,6 +109,45 @@ def theta_segments() -> np.ndarray:
     with m the midpoint a = b = 1/2 of the edge {c = d = 0}."""
     mid = barycentric_points(np.array([0.5, 0.5, 0.0, 0.0]))
     return np.array([[SIMPLEX_VERTICES[2], mid], [SIMPLEX_VERTICES[3], mid]])
+
+
+def scene_coordinates(points: np.ndarray) -> np.ndarray:
+    """Cartesian points in plotly's normalised scene coordinates (where ``camera.eye`` and
+    ``camera.center`` live): each axis range maps to ``[-ratio/2, ratio/2]`` of its aspect
+    ratio, so with :data:`ASPECT_RATIO` this is one uniform scaling about the box centre."""
+    low, high = AXIS_RANGES[:, 0], AXIS_RANGES[:, 1]
+    return ASPECT_RATIO * (np.asarray(points, dtype=float) - (low + high) / 2) / (high - low)
+
+
+def heads_view(points: np.ndarray, share: float = FRAMED_SHARE) -> tuple[np.ndarray, float]:
+    """Centre (coordinate-wise median) and radius (the ``share`` quantile of the distances to
+    it, at least :data:`MIN_FRAME_RADIUS`) of the region where most heads are, in Cartesian
+    coordinates. Outliers do not stretch it: the crowd is what needs pulling apart."""
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    points = points[np.isfinite(points).all(axis=1)]
+    if not len(points):
+        return SIMPLEX_VERTICES.mean(axis=0), 1.0
+    centre = np.median(points, axis=0)
+    distances = np.linalg.norm(points - centre, axis=1)
+    return centre, max(float(np.quantile(distances, share)), MIN_FRAME_RADIUS)
+
+
+def fitted_camera(centre: np.ndarray, radius: float, view_aspect: float = VIEW_ASPECT) -> dict:
+    """A camera looking at ``centre`` from the whole-simplex view's direction, close enough that
+    a sphere of ``radius`` (Cartesian) around it fills the plot (perspective, 45° vertical field
+    of view, plot width/height ``view_aspect``)."""
+    eye0 = np.array([_CAMERA["eye"][k] for k in "xyz"])
+    centre0 = np.array([_CAMERA["center"][k] for k in "xyz"])
+    direction = (eye0 - centre0) / np.linalg.norm(eye0 - centre0)
+    target = scene_coordinates(centre)
+    scale = float(ASPECT_RATIO[0] / (AXIS_RANGES[0, 1] - AXIS_RANGES[0, 0]))
+    half_view = np.tan(_FOVY / 2) * min(1.0, view_aspect)
+    eye = target + direction * (radius * scale / half_view) * FRAME_MARGIN
+    return {
+        "eye": dict(zip("xyz", map(float, eye), strict=True)),
+        "center": dict(zip("xyz", map(float, target), strict=True)),
+        "up": dict(_CAMERA["up"]),
+    }
 
 
 def _lines(segments: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -104,20 +184,28 @@ def _hover_text(heads: pd.DataFrame, model: str, columns: Sequence[str]) -> list
     ]
 
 
-def _color_range(models: Mapping[str, pd.DataFrame], color_by: str) -> tuple[float, float]:
-    """Shared colour range across all models for a continuous ``color_by``."""
-    if color_by in ("energy", "pairing"):
+def _valid(heads: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """The heads with a finite profile (a vanishing form has none)."""
+    return heads[np.isfinite(heads[list(columns)].to_numpy(dtype=float)).all(axis=1)]
+
+
+def _color_range(heads: pd.DataFrame, color_by: str) -> tuple[float, float]:
+    """Colour range of a continuous ``color_by``: the data's own range (layers from 0), so the
+    colours spread over the heads actually drawn."""
+    values = heads[color_by].to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    if not values.size:
         return 0.0, 1.0
-    top = max((float(h["layer"].max()) for h in models.values() if len(h)), default=1.0)
-    return 0.0, max(top, 1.0)
+    low = 0.0 if color_by == "layer" else float(values.min())
+    high = float(values.max())
+    return (low, high) if high > low else (low - 0.5, high + 0.5)
 
 
 def _coloraxis(color_by: str, cmin: float, cmax: float, y: float) -> dict:
-    """A shared colour axis with a horizontal colour bar below the plot (at paper height y),
-    leaving the right side to the legend."""
-    scale = LAYER_SCALE if color_by == "layer" else DIVERGING_SCALE
+    """A colour axis with a horizontal colour bar below the plot (at paper height y), leaving the
+    right side to the legend."""
     return {
-        "colorscale": scale,
+        "colorscale": CONTINUOUS_SCALE,
         "cmin": cmin,
         "cmax": cmax,
         "colorbar": {
@@ -133,29 +221,42 @@ def _coloraxis(color_by: str, cmin: float, cmax: float, y: float) -> dict:
     }
 
 
+SELECTED_SIZE_3D = 13
+"""Marker size of the selected head in the 3D scene (the others: 5)."""
+
+
 def _head_traces(
     models: Mapping[str, pd.DataFrame],
     columns: Sequence[str],
     vertices: np.ndarray,
     color_by: str,
     three_d: bool,
+    selected: Selected = None,
 ) -> list[dict]:
     """One marker trace per (model, parity type), grouped in the legend by model (as dicts:
-    validated once, when added to the figure)."""
+    validated once, when added to the figure). The first model is coloured by ``color_by``;
+    every other model (an overlay) has its own colour and marker family. In 3D the selected
+    head is drawn larger in its own trace (another WebGL trace for a ring costs a draw)."""
     traces = []
     size = 5 if three_d else 7
+    families = MARKER_FAMILIES_3D if three_d else MARKER_FAMILIES_2D
     for index, (model, heads) in enumerate(models.items()):
-        valid = heads[np.isfinite(heads[list(columns)].to_numpy(dtype=float)).all(axis=1)]
+        valid = _valid(heads, columns)
+        family = families[index % len(families)]
         for parity in PARITY_LABELS:
             part = valid[valid["parity"] == parity]
             if part.empty:
                 continue
             xyz = barycentric_points(part[list(columns)].to_numpy(), vertices)
-            marker: dict = {"symbol": PARITY_SYMBOLS[parity], "size": size, "opacity": 0.85}
-            if color_by == "parity":
-                marker["color"] = PARITY_COLORS[parity]
-            elif color_by == "model":
+            marker: dict = {"symbol": family[parity], "size": size, "opacity": 0.85}
+            if three_d and selected is not None and selected[0] == model:
+                chosen = (part["layer"] == int(selected[1])) & (part["head"] == int(selected[2]))
+                if chosen.any():
+                    marker["size"] = np.where(chosen.to_numpy(), SELECTED_SIZE_3D, size)
+            if color_by == "model" or index > 0:
                 marker["color"] = MODEL_COLORS[index % len(MODEL_COLORS)]
+            elif color_by == "parity":
+                marker["color"] = PARITY_COLORS[parity]
             else:
                 marker["color"] = part[color_by].to_numpy(dtype=float)
                 marker["coloraxis"] = "coloraxis"
@@ -177,7 +278,12 @@ def _head_traces(
                     "customdata": head_customdata(part, model),
                     "text": _hover_text(part, model, columns),
                     "hovertemplate": "%{text}<extra></extra>",
-                    "meta": {"role": "heads", "model": model, "parity": parity},
+                    "meta": {
+                        "role": "heads",
+                        "model": model,
+                        "parity": parity,
+                        "choices": head_choice_labels(part, tuple(columns)),
+                    },
                 }
             )
     return traces
@@ -235,40 +341,144 @@ def _selected_point(
     return row, model
 
 
-def _selected_trace(
+def _selected_ring(
     models: Mapping[str, pd.DataFrame],
     selected: Selected,
     columns: Sequence[str],
     vertices: np.ndarray,
-    three_d: bool,
 ) -> list[go.BaseTraceType]:
-    """A larger open marker around the selected head (with the same customdata)."""
+    """A labelled ring around the selected head on the triangle (with the same customdata). In
+    3D the head is drawn larger and labelled by a scene annotation instead."""
     found = _selected_point(models, selected, columns)
     if found is None:
         return []
     row, model = found
-    xyz = barycentric_points(row[list(columns)].to_numpy(), vertices)
-    coords = {"x": xyz[:, 0], "y": xyz[:, 1]}
-    marker: dict = {"color": SELECTED_COLOR, "size": 14 if three_d else 18}
-    if three_d:
-        coords["z"] = xyz[:, 2]
-        marker["symbol"] = "circle-open"
-    else:
-        marker.update(symbol="circle-open", line={"width": 3, "color": SELECTED_COLOR})
-    trace = go.Scatter3d if three_d else go.Scatter
+    xy = barycentric_points(row[list(columns)].to_numpy(), vertices)
     return [
-        trace(
-            **coords,
+        go.Scatter(
+            x=xy[:, 0],
+            y=xy[:, 1],
             mode="markers+text",
-            marker=marker,
-            text=[f"L{int(row['layer'].iloc[0])}H{int(row['head'].iloc[0])}"],
+            text=[head_name(row["layer"].iloc[0], row["head"].iloc[0])],
             textposition="top center",
+            marker={
+                "color": SELECTED_COLOR,
+                "size": 18,
+                "symbol": "circle-open",
+                "line": {"width": 3, "color": SELECTED_COLOR},
+            },
             name="selected",
             customdata=head_customdata(row, model),
             hovertemplate=_hover_text(row, model, columns)[0] + "<extra>selected</extra>",
             meta={"role": "selected"},
         )
     ]
+
+
+def _selected_annotation(
+    models: Mapping[str, pd.DataFrame], selected: Selected, columns: Sequence[str]
+) -> list[dict]:
+    """The selected head's name as a 3D scene annotation with an arrow (cheaper than 3D text)."""
+    found = _selected_point(models, selected, columns)
+    if found is None:
+        return []
+    row, _ = found
+    ((x, y, z),) = barycentric_points(row[list(columns)].to_numpy(), SIMPLEX_VERTICES)
+    return [
+        {
+            "x": float(x),
+            "y": float(y),
+            "z": float(z),
+            "text": head_name(row["layer"].iloc[0], row["head"].iloc[0]),
+            "showarrow": True,
+            "arrowhead": 0,
+            "arrowcolor": SELECTED_COLOR,
+            "ax": 22,
+            "ay": -26,
+            "font": {"size": 12, "color": SELECTED_COLOR},
+            "bgcolor": "rgba(255,255,255,0.8)",
+            "name": "selected",
+        }
+    ]
+
+
+_VERTEX_ANCHORS = (
+    {"xanchor": "right", "yanchor": "middle", "xshift": -6, "yshift": 0},
+    {"xanchor": "center", "yanchor": "top", "xshift": 0, "yshift": -6},
+    {"xanchor": "left", "yanchor": "middle", "xshift": 6, "yshift": 0},
+    {"xanchor": "center", "yanchor": "bottom", "xshift": 0, "yshift": 6},
+)
+
+
+def view_coordinates(
+    points: np.ndarray, camera: dict, view_aspect: float = VIEW_ASPECT
+) -> np.ndarray:
+    """Normalised device coordinates (x, y in [-1, 1] on screen) and depth of Cartesian points
+    seen by a plotly ``camera`` (perspective, 45° vertical field of view), rows ``(x, y,
+    depth)``; depth <= 0 is behind the eye."""
+    eye, centre, up = (np.array([camera[k][a] for a in "xyz"]) for k in ("eye", "center", "up"))
+    forward = (centre - eye) / np.linalg.norm(centre - eye)
+    side = np.cross(forward, up)
+    side /= np.linalg.norm(side)
+    upward = np.cross(side, forward)
+    relative = scene_coordinates(points) - eye
+    depth = relative @ forward
+    half = np.tan(_FOVY / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (relative @ side) / (depth * half * view_aspect)
+        y = (relative @ upward) / (depth * half)
+    return np.column_stack([x, y, depth])
+
+
+def _in_view(point: np.ndarray, camera: dict, inset: float = 1.0) -> bool:
+    x, y, depth = view_coordinates(point[None, :], camera)[0]
+    return bool(depth > 0 and abs(x) <= inset and abs(y) <= inset)
+
+
+def _vertex_annotations(centre: np.ndarray | None, camera: dict) -> list[dict]:
+    """Labels of the four vertices as scene annotations (``name="vertex"``, at the vertices:
+    SVG text over the scene, cheaper to draw than 3D text or another WebGL trace). With a
+    framed view (``centre``), a vertex out of view also gets a hint inside it, on the segment
+    from the centre toward the vertex near the edge of the view ("→ toward c = 1 PSD"), so the
+    geometry stays readable."""
+    labels = []
+    for vertex, text, anchor in zip(SIMPLEX_VERTICES, SIMPLEX_LABELS, _VERTEX_ANCHORS, strict=True):
+        labels.append(
+            {
+                "x": float(vertex[0]),
+                "y": float(vertex[1]),
+                "z": float(vertex[2]),
+                "text": text,
+                "showarrow": False,
+                "font": {"size": 13},
+                "name": "vertex",
+                **anchor,
+            }
+        )
+        if centre is None or _in_view(vertex, camera):
+            continue
+        low, high = 0.0, 1.0  # the farthest point toward the vertex still well inside the view
+        for _ in range(30):
+            middle = (low + high) / 2
+            low, high = (
+                (middle, high)
+                if _in_view(centre + middle * (vertex - centre), camera, 0.8)
+                else (low, middle)
+            )
+        toward = centre + low * (vertex - centre)
+        labels.append(
+            {
+                "x": float(toward[0]),
+                "y": float(toward[1]),
+                "z": float(toward[2]),
+                "text": f"→ toward {text}",
+                "showarrow": False,
+                "font": {"size": 11, "color": "#555555"},
+                "bgcolor": "rgba(255,255,255,0.75)",
+                "name": "hint",
+            }
+        )
+    return labels
 
 
 def _title(prefix: str, models: Mapping[str, pd.DataFrame]) -> str:
@@ -281,19 +491,37 @@ def simplex_figure(
     models: Mapping[str, pd.DataFrame],
     color_by: str = "parity",
     selected: Selected = None,
+    frame: str = "heads",
     baselines: Mapping[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """Head profiles (a, b, c, d) on the 3-simplex Delta_3 drawn as a regular tetrahedron
     (Figures 1, 2, 8), with its edges, the red segments Theta, and one marker per head;
-    ``baselines`` (model -> baseline table) adds the Gaussian heads in grey."""
+    ``baselines`` (model -> baseline table) adds the Gaussian heads in grey.
+
+    ``frame="heads"`` points the camera at the region holding :data:`FRAMED_SHARE` of the heads
+    (:func:`heads_view`; vertices out of view get direction hints); ``"simplex"`` shows the
+    whole tetrahedron. Nothing is clipped either way: the axis ranges are always the simplex's.
+    The selected head is drawn larger and labelled with an arrow.
+    """
     _check_color_by(color_by)
+    if frame not in FRAMES:
+        raise FigureInputError(f"frame must be one of {FRAMES}, got {frame!r}")
     vertices = SIMPLEX_VERTICES
     columns = ("a", "b", "c", "d")
     edges = [
         (vertices[i], vertices[j]) for i in range(4) for j in range(i + 1, 4) if (i, j) != (2, 3)
     ]
-    solid = _lines(edges)
-    dashed = _lines([(vertices[2], vertices[3])])
+    # The edge {a = b = 0} (c to d, empty fibers) is dashed, drawn as short segments of the same
+    # trace: a separate dashed trace would cost the 3D scene another WebGL draw.
+    stops = np.linspace(0.0, 1.0, 2 * EDGE_DASHES)
+    dashes = [
+        (
+            vertices[2] + t0 * (vertices[3] - vertices[2]),
+            vertices[2] + t1 * (vertices[3] - vertices[2]),
+        )
+        for t0, t1 in zip(stops[::2], stops[1::2], strict=True)
+    ]
+    solid = _lines(edges + dashes)
     theta = _lines([tuple(seg) for seg in theta_segments()])
     fig = go.Figure()
     fig.add_trace(
@@ -311,19 +539,6 @@ def simplex_figure(
     )
     fig.add_trace(
         go.Scatter3d(
-            x=dashed[:, 0],
-            y=dashed[:, 1],
-            z=dashed[:, 2],
-            mode="lines",
-            line={"color": EDGE_COLOR, "width": 3, "dash": "dash"},
-            hoverinfo="skip",
-            showlegend=False,
-            name="edge {a = b = 0} (empty fibers)",
-            meta={"role": "edges"},
-        )
-    )
-    fig.add_trace(
-        go.Scatter3d(
             x=theta[:, 0],
             y=theta[:, 1],
             z=theta[:, 2],
@@ -334,51 +549,50 @@ def simplex_figure(
             meta={"role": "theta"},
         )
     )
-    fig.add_trace(
-        go.Scatter3d(
-            x=vertices[:, 0],
-            y=vertices[:, 1],
-            z=vertices[:, 2],
-            mode="markers+text",
-            text=list(SIMPLEX_LABELS),
-            textposition=["middle left", "bottom center", "middle right", "top center"],
-            marker={"size": 3, "color": EDGE_COLOR},
-            textfont={"size": 13},
-            hoverinfo="skip",
-            showlegend=False,
-            name="vertices",
-            meta={"role": "vertices"},
-        )
-    )
     fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=True))
-    fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=True))
-    fig.add_traces(_selected_trace(models, selected, columns, vertices, three_d=True))
+    fig.add_traces(_head_traces(models, columns, vertices, color_by, True, selected))
+    if frame == "heads":
+        points = [
+            barycentric_points(_valid(h, columns)[list(columns)].to_numpy())
+            for h in models.values()
+        ]
+        centre, radius = heads_view(np.vstack(points) if points else np.empty((0, 3)))
+        camera = fitted_camera(centre, radius)
+        annotations = _vertex_annotations(centre, camera)
+    else:
+        camera, annotations = _CAMERA, _vertex_annotations(None, _CAMERA)
     axis = {
         "visible": False,
         "showbackground": False,
         "showgrid": False,
         "zeroline": False,
         "showspikes": False,
+        "autorange": False,
     }
     fig.update_layout(
         template=TEMPLATE,
         title={"text": _title("Profiles on the simplex Δ₃", models)},
         uirevision=UIREVISION,
         scene={
-            "xaxis": {**axis, "title": {"text": "x"}},
-            "yaxis": {**axis, "title": {"text": "y"}},
-            "zaxis": {**axis, "title": {"text": "z"}},
-            "aspectmode": "data",
-            "camera": _CAMERA,
-            "uirevision": UIREVISION,
+            **{
+                f"{letter}axis": {**axis, "title": {"text": letter}, "range": list(AXIS_RANGES[i])}
+                for i, letter in enumerate("xyz")
+            },
+            "aspectmode": "manual",
+            "aspectratio": dict(zip("xyz", map(float, ASPECT_RATIO), strict=True)),
+            "camera": camera,
+            "annotations": annotations + _selected_annotation(models, selected, columns),
+            "uirevision": f"{UIREVISION}:{frame}",
             "dragmode": "orbit",
         },
         legend={"itemsizing": "constant", "groupclick": "toggleitem"},
         margin={"l": 0, "r": 0, "t": 50, "b": 0 if color_by in ("parity", "model") else 90},
         height=650,
+        meta={"frame": frame},
     )
-    if color_by not in ("parity", "model"):
-        fig.update_layout(coloraxis=_coloraxis(color_by, *_color_range(models, color_by), y=0.0))
+    primary = next(iter(models.values()), None)
+    if color_by not in ("parity", "model") and primary is not None:
+        fig.update_layout(coloraxis=_coloraxis(color_by, *_color_range(primary, color_by), y=0.0))
     return fig
 
 
@@ -467,7 +681,7 @@ def triangle_figure(
         )
     fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=False))
     fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=False))
-    fig.add_traces(_selected_trace(models, selected, columns, vertices, three_d=False))
+    fig.add_traces(_selected_ring(models, selected, columns, vertices))
     fig.update_layout(
         template=TEMPLATE,
         title={"text": _title("Symmetric profiles on the triangle Δ", models)},
@@ -493,6 +707,36 @@ def triangle_figure(
         height=600 if color_by in ("parity", "model") else 680,
         margin={"b": 80 if color_by in ("parity", "model") else 150},
     )
-    if color_by not in ("parity", "model"):
-        fig.update_layout(coloraxis=_coloraxis(color_by, *_color_range(models, color_by), y=-0.2))
+    primary = next(iter(models.values()), None)
+    if color_by not in ("parity", "model") and primary is not None:
+        fig.update_layout(coloraxis=_coloraxis(color_by, *_color_range(primary, color_by), y=-0.2))
     return fig
+
+
+PROFILE_TABLE_COLUMNS = (
+    "layer",
+    "head",
+    "parity",
+    "a",
+    "b",
+    "c",
+    "d",
+    "b_sym",
+    "c_sym",
+    "d_sym",
+    "energy",
+    "pairing",
+)
+
+
+def profile_table(models: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The data the simplex and triangle draw, as one tidy table (a ``model`` column, then
+    :data:`PROFILE_TABLE_COLUMNS`): what their CSV export holds."""
+    frames = [
+        heads.loc[:, list(PROFILE_TABLE_COLUMNS)].assign(model=model)
+        for model, heads in models.items()
+    ]
+    columns = ["model", *PROFILE_TABLE_COLUMNS]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]

@@ -21,21 +21,39 @@ PARITY_COLORS: dict[str, str] = {"I+": "#E69F00", "II": "#009E73", "I-": "#0072B
 PARITY_SYMBOLS: dict[str, str] = {"I+": "cross", "II": "circle", "I-": "diamond"}
 """Marker per parity type (the paper uses +, o, -); all three exist in Scatter3d and Scatter."""
 
+MARKER_FAMILIES_3D: tuple[dict[str, str], ...] = (
+    PARITY_SYMBOLS,
+    {"I+": "square-open", "II": "circle-open", "I-": "diamond-open"},
+    {"I+": "cross", "II": "square", "I-": "square-open"},
+    {"I+": "square", "II": "diamond-open", "I-": "circle-open"},
+)
+"""Parity markers of the k-th model drawn on one simplex. Scatter3d draws symbols as glyphs and
+has seven usable ones ("x" is an emoji glyph, a blank box without an emoji font), so families
+share some symbols; the model colour tells them apart."""
+
+MARKER_FAMILIES_2D: tuple[dict[str, str], ...] = (
+    PARITY_SYMBOLS,
+    {"I+": "x-thin-open", "II": "circle-open", "I-": "diamond-open"},
+    {"I+": "asterisk-open", "II": "square", "I-": "triangle-down"},
+    {"I+": "y-up-open", "II": "hexagon-open", "I-": "star-open"},
+)
+"""The same for 2D scatters (triangle), where more symbols exist."""
+
 PARITY_NAMES: dict[str, str] = {"I+": "Type I+", "II": "Type II", "I-": "Type I−"}
 
 MODEL_COLORS: tuple[str, ...] = (
     "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#8c564b",
     "#e377c2",
+    "#8c564b",
     "#7f7f7f",
+    "#9467bd",
     "#bcbd22",
     "#17becf",
-    "#ff7f0e",
+    "#2ca02c",
 )
-"""Discrete palette for ``color_by="model"``."""
+"""Discrete palette of models (and clusters): never the red of Theta; from the second colour on,
+far from the parity colours and (the first ones) from :data:`CONTINUOUS_SCALE`, so an overlaid
+model never reads as a parity type or a value of the colour scale."""
 
 HEAD_COLOR = "#d62728"
 BASELINE_COLOR = "#555555"
@@ -55,10 +73,25 @@ DIVERGING_SCALE: list[list] = [
 """Blue below 1/2, white at 1/2, red above (Figures 13 and 14), when cmin/cmax are
 symmetric about 1/2."""
 
-LAYER_SCALE = "Viridis"
+CONTINUOUS_SCALE: list[list] = [
+    [0.0, "#440154"],
+    [0.125, "#482878"],
+    [0.25, "#3e4989"],
+    [0.375, "#31688e"],
+    [0.5, "#26828e"],
+    [0.625, "#1f9e89"],
+    [0.75, "#35b779"],
+    [0.875, "#6ece58"],
+    [1.0, "#a5db36"],
+]
+"""Viridis without its pale yellow end: every value stays visible on a white background (the
+simplex and triangle colour heads by layer, energy or pairing over the data's own range)."""
 
 COLOR_BY_OPTIONS = ("parity", "layer", "energy", "pairing", "model")
 """Values of ``color_by`` for :func:`simplex_figure` and :func:`triangle_figure`."""
+
+DECORATIVE_ROLES = frozenset({"edges", "vertices", "theta", "band", "boundary", "selected", "hint"})
+"""``meta.role`` of traces that draw geometry or highlights, not data (left out of exports)."""
 
 COLUMN_TITLES: dict[str, str] = {
     "energy": "symmetric energy ‖S‖²/‖L‖²",
@@ -73,6 +106,28 @@ Selected = tuple[str, int, int] | None
 
 class FigureInputError(HeadformsError, ValueError):
     """A figure builder got an argument it cannot draw (unknown colouring, missing column)."""
+
+
+def head_name(layer: int, head: int) -> str:
+    """The short name of a head in figures: ``L3·H5``."""
+    return f"L{int(layer)}·H{int(head)}"
+
+
+def head_choice_labels(heads: pd.DataFrame, columns: tuple[str, ...] | list[str]) -> list[str]:
+    """One line per head for the dashboard's chooser of overlapping markers (carried in a head
+    trace's ``meta["choices"]``): name, parity and the coordinates drawn."""
+    values = heads[list(columns)].to_numpy(dtype=float)
+    return [
+        f"{head_name(layer, head)} · {parity} · "
+        + " ".join(f"{c.removesuffix('_sym')} {v:.3f}" for c, v in zip(columns, row, strict=True))
+        for layer, head, parity, row in zip(
+            heads["layer"].to_numpy(),
+            heads["head"].to_numpy(),
+            heads["parity"],
+            values,
+            strict=True,
+        )
+    ]
 
 
 def head_customdata(heads: pd.DataFrame, model: str) -> np.ndarray:
