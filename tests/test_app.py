@@ -331,17 +331,18 @@ def test_bad_head_names_get_a_one_line_message(text: str) -> None:
 def test_a_model_loads_on_one_shared_job_that_reports_progress(tiny_gpt2: str) -> None:
     store = AnalysisStore()
     key = (tiny_gpt2, 0)
-    first, second = store.job(key), store.job(key)
+    first, second = store.job(key, tiny_gpt2, 0), store.job(key, tiny_gpt2, 0)
     assert first is second  # two sessions asking at once share one analysis
     analysis = first.future.result(timeout=120)
     assert store.get(key) is analysis
     assert analysis.baseline.heads.shape[0] == len(analysis.heads)
     assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)
     assert first.fraction == 1.0 and "baseline" in first.text()
-    failing = store.job(("/no/such/model", 0))
+    failing = store.job(("/no/such/model", 0), "/no/such/model", 0)
     with pytest.raises(HeadformsError):
         failing.future.result(timeout=60)
-    assert store.job(("/no/such/model", 0)) is not failing  # a failed job is not kept
+    again = store.job(("/no/such/model", 0), "/no/such/model", 0)
+    assert again is not failing  # a failed job is not kept
 
 
 def test_the_install_warm_up_fills_the_cache_the_dashboard_reads(tiny_gpt2: str) -> None:

@@ -307,12 +307,6 @@ def _weights_of(key: Hashable) -> tuple:
 
 
 def warm(spec: str = DEFAULT_MODEL) -> None:
-    """Analyse ``spec`` into the disk cache as the dashboard will ask for it (install step:
-    ``python -m ui.loading``), so that the first page needs no wait."""
+    """Analyse ``spec`` into the disk cache as the dashboard will ask for it, so that the first
+    page needs no wait (what ``headforms analyze MODEL --spectra all --baseline`` does too)."""
     dashboard_analysis(spec)
-
-
-if __name__ == "__main__":
-    import sys
-
-    warm(*sys.argv[1:2])
