@@ -26,12 +26,42 @@ def test_limit_is_the_profile_of_exactly_proportional_lobes():
     assert profile == pytest.approx(theorem5.limit_profile(-r, 1.0))
 
 
-def test_samples_lie_on_the_symmetric_face():
-    frame = theorem5.sample_profiles(-0.5, 1.0, 2.0, 64, repetitions=50)
-    assert len(frame) == 50 and (frame["a"] == 0).all()
-    np.testing.assert_allclose(frame[["a", "b", "c", "d"]].sum(axis=1), 1.0)
-    again = theorem5.sample_profiles(-0.5, 1.0, 2.0, 64, repetitions=50)
-    assert frame.equals(again)
+def _dense_profile(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(a, b, c, d) of a symmetric matrix with these eigenvalues in a random basis, from its
+    dense parts and spectrum (the definitions, computed independently of headforms)."""
+    basis, _ = np.linalg.qr(rng.standard_normal((eigenvalues.size, eigenvalues.size)))
+    form = basis @ np.diag(eigenvalues) @ basis.T
+    sym, skew = (form + form.T) / 2, (form - form.T) / 2
+    eig = np.linalg.eigvalsh(sym)
+    pos, neg = np.sort(eig[eig > 0])[::-1], np.sort(-eig[eig < 0])[::-1]
+    size = max(pos.size, neg.size)
+    pos, neg = np.pad(pos, (0, size - pos.size)), np.pad(neg, (0, size - neg.size))
+    total = np.sum(form**2)
+    return np.array(
+        [
+            np.sum(skew**2) / total,
+            2 * pos @ neg / total,
+            np.sum(np.clip(pos - neg, 0, None) ** 2) / total,
+            np.sum(np.clip(neg - pos, 0, None) ** 2) / total,
+        ]
+    )
+
+
+def test_sampled_profiles_are_those_of_symmetric_forms_with_gamma_lobes():
+    """Each sampled profile is the profile of a symmetric matrix whose spectrum is the sample:
+    n values ~ Gamma(k, scale nu) and n values -Gamma(k, scale |mu|), drawn per repetition from
+    ``default_rng([seed, n])``; and the same parameters draw the same spectra."""
+    mu, nu, k, n, reps = -0.5, 1.0, 2.0, 24, 5
+    frame = theorem5.sample_profiles(mu, nu, k, n, repetitions=reps)
+    rng = np.random.default_rng([theorem5.SEED, n])
+    positive = rng.gamma(k, nu, size=(reps, n))
+    negative = rng.gamma(k, abs(mu), size=(reps, n))
+    basis_rng = np.random.default_rng(1)
+    for rep in range(reps):
+        eigenvalues = np.concatenate([positive[rep], -negative[rep]])
+        expected = _dense_profile(eigenvalues, basis_rng)
+        np.testing.assert_allclose(frame.loc[rep, ["a", "b", "c", "d"]], expected, atol=1e-12)
+    assert frame.equals(theorem5.sample_profiles(mu, nu, k, n, repetitions=reps))
 
 
 def test_profiles_approach_the_limit_as_n_grows():
