@@ -22,6 +22,10 @@ from .errors import CorruptFileError, UnsupportedArchitectureError
 Layout = Literal["separate", "conv1d_qkv", "per_head_qkv"]
 
 
+ROTARY = "rotary"
+"""The ``positional`` value of models whose positions enter the form as a RoPE rotation."""
+
+
 @dataclass(frozen=True)
 class Architecture:
     """How one model family stores and uses its query/key projections.
@@ -50,7 +54,7 @@ class Architecture:
     @property
     def rotary(self) -> bool:
         """True when positions enter the form as a RoPE rotation."""
-        return self.positional == "rotary"
+        return self.positional == ROTARY
 
 
 _LLAMA_LIKE = dict(
@@ -59,7 +63,7 @@ _LLAMA_LIKE = dict(
     k_weight="layers.{i}.self_attn.k_proj.weight",
     q_bias="layers.{i}.self_attn.q_proj.bias",
     k_bias="layers.{i}.self_attn.k_proj.bias",
-    positional="rotary",
+    positional=ROTARY,
 )
 
 ARCHITECTURES: tuple[Architecture, ...] = (
@@ -101,7 +105,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         k_weight="layers.{i}.attention.query_key_value.weight",
         q_bias="layers.{i}.attention.query_key_value.bias",
         k_bias="layers.{i}.attention.query_key_value.bias",
-        positional="rotary",
+        positional=ROTARY,
     ),
     Architecture(
         family="llama", model_types=("llama",), gguf_arch="llama", gguf_permuted=True, **_LLAMA_LIKE

@@ -181,8 +181,7 @@ def forms_from_factor(
     eig_s = np.linalg.eigvalsh(sym)[..., ::-1]
     tol = _ZERO_TOLERANCE * np.trace(gram, axis1=-2, axis2=-1)[..., None]
     eig_s = np.where(np.abs(eig_s) <= tol, 0.0, eig_s)
-    lobe_pos = np.sort(np.clip(eig_s, 0.0, None), axis=-1)[..., ::-1]
-    lobe_neg = np.sort(np.clip(-eig_s, 0.0, None), axis=-1)[..., ::-1]
+    lobe_pos, lobe_neg = lobes(eig_s)
     if sv_a:
         singular_a = np.linalg.svd(skew, compute_uv=False)
     else:
@@ -203,6 +202,24 @@ def forms_from_factor(
         sv_a=singular_a,
         eig_l_abs=np.ascontiguousarray(eig_l_abs),
     )
+
+
+def lobes(eig_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lambda_+, lambda_-)`` of eigenvalues of S (rows: heads): the positive values and the
+    absolute values of the negative ones, each sorted decreasing and zero-padded to the row's
+    length."""
+    eig_s = np.asarray(eig_s, dtype=np.float64)
+    lobe_pos = np.sort(np.clip(eig_s, 0.0, None), axis=-1)[..., ::-1]
+    lobe_neg = np.sort(np.clip(-eig_s, 0.0, None), axis=-1)[..., ::-1]
+    return lobe_pos, lobe_neg
+
+
+def unit_spectra(eig_s: np.ndarray) -> np.ndarray:
+    """Unit spectra: rows (heads' eigenvalues of S) sorted decreasing and divided by their
+    Euclidean norm, which is ``||S||``; zero rows stay 0. Invariant under ``L -> cL``."""
+    spectra = -np.sort(-np.asarray(eig_s, dtype=np.float64), axis=-1)
+    norms = np.linalg.norm(spectra, axis=-1, keepdims=True)
+    return np.divide(spectra, norms, out=np.zeros_like(spectra), where=norms > 0)
 
 
 def head_forms(q: np.ndarray, k: np.ndarray, kv_of_head: np.ndarray | None = None) -> FormBatch:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .architectures import ROTARY
 from .baseline import Baseline, BaselineShapes
 from .errors import OptionError
 from .forms import FormBatch
@@ -122,6 +123,11 @@ class ModelCard:
     def total_heads(self) -> int:
         """Number of query heads in the model."""
         return self.n_layers * self.n_heads
+
+    @property
+    def rotary(self) -> bool:
+        """Whether positions enter the form as a RoPE rotation (a RoPE position applies)."""
+        return self.positional == ROTARY
 
     @property
     def baseline_shapes(self) -> BaselineShapes:

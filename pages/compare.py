@@ -21,9 +21,8 @@ from ui import (
     page_context,
     select_from_customdata,
     show_figure,
-    try_load,
 )
-from ui.tables import baseline_heads, expand_models
+from ui.loading import baselines_of, load_models
 
 ctx = page_context()
 st.title("Compare models")
@@ -38,14 +37,9 @@ chosen = st.multiselect(
     placeholder="bundled name, hub id, local path or table file",
     help="Other models are analysed at RoPE position 0.",
 )
-analyses = {ctx.spec: ctx.analysis}
-for spec in expand_models(chosen):
-    if spec != ctx.spec:
-        loaded = try_load(spec, 0)
-        if loaded is not None:
-            analyses[spec] = loaded
+analyses = load_models(ctx.spec, ctx.analysis, chosen)
 models = {name: analysis.heads for name, analysis in analyses.items()}
-baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
+baselines = baselines_of(analyses)
 key = (tuple(models), ctx.rope_position)
 tolerance = ctx.tolerance
 

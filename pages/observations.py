@@ -21,9 +21,8 @@ from ui import (
     page_context,
     select_from_customdata,
     show_figure,
-    try_load,
 )
-from ui.tables import baseline_heads, expand_models
+from ui.loading import baselines_of, load_models
 
 ctx = page_context()
 st.title("Observations")
@@ -45,14 +44,9 @@ extra = controls[0].multiselect(
 )
 with controls[1]:
     jump_toggle()
-analyses = {ctx.spec: ctx.analysis}
-for spec in expand_models(extra):  # a table file: all its models
-    if spec != ctx.spec:
-        loaded = try_load(spec, 0)
-        if loaded is not None:
-            analyses[spec] = loaded
+analyses = load_models(ctx.spec, ctx.analysis, extra)  # a table file: all its models
 models = {name: analysis.heads for name, analysis in analyses.items()}
-baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
+baselines = baselines_of(analyses)
 key = (tuple(models), ctx.rope_position)
 
 st.subheader("Observation 1: the symmetric part is balanced (Theorem 3)")

@@ -29,7 +29,7 @@ with left:
         "key/value heads per layer": kv,
         "heads in total": f"{card.total_heads}",
         "positional encoding": card.positional,
-        "RoPE position d": f"{card.rope_position}" if card.positional == "rotary" else "—",
+        "RoPE position d": f"{card.rope_position}" if card.rotary else "—",
         "Q/K storage": card.storage,
         "QK-norm": ("folded" if card.qk_norm_folded else "present, not folded")
         if card.qk_norm

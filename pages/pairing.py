@@ -7,8 +7,8 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.figures import paper as figures_paper
-from ui import cached, model_label, page_context, show_figure, try_load
-from ui.tables import baseline_heads, expand_models
+from ui import cached, model_label, page_context, show_figure
+from ui.loading import baselines_of, load_models
 
 ctx = page_context()
 st.title("Pairing scores per model")
@@ -25,14 +25,9 @@ extra = st.multiselect(
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",
 )
-models = {ctx.spec: ctx.heads}
-analyses = {ctx.spec: ctx.analysis}
-for spec in expand_models(extra):
-    if spec != ctx.spec:
-        loaded = try_load(spec, 0)
-        if loaded is not None:
-            models[spec], analyses[spec] = loaded.heads, loaded
-baselines = {n: b for n, a in analyses.items() if (b := baseline_heads(a)) is not None}
+analyses = load_models(ctx.spec, ctx.analysis, extra)
+models = {name: analysis.heads for name, analysis in analyses.items()}
+baselines = baselines_of(analyses)
 key = (tuple(models), ctx.rope_position)
 show_figure(
     cached(

@@ -21,9 +21,8 @@ from ui import (
     page_context,
     select_from_customdata,
     state,
-    try_load,
 )
-from ui.tables import baseline_heads, expand_models
+from ui.loading import baselines_of, load_models
 
 FRAME_LABELS = {"heads": "Fit to heads", "simplex": "Whole simplex"}
 
@@ -70,18 +69,9 @@ with st.container(horizontal=True, gap="large"):
     )
 
 status = st.container()  # overlay progress and errors: the plots below never move or blank
-analyses = {ctx.spec: ctx.analysis}
-with status:
-    overlay_specs = expand_models(extra)  # a table file: all its models
-for spec in overlay_specs:
-    if spec != ctx.spec:
-        overlay = try_load(spec, 0, where=status)
-        if overlay is not None:
-            analyses[spec] = overlay
+analyses = load_models(ctx.spec, ctx.analysis, extra, where=status)  # tables: all their models
 models = {spec: analysis.heads for spec, analysis in analyses.items()}
-
-found = {spec: baseline_heads(a) for spec, a in analyses.items()} if show_baseline else {}
-baselines = {spec: table for spec, table in found.items() if table is not None}
+baselines = baselines_of(analyses) if show_baseline else {}
 key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",
@@ -107,7 +97,7 @@ overlays = " Overlaid models: their own colour and marker shapes." if len(models
 overlays += " Grey dots: Gaussian K, Q of the same n, N." if baselines else ""
 framed = (
     f"Framed: the {figures.FRAMED_SHARE:.0%} of the heads nearest their median profile (the "
-    "camera turns about it); the rest and the vertices are a scroll away (the \"→ toward\" "
+    'camera turns about it); the rest and the vertices are a scroll away (the "→ toward" '
     "hints point to them), or choose Whole simplex."
     if frame == "heads"
     else "The whole tetrahedron."

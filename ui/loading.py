@@ -30,10 +30,10 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -44,6 +44,10 @@ from headforms.sources import locate, parse_spec
 from headforms.sources.specs import is_table_spec
 
 from . import guard
+from .tables import baseline_heads, expand_models
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LOGGER = logging.getLogger(__name__)
 MAX_ANALYSES = 8
@@ -251,6 +255,30 @@ def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
     )
     bar.progress(1.0, text=f"{guard.shown(spec)}: Gaussian baseline of the same shapes")
     return with_baseline(analysis)
+
+
+def baselines_of(analyses: Mapping[str, ModelAnalysis]) -> dict[str, pd.DataFrame]:
+    """The baselines' per-head tables of the models that have one, by model spec."""
+    found = {spec: baseline_heads(analysis) for spec, analysis in analyses.items()}
+    return {spec: table for spec, table in found.items() if table is not None}
+
+
+def load_models(
+    current: str, analysis: ModelAnalysis, specs: Iterable[str], where: Any = None
+) -> dict[str, ModelAnalysis]:
+    """The page's model (``current``) and every other model named in ``specs`` (table files
+    expanded), analysed at RoPE position 0; a model that fails shows its one-line error in
+    ``where`` (default: the main area) and is left out."""
+    analyses = {current: analysis}
+    target = where if where is not None else st.container()
+    with target:
+        expanded = expand_models(specs)
+    for spec in expanded:
+        if spec not in analyses:
+            loaded = try_load(spec, 0, where=where)
+            if loaded is not None:
+                analyses[spec] = loaded
+    return analyses
 
 
 def try_load(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis | None:

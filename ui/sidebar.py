@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from headforms import BUNDLED_MODELS, DEFAULT_MODEL, ModelAnalysis, ModelCard
+from headforms.engine import MAX_ROPE_POSITION
 from headforms.figures.style import head_name
 
 from . import guard, state
@@ -21,8 +22,6 @@ from .tables import first_model, sibling_models
 CONTEXT_KEY = "_hf_page_context"
 LAST_SPEC_KEY = "_hf_last_good_spec"
 """The last spec that loaded (what a refused spec falls back to)."""
-ROTARY = "rotary"
-MAX_ROPE = 10**7
 """Largest |d| the engine accepts."""
 
 
@@ -127,13 +126,13 @@ def render_sidebar() -> PageContext | None:
         state.write_url()
         return None
     ss[LAST_SPEC_KEY] = spec
-    rotary = base.card.positional == ROTARY
-    rope = guard.whole_number(ss[state.ROPE_KEY], -MAX_ROPE, MAX_ROPE)
+    rotary = base.card.rotary
+    rope = guard.whole_number(ss[state.ROPE_KEY], -MAX_ROPE_POSITION, MAX_ROPE_POSITION)
     ss[state.ROPE_KEY] = rope if rotary and rope is not None else 0
     sidebar.number_input(
         "RoPE relative position d",
-        min_value=-MAX_ROPE,
-        max_value=MAX_ROPE,
+        min_value=-MAX_ROPE_POSITION,
+        max_value=MAX_ROPE_POSITION,
         step=1,
         key=state.ROPE_KEY,
         disabled=not rotary,

@@ -36,6 +36,7 @@ from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits
 
 from ..errors import HeadformsError
+from ..forms import unit_spectra
 from .theta import PROFILE, theta_projection
 
 RANDOM_STATE = 0
@@ -74,13 +75,6 @@ shared, busy machine made KMeans 50x slower (10 s instead of 0.2 s for 270 heads
 ODD_PERCENTILES = (5, 20, 35, 50, 65, 80, 95)
 EVEN_PERCENTILES = (10, 30, 50, 70, 90)
 """Level sets of O and E drawn at these percentiles of the heads' own values."""
-
-
-def unit_spectra(eig_s: np.ndarray) -> np.ndarray:
-    """Rows sorted decreasing, divided by their Euclidean norm (``||S||``); zero rows stay 0."""
-    spectra = -np.sort(-np.asarray(eig_s, dtype=np.float64), axis=-1)
-    norms = np.linalg.norm(spectra, axis=-1, keepdims=True)
-    return np.divide(spectra, norms, out=np.zeros_like(spectra), where=norms > 0)
 
 
 def mean_unit_spectrum(eig_s: np.ndarray) -> np.ndarray:

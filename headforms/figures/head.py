@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..forms import lobes, unit_spectra
 from .style import (
     BASELINE_COLOR,
     HEAD_COLOR,
@@ -17,13 +18,9 @@ from .style import (
 
 
 def _unit_nonzero(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Eigenvalues scaled by ||S|| per head (rows), exact zeros removed; returns (values, zeros)."""
-    values = np.atleast_2d(np.asarray(values, dtype=float))
-    norms = np.sqrt((values**2).sum(axis=1, keepdims=True))
-    norms[norms == 0] = 1.0
-    scaled = values / norms
-    nonzero = scaled[values != 0]
-    return nonzero, int(np.count_nonzero(values == 0))
+    """The unit spectra of heads (rows) pooled, exact zeros removed; returns (values, zeros)."""
+    unit = unit_spectra(np.atleast_2d(values))
+    return unit[unit != 0], int(np.count_nonzero(unit == 0))
 
 
 def lobe_bars(
@@ -103,15 +100,6 @@ def eigenvalue_histogram(
     return fig
 
 
-def _split_lobes(eig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """lambda_+ and lambda_- (absolute values, decreasing, zero-padded) from eigenvalues."""
-    eig = np.asarray(eig, dtype=float)
-    pos = np.sort(eig[eig > 0])[::-1]
-    neg = np.sort(-eig[eig < 0])[::-1]
-    size = max(pos.size, neg.size)
-    return np.pad(pos, (0, size - pos.size)), np.pad(neg, (0, size - neg.size))
-
-
 def _lobe_points(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Lobes scaled by ||S||, truncated to the ranks where either lobe is non-zero."""
     pos = np.asarray(pos, dtype=float)
@@ -135,7 +123,7 @@ def lobes_figure(
     series = [("head", pos, neg, HEAD_COLOR)]
     if rand_lobe_pos is not None:
         if rand_lobe_neg is None:
-            rand_lobe_pos, rand_lobe_neg = _split_lobes(rand_lobe_pos)
+            rand_lobe_pos, rand_lobe_neg = lobes(rand_lobe_pos)
         rpos, rneg = _lobe_points(rand_lobe_pos, rand_lobe_neg)
         series.append(("Gaussian baseline", rpos, rneg, BASELINE_COLOR))
     top = max((float(max(p.max(initial=0), n.max(initial=0))) for _, p, n, _ in series))
