@@ -77,8 +77,11 @@ if [ -f ui/static.py ]; then
   "$VENV/bin/python" -c "import ui.static as s; s.main(['--fetch-gl3d'])"
 fi
 # Analyse the default model now, as the dashboard asks for it (every spectrum and the Gaussian
-# baseline), so the first page needs no wait.
-"$VENV/bin/python" -m headforms analyze smollm2-135m --spectra all --baseline --quiet >/dev/null
+# baseline), so the first page needs no wait. (The image installs before its code is copied and
+# warms its own cache later.)
+if [ -d headforms ]; then
+  "$VENV/bin/python" -m headforms analyze smollm2-135m --spectra all --baseline --quiet >/dev/null
+fi
 
 # Debian packages of the tests: chromium (browser tests), docker.io and debootstrap (the image
 # test builds and runs the Docker image; debootstrap makes its base without Docker Hub).
