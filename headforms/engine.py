@@ -419,5 +419,5 @@ def _card(
         notes=notes,
         fingerprint=source.fingerprint,
         weight_bytes=source.weight_bytes,
-        n_parameters=parameter_count(reader) if source.all_weights else None,
+        n_parameters=parameter_count(reader) if source.all_weights else source.n_parameters,
     )

@@ -111,6 +111,14 @@ def test_sharded_checkpoint_reads_only_the_attention_shards(
 
     directory = tmp_path / "sharded"
     shutil.copytree(saved.sharded, directory)
+    # The parameter count covers every shard (from their headers), not only those read: the
+    # same as the single-file checkpoint's, counted with the safetensors library.
+    from safetensors import safe_open
+
+    with safe_open(str(saved.single / "model.safetensors"), "np") as fh:
+        expected = sum(int(np.prod(fh.get_slice(k).get_shape())) for k in fh.keys())
+    intact = analyze(str(directory), use_cache=False)
+    assert intact.card.n_parameters == single_analysis.card.n_parameters == expected
     for name in idle:  # shards never needed: damage them; the analysis must not notice
         (directory / name).write_bytes(b"\xff" * 64)
     source = open_model(str(directory))

@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from headforms.store import write_atomic
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 URL_PREFIX = "app/static"
@@ -73,25 +74,11 @@ def _existing(static_dir: Path, kind: str, version: str) -> Path | None:
     return found[-1] if found else None
 
 
-def _write_atomically(path: Path, content: bytes) -> None:
-    """Write to a temporary name and rename: a concurrent reader never sees half a script."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plotly-", suffix=".js")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(content)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _install(static_dir: Path, kind: str, version: str, content: bytes) -> Path:
     """Write a bundle under its hashed name and remove older bundles of the same kind."""
     path = static_dir / bundle_name(kind, version, content)
     if not (path.is_file() and path.stat().st_size == len(content)):
-        _write_atomically(path, content)
+        write_atomic(path, content)  # a concurrent reader never sees half a script
     for old in static_dir.glob(f"plotly-*-{kind}-*.min.js"):
         if old != path:
             old.unlink(missing_ok=True)

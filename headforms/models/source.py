@@ -8,6 +8,7 @@ transformers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,14 @@ from ..architectures import (
     gguf_scheme,
     hf_scheme,
 )
-from ..readers import GGUFReader, SafetensorsReader, TensorReader, TorchBinReader
+from ..errors import HeadformsError
+from ..readers import (
+    GGUFReader,
+    SafetensorsReader,
+    TensorReader,
+    TorchBinReader,
+    read_safetensors_header,
+)
 from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
 from ..sources import Located, fetch, locate
 from .configs import gguf_config, transformers_config
@@ -46,6 +54,8 @@ class ModelSource:
     files: list[Path] = field(default_factory=list)
     all_weights: bool = True
     weight_bytes: int = 0
+    n_parameters: int | None = None
+    """Parameters of the whole model when ``reader`` does not cover it (else counted from it)."""
 
 
 def open_model(target: str | Located) -> ModelSource:
@@ -81,7 +91,32 @@ def open_model(target: str | Located) -> ModelSource:
         files=paths,
         all_weights=located.complete and not remote,
         weight_bytes=located.weight_bytes or 0,
+        n_parameters=None if located.complete else _local_shard_parameters(located),
     )
+
+
+def _local_shard_parameters(located: Located) -> int | None:
+    """Parameters of every shard of a local sharded safetensors checkpoint, from their headers
+    (no weight is read); None for the hub or .bin shards (their headers are not at hand), or
+    when a shard the analysis does not need has no readable header (it is not an error)."""
+    index = located.index_file
+    if located.hub is not None or located.format != "safetensors" or index is None:
+        return None
+    if index.path is None:
+        return None
+    from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
+
+    shards = sorted(set(parse_index(read_small(index.path, MAX_INDEX_BYTES), index.name).values()))
+    total = 0
+    for shard in shards:
+        try:
+            header = read_safetensors_header(index.path.parent / shard)
+        except HeadformsError:
+            return None
+        total += sum(
+            math.prod(info["shape"]) for name, info in header.items() if name != "__metadata__"
+        )
+    return total
 
 
 def _open_gguf(located: Located) -> ModelSource:
