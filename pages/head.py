@@ -37,22 +37,20 @@ st.caption(
 )
 
 BASELINE_HELP = "Delta: difference to an independent Gaussian K, Q of the same shapes."
-cols = st.columns(7)
-for col, (label, name) in zip(
-    cols,
-    (
-        ("a (antisymmetric)", "a"),
-        ("b (hyperbolic)", "b"),
-        ("c (PSD)", "c"),
-        ("d (NSD)", "d"),
-        ("Symmetric energy", "energy"),
-        ("Pairing score", "pairing"),
-        ("Parity", "parity"),
-    ),
-    strict=True,
-):
-    with col:
-        metric_vs_baseline(label, row[name], base_row[name], help=BASELINE_HELP)
+METRICS = (
+    ("a (antisymmetric)", "a"),
+    ("b (hyperbolic)", "b"),
+    ("c (PSD)", "c"),
+    ("d (NSD)", "d"),
+    ("Symmetric energy", "energy"),
+    ("Pairing score", "pairing"),
+    ("Parity", "parity"),
+)
+# Two rows of four: seven metrics in one row truncate their labels and deltas at 1280 px.
+for start in range(0, len(METRICS), 4):
+    for col, (label, name) in zip(st.columns(4), METRICS[start : start + 4], strict=False):
+        with col:
+            metric_vs_baseline(label, row[name], base_row[name], help=BASELINE_HELP)
 
 key = (ctx.spec, ctx.rope_position, ctx.layer, ctx.head)
 i = ctx.row

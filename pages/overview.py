@@ -36,6 +36,9 @@ with left:
         else "none",
         "Q/K biases": "present (excluded from L)" if card.has_qk_bias else "none",
         "weights read": f"{card.weight_bytes / 2**20:.1f} MiB",
+        "parameters (all tensors)": f"{card.n_parameters:,}"
+        if card.n_parameters is not None
+        else "not known for this source",
     }
     for rope in card.rope:
         rows[f"RoPE (layers {format_layers(rope['layers'])})"] = (
@@ -50,6 +53,8 @@ with right:
     table = parity_table({card.name: ctx.heads}, ctx.tolerance)
     st.dataframe(
         table,
+        width="stretch",
+        hide_index=True,  # one model, named in the caption: its long name pushed "heads" off
         column_config={
             "I+": st.column_config.NumberColumn("Type I+ (%)", format="%.1f"),
             "II": st.column_config.NumberColumn("Type II (%)", format="%.1f"),

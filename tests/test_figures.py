@@ -444,9 +444,13 @@ def test_fit_to_heads_points_to_the_vertices_out_of_view(smollm):
     }
     assert hints  # the crowd is far from at least one vertex
     centre = np.median(head_points(fig), axis=0)
+    anchors = {a.text: a for a in annotations if a.name == "vertex"}
     for text, vertex in vertices.items():
-        shown = bool(visible(on_screen(fig, vertex[None, :]))[0])
+        screen = on_screen(fig, vertex[None, :])
+        shown = bool(visible(screen)[0])
         assert (text in hints) != shown, text
+        if shown and abs(screen[0, 0]) > 0.5:  # near a side: the label grows toward the middle
+            assert anchors[text].xanchor == ("left" if screen[0, 0] < 0 else "right"), text
         if text in hints:
             hint = hints[text]
             assert visible(on_screen(fig, hint[None, :]))[0]
@@ -497,7 +501,9 @@ def test_triangle_geometry_band_and_points(minilm):
     assert all(isinstance(t, go.Scatter) for t in fig.data)
     vertices = vertex_coords(fig)
     labels = [a.text for a in fig.layout.annotations if a.name == "vertex"]
-    assert labels == ["b = 1 hyperbolic", "c = 1 PSD", "d = 1 NSD"]
+    # b bottom left, c bottom right, d on top (as in the paper's Figure 10)
+    assert [label.split(" = ")[0] for label in labels] == ["b_S", "c_S", "d_S"]
+    assert vertices[0, 0] < vertices[1, 0] and vertices[0, 1] == vertices[1, 1] < vertices[2, 1]
     sides = [np.linalg.norm(p - q) for p, q in itertools.combinations(vertices, 2)]
     np.testing.assert_allclose(sides, sides[0], rtol=1e-12)
     ends = np.vstack([points(t) for t in traces_with(fig, "edges")])
@@ -670,6 +676,9 @@ def test_every_figure_has_titles_and_the_template(minilm):
         assert fig.layout.template.layout.paper_bgcolor == "white", name
         if name == "simplex":
             assert all(fig.layout.scene[a].title.text for a in ("xaxis", "yaxis", "zaxis"))
+            continue
+        if name == "triangle":  # barycentric: the vertex labels name the directions, no axes
+            assert len(vertex_coords(fig)) == 3 and not fig.layout.xaxis.showticklabels
             continue
         axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
         assert {"xaxis", "yaxis"} <= set(axes), name

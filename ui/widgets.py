@@ -79,7 +79,7 @@ def _number(value: float, digits: int) -> str:
 def jump_toggle() -> None:
     """The shared 'open the head page on click' switch of clickable plots."""
     st.toggle(
-        "Open the head page on click",
+        "Open head on click",
         key=state.JUMP_KEY,
         help="Off: a click only selects the head (sidebar, highlight, URL).",
     )
@@ -122,7 +122,8 @@ def fit_to_column(fig: go.Figure, zoom_out: float = 1.0) -> go.Figure:
     ``fig``."""
     three_d = any(trace.type == "scatter3d" for trace in fig.data)
     fig.update_layout(
-        legend={"orientation": "h", "x": 0, "y": -0.02 if three_d else -0.12, "yanchor": "top"}
+        legend={"orientation": "h", "x": 0, "y": -0.02 if three_d else -0.12, "yanchor": "top"},
+        margin={"l": 10, "r": 10},  # the template's 80 px sides would take half the column
     )
     if fig.layout.coloraxis.colorscale is not None:
         fig.update_layout(

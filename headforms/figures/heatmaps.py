@@ -121,6 +121,7 @@ def heatmap_pair_figure(
                         name="selected",
                         showlegend=False,
                         hoverinfo="skip",
+                        cliponaxis=False,  # a corner cell's outline would lose two sides
                         meta={"role": "selected"},
                     ),
                     row=1,

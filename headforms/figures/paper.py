@@ -420,7 +420,7 @@ def projection_figure(
             "zaxis": {"title": {"text": titles[2]}},
             "aspectmode": "data",
             "camera": {
-                "eye": {"x": 1.7, "y": -1.7, "z": 0.9},
+                "eye": {"x": 2.0, "y": -2.0, "z": 1.05},  # farther: titles stay inside
                 "center": {"x": -0.15, "y": -0.15, "z": -0.2},
             },
             "domain": {"x": [0.0, 0.46], "y": [0.0, 1.0]},
@@ -483,6 +483,26 @@ def _fit_view(hist: pd.DataFrame) -> tuple[float, float, float]:
     return float(right[last]), float(1.0 - cumulative[last]), float(right[-1])
 
 
+def _frame_panel(
+    fig: go.Figure, col: int, title: str, x_end: float, beyond: float, x_max: float, what: str
+) -> None:
+    """Set panel ``col``'s x-axis to [0, x_end] (from :func:`_fit_view`) and write the share of
+    the sample beyond it under the panel title, so a cut tail is never hidden."""
+    fig.update_xaxes(title_text=title, range=[0, x_end], row=1, col=col)
+    if beyond > 0:
+        fig.add_annotation(
+            text=f"{100 * beyond:.1f}% {what} beyond {x_end:.1f} (up to {x_max:.1f})",
+            xref=f"x{col if col > 1 else ''} domain",
+            yref=f"y{col if col > 1 else ''} domain",
+            x=1,
+            y=1,
+            xanchor="right",
+            yanchor="top",
+            showarrow=False,
+            font={"size": 11, "color": "#555555"},
+        )
+
+
 def fit_head_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str = "") -> go.Figure:
     """Fig 6 for one head: each lobe's 20-bin density histogram (unit-mean sample) with the
     fitted densities of every family; the legend gives each fit's RMS error per lobe.
@@ -533,20 +553,8 @@ def fit_head_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str =
                 row=1,
                 col=col,
             )
-        fig.update_xaxes(title_text="eigenvalue / lobe mean", range=[0, x_end], row=1, col=col)
         fig.update_yaxes(range=[0, top * 1.15], row=1, col=col)
-        if beyond > 0:
-            fig.add_annotation(
-                text=f"{100 * beyond:.1f}% of the lobe beyond {x_end:.1f} (up to {x_max:.1f})",
-                xref=f"x{col if col > 1 else ''} domain",
-                yref=f"y{col if col > 1 else ''} domain",
-                x=1,
-                y=1,
-                xanchor="right",
-                yanchor="top",
-                showarrow=False,
-                font={"size": 11, "color": "#555555"},
-            )
+        _frame_panel(fig, col, "eigenvalue / lobe mean", x_end, beyond, x_max, "of the lobe")
     fig.update_yaxes(title_text="density", col=1)
     fig.update_layout(
         template=TEMPLATE,
@@ -649,7 +657,7 @@ def sample_fits_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: st
                 row=1,
                 col=col,
             )
-        fig.update_xaxes(title_text="value / sample mean", row=1, col=col)
+        _frame_panel(fig, col, "value / sample mean", *_fit_view(hist), "of the sample")
         top = float(np.nanmax(hist["height"].to_numpy(dtype=float), initial=0.0))
         if top > 0:  # a fitted density may diverge at 0: scale the panel to the histogram
             fig.update_yaxes(range=[0.0, 1.5 * top], row=1, col=col)

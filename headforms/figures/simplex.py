@@ -51,7 +51,7 @@ TRIANGLE_VERTICES = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, _SQ3 / 2.0]])
 """Vertices of the triangle Delta = {a = 0} for (b_S, c_S, d_S): b bottom left, c bottom right,
 d top (edge {d = 0} horizontal, as in Figure 10)."""
 
-TRIANGLE_LABELS = ("b = 1 hyperbolic", "c = 1 PSD", "d = 1 NSD")
+TRIANGLE_LABELS = ("b_S = 1<br>hyperbolic", "c_S = 1<br>PSD", "d_S = 1 NSD")
 
 EDGE_DASHES = 9
 """Dashes drawing the edge {a = b = 0} of the 3D simplex."""
@@ -435,6 +435,20 @@ def _in_view(point: np.ndarray, camera: dict, inset: float = 1.0) -> bool:
     return bool(depth > 0 and abs(x) <= inset and abs(y) <= inset)
 
 
+def _inward_anchor(vertex: np.ndarray, camera: dict) -> dict:
+    """Anchor of a vertex label that grows toward the middle of the view: in a framed view a
+    vertex can sit near the edge, where the fixed outward anchors would push its label off."""
+    x, y, _ = view_coordinates(vertex[None, :], camera)[0]
+    horizontal = "left" if x < -0.4 else "right" if x > 0.4 else "center"
+    below = y > 0.6
+    return {
+        "xanchor": horizontal,
+        "yanchor": "top" if below else "bottom",
+        "xshift": {"left": 4, "right": -4, "center": 0}[horizontal],
+        "yshift": -6 if below else 6,
+    }
+
+
 def _vertex_annotations(centre: np.ndarray | None, camera: dict) -> list[dict]:
     """Labels of the four vertices as scene annotations (``name="vertex"``, at the vertices:
     SVG text over the scene, cheaper to draw than 3D text or another WebGL trace). With a
@@ -443,6 +457,8 @@ def _vertex_annotations(centre: np.ndarray | None, camera: dict) -> list[dict]:
     geometry stays readable."""
     labels = []
     for vertex, text, anchor in zip(SIMPLEX_VERTICES, SIMPLEX_LABELS, _VERTEX_ANCHORS, strict=True):
+        if centre is not None:
+            anchor = _inward_anchor(vertex, camera)
         labels.append(
             {
                 "x": float(vertex[0]),
@@ -665,17 +681,16 @@ def triangle_figure(
     )
     # Vertex labels are annotations, not a marker trace, so that box/lasso selections in
     # Streamlit only ever contain head markers.
-    for (x, y), label, (xshift, yshift) in zip(
-        vertices, TRIANGLE_LABELS, [(-10, -14), (10, -14), (0, 14)], strict=True
-    ):
+    # Centred under (b, c) and over (d) their vertex: the triangle often gets a narrow column,
+    # where labels beside the base vertices were cut at the figure's edges.
+    for (x, y), label, below in zip(vertices, TRIANGLE_LABELS, (True, True, False), strict=True):
         fig.add_annotation(
             x=x,
             y=y,
             text=label,
             showarrow=False,
-            xshift=xshift,
-            yshift=yshift,
-            xanchor={-10: "right", 10: "left", 0: "center"}[xshift],
+            yshift=-8 if below else 8,
+            yanchor="top" if below else "bottom",
             name="vertex",
             font={"size": 13},
         )
@@ -686,16 +701,15 @@ def triangle_figure(
         template=TEMPLATE,
         title={"text": _title("Symmetric profiles on the triangle Δ", models)},
         uirevision=UIREVISION,
+        # Barycentric coordinates: the Cartesian axes carry no meaning, so no ticks or titles.
         xaxis={
-            "title": {"text": "← b_S = 1   (barycentric; axis values not meaningful)   c_S = 1 →"},
             "range": [-0.12, 1.12],
             "showticklabels": False,
             "showgrid": False,
             "zeroline": False,
         },
         yaxis={
-            "title": {"text": "toward d_S = 1 ↑"},
-            "range": [-0.1, 0.97],
+            "range": [-0.17, 0.98],
             "scaleanchor": "x",
             "scaleratio": 1,
             "showticklabels": False,
