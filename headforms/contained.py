@@ -5,7 +5,9 @@ limits, stopped when it passes them or when nobody waits for it any more.
 Otherwise it runs :func:`headforms.engine.analyze` in a fresh Python process
 (``python -m headforms.contained``: a new interpreter, never a fork of the threaded server) whose
 memory (``RLIMIT_DATA``: every private writable mapping, so heap and numpy arrays but not the
-read-only memory maps of weight files) and CPU time (``RLIMIT_CPU``) are capped by the kernel.
+read-only memory maps of safetensors and GGUF files; torch maps a ``.bin`` file privately, so
+its size, bounded by the size check, is added to the limit) and CPU time (``RLIMIT_CPU``) are
+capped by the kernel.
 The server kills the worker's process group when it passes its wall-clock limit, when every
 visitor waiting for it has left (after :data:`ABANDON_GRACE` seconds, so that a rerun of the
 same page picks it up again), or when it is cancelled. The engine stores a result only once it
@@ -328,7 +330,7 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
     request = {
         **request,
         "fd": writer,
-        "memory": limits.memory,
+        "memory": limits.memory + int(request.get("mapped_bytes", 0)),
         "cpu_seconds": limits.seconds * _threads(),
         "nice": limits.nice,
         "parent": os.getpid(),
@@ -412,6 +414,8 @@ def analyze(
         "rope_position": rope_position,
         "fold_qk_norm": bool(fold_qk_norm),
         "spectra": wanted,
+        # torch maps a .bin file privately and writably: RLIMIT_DATA counts it whole
+        "mapped_bytes": sum(f.size or 0 for f in located.weights) if located.format == "bin" else 0,
     }
     key = ("analysis", located.fingerprint, rope_position, bool(fold_qk_norm), tuple(wanted))
     flight = _run(key, f"the analysis of {spec}", request, limits, progress, check, on_new)

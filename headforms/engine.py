@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -48,7 +48,9 @@ from .results import (
 )
 from .sources import Located, locate
 from .sources.specs import is_table_spec
-from .store import ResultStore, cache_key, key_lock
+from .store import Record, ResultStore, cache_key, key_lock
+
+T = TypeVar("T")
 
 __all__ = [
     "ALL_SPECTRA",
@@ -187,12 +189,26 @@ def stored_analysis(
 
 
 def _stored_analysis(store: ResultStore, key: str) -> ModelAnalysis | None:
-    record = store.get(key, "analysis")
-    return None if record is None else analysis_from_record(record)
+    return _decoded(store, key, "analysis", analysis_from_record)
+
+
+def _decoded(
+    store: ResultStore, key: str, kind: str, from_record: Callable[[Record], T]
+) -> T | None:
+    """The stored result under ``key``, or None: an entry that does not decode into today's
+    result classes (a missing column, a changed field) is a miss and is deleted, never an error."""
+    record = store.get(key, kind)
+    if record is None:
+        return None
+    try:
+        return from_record(record)
+    except (KeyError, TypeError, ValueError):
+        store.delete(key)
+        return None
 
 
 def _compute(
-    located: Any,
+    located: Located,
     rope_position: int,
     fold_qk_norm: bool,
     progress: Progress | None,
@@ -210,15 +226,14 @@ def gaussian_baseline(
     """The Gaussian baseline of ``shapes`` (:mod:`headforms.baseline`), stored per shape."""
     store = store or ResultStore()
     key = baseline_key(shapes, seed)
-    record = store.get(key, "baseline")
-    if record is None:
+    found = _decoded(store, key, "baseline", baseline_from_record)
+    if found is None:
         with key_lock(key):
-            record = store.get(key, "baseline")
-            if record is None:
-                baseline = compute_baseline(shapes, seed)
-                store.put(key, baseline_record(baseline))
-                return baseline
-    return baseline_from_record(record)
+            found = _decoded(store, key, "baseline", baseline_from_record)
+            if found is None:
+                found = compute_baseline(shapes, seed)
+                store.put(key, baseline_record(found))
+    return found
 
 
 def baseline_key(shapes: BaselineShapes, seed: int = BASELINE_SEED) -> str:

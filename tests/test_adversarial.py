@@ -368,6 +368,28 @@ def test_the_memory_limit_stops_an_analysis_and_spares_the_server(
     assert nothing_stored(spec)
 
 
+def test_a_bin_model_is_not_charged_its_file_size_against_the_memory_limit(
+    hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch maps a .bin privately (RLIMIT_DATA counts the whole mapping): a tiny model in a
+    .bin padded to the memory limit itself is analysed, not refused as out of memory."""
+    import torch
+    from safetensors.torch import load_file
+
+    limit = 384 * 2**20
+    directory = hosted_env["root"] / "padded-bin"
+    directory.mkdir()
+    tiny = hosted_env["root"] / "tiny"
+    shutil.copy(tiny / "config.json", directory / "config.json")
+    state = load_file(str(tiny / "model.safetensors"))
+    state["padding"] = torch.zeros(limit // 4)  # a tensor the analysis never reads
+    torch.save(state, directory / "pytorch_model.bin")
+    monkeypatch.setenv(contained.MEMORY_ENV, str(limit))
+    result, error = answer(lambda: contained.analyze(str(directory)))
+    assert error is None, error
+    assert len(result.heads) == tiny_models.LAYERS * tiny_models.H
+
+
 def _wait_for_worker(timeout: float = 60.0) -> int:
     deadline = time.monotonic() + timeout
     while not contained.worker_pids():

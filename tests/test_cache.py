@@ -30,7 +30,7 @@ from headforms import HeadformsError, ModelAnalysis, analyze
 from headforms.engine import analysis_options
 from headforms.readers import read_safetensors_header
 from headforms.sources import locate
-from headforms.store import ResultStore, cache_key, code_version
+from headforms.store import Record, ResultStore, cache_key, code_version
 from headforms.store import keys as store_keys
 from headforms.store import results as store_results
 
@@ -281,10 +281,15 @@ def test_concurrent_analyses_of_one_key_compute_once(
 # The key follows the code; entries are open formats
 
 
+@pytest.mark.parametrize(
+    "changed",
+    ["forms.py", "architectures.py", "results.py", "models/extract.py", "readers/gguf.py"],
+)
 def test_a_change_to_the_computing_code_changes_every_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: str
 ) -> None:
-    """Entries computed by other code are never served: editing forms.py changes the key."""
+    """Entries computed by other code are never served: editing the maths, the architecture
+    table, the result classes, extraction or a reader changes the key."""
     package = Path(store_keys.PACKAGE_ROOT)
     copy = Path(shutil.copytree(package, tmp_path / "headforms", ignore=_pycache))
     monkeypatch.setattr(store_keys, "PACKAGE_ROOT", copy)
@@ -293,13 +298,13 @@ def test_a_change_to_the_computing_code_changes_every_key(
         original = code_version()
         before = cache_key("weights", {"rope_position": 0})
         assert original == code_version()  # stable while nothing changes
-        (copy / "forms.py").write_text((copy / "forms.py").read_text() + "\n# a change\n")
+        (copy / changed).write_text((copy / changed).read_text() + "\n# a change\n")
         store_keys.code_version.cache_clear()
         assert code_version() != original
         assert cache_key("weights", {"rope_position": 0}) != before
         store_keys.code_version.cache_clear()
         (copy / "figures" / "style.py").write_text("# figures do not compute results\n")
-        (copy / "forms.py").write_text((package / "forms.py").read_text())
+        (copy / changed).write_text((package / changed).read_text())
         assert code_version() == original  # only the computing code counts
     finally:
         store_keys.code_version.cache_clear()
@@ -350,6 +355,15 @@ def test_entries_are_open_formats_readable_without_headforms(
     cache._cache.set(key, data, tag=hashlib.sha256(data).hexdigest())
     assert cache.get(key, "analysis") is None and key not in cache
     _same(result, analyze(str(model_dir), spectra=("sv_a",), store=cache))
+
+    # An entry of this format that lacks a column today's results have: a miss, recomputed.
+    heads = dict(table)
+    del heads["pairing"]
+    stored = cache.get(key, "analysis")
+    cache.put(key, Record(stored.kind, stored.meta, {"heads": heads}, stored.arrays))
+    again = analyze(str(model_dir), spectra=("sv_a",), store=cache)
+    _same(result, again)
+    assert "pairing" in cache.get(key, "analysis").tables["heads"]
 
 
 def test_asking_for_more_spectra_recomputes_once_and_keeps_them(

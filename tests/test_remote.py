@@ -348,6 +348,36 @@ def test_hub_spec_with_ranges_reads_only_headers_and_qk(
     assert list((tmp_path / "headforms" / "hub-ranges").rglob("*.bin"))
 
 
+def test_offline_with_ranges_reads_the_snapshot_already_on_disk(
+    checkpoint: Path, server: _Server, tmp_path: Path
+) -> None:
+    """With ``HEADFORMS_HUB_RANGES=1`` but ``HF_HUB_OFFLINE=1``, a snapshot already in the hub
+    cache is read from disk: no range request (which offline mode forbids) is attempted."""
+    host, port = server.server_address[:2]
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": f"http://{host}:{port}",
+        "HF_HUB_CACHE": str(tmp_path / "hub"),
+        "HEADFORMS_CACHE_DIR": str(tmp_path / "headforms"),
+        "HEADFORMS_THREADS": "1",
+    }
+    outputs = []
+    for offline, ranges in (("0", "0"), ("1", "1")):  # download whole, then offline + ranges
+        child = subprocess.run(
+            [sys.executable, "-c", _CHILD, f"{REPO}@{COMMIT}"],
+            env={**env, "HF_HUB_OFFLINE": offline, "HEADFORMS_HUB_RANGES": ranges},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        assert child.returncode == 0, child.stderr[-2000:]
+        outputs.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    assert [out["reader"] for out in outputs] == ["SafetensorsReader", "SafetensorsReader"]
+    assert outputs[1]["energy"] == outputs[0]["energy"]
+    assert not (tmp_path / "headforms" / "hub-ranges").exists()
+
+
 def test_server_without_range_support_is_a_clear_error(
     checkpoint: Path, server: _Server, tmp_path: Path
 ) -> None:

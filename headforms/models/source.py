@@ -30,7 +30,7 @@ from ..readers import (
     read_safetensors_header,
 )
 from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
-from ..sources import Located, fetch, locate
+from ..sources import Located, fetch, hosted, locate
 from .configs import gguf_config, transformers_config
 
 
@@ -63,7 +63,15 @@ def open_model(target: str | Located) -> ModelSource:
     located = locate(target) if isinstance(target, str) else target
     if located.format == "gguf":
         return _open_gguf(located)
-    remote = located.hub is not None and ranges_enabled() and located.format == "safetensors"
+    # Range reads only for files that are not on this machine: offline, or with the snapshot
+    # already in the hub cache, the local files serve (and no request is made).
+    remote = (
+        located.hub is not None
+        and not located.hub.offline
+        and ranges_enabled()
+        and located.format == "safetensors"
+        and any(f.path is None for f in located.weights)
+    )
     if not remote:
         located = fetch(located)
     config = transformers_config(located.config or {}, f"{located.display_name}: config.json")
@@ -102,7 +110,8 @@ def _local_shard_parameters(located: Located) -> int | None:
     index = located.index_file
     if located.hub is not None or located.format != "safetensors" or index is None:
         return None
-    if index.path is None:
+    if index.path is None or hosted.enabled():
+        # Hosted: the other shards were neither size-checked nor contained in the allowed roots.
         return None
     from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
 

@@ -29,8 +29,7 @@ class TorchBinReader:
             except Exception as exc:  # torch raises many types for bad pickles
                 raise CorruptFileError(
                     f"{Path(path).name}: not a loadable PyTorch weights file "
-                    f"(only plain tensors are accepted, weights_only=True): "
-                    f"{str(exc).splitlines()[0][:200]}"
+                    f"(only plain tensors are accepted, weights_only=True; {type(exc).__name__})"
                 ) from exc
             if not isinstance(state, dict):
                 raise CorruptFileError(f"{Path(path).name}: does not hold a state dict")

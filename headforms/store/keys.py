@@ -17,11 +17,13 @@ from typing import Any
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 RESULT_CODE = (
+    "architectures.py",
     "forms.py",
     "baseline.py",
     "engine.py",
     "models",
     "readers",
+    "results.py",
     "store/results.py",
 )
 """Paths (relative to the package) of the code that computes or encodes cached results."""
