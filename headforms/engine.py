@@ -122,7 +122,7 @@ def check_rope_position(rope_position: int) -> int:
 
 
 def analyze(
-    spec: str,
+    spec: str | os.PathLike[str],
     rope_position: int = 0,
     fold_qk_norm: bool = True,
     spectra: Iterable[str] = (),
@@ -135,8 +135,9 @@ def analyze(
     ``spectra``: extra spectra to compute besides the core ones (:data:`EXTRA_SPECTRA`); a
     stored result lacking one is recomputed with it. ``use_cache=False`` computes and stores
     nothing. A published per-head table (``FILE.csv::MODEL``, :mod:`headforms.tables`) opens
-    read-only, without spectra.
+    read-only, without spectra. ``spec`` may be a :class:`pathlib.Path`.
     """
+    spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
     if is_table_spec(spec):
         from .tables import open_table  # pandas: only for tables
 

@@ -109,7 +109,11 @@ def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
     for column in numeric:
         if not pd.api.types.is_numeric_dtype(table[column]):
             table[column] = pd.to_numeric(table[column], errors="coerce")
-    for column in ("layer", "head"):
+    if "kv_head" in table.columns and table["kv_head"].isna().all():
+        del table["kv_head"]  # an empty column says nothing: each head is its own key head
+    for column in ("layer", "head", "kv_head"):
+        if column not in table.columns:
+            continue
         values = table[column].to_numpy(dtype=float)
         if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
             raise CorruptFileError(f"{name}: column {column} must hold non-negative integers")

@@ -323,6 +323,16 @@ def safetensors_cases() -> list[Case]:
         ),
         ("shape-negative", "outside the file", lambda h: _entry(h, Q0, shape=[-32, -32])),
         ("shape-strings", "malformed entry", lambda h: _entry(h, Q0, shape=["x"])),
+        (
+            "shape-floats",
+            "malformed entry",
+            lambda h: _entry(h, Q0, shape=[float(d) for d in h[Q0]["shape"]]),
+        ),
+        (
+            "offset-floats",
+            "malformed entry",
+            lambda h: _entry(h, Q0, data_offsets=[float(o) for o in h[Q0]["data_offsets"]]),
+        ),
         ("shape-transposed-mismatch", SHAPES, lambda h: _entry(h, Q0, shape=[16, 64])),
         ("shape-flat", SHAPES, lambda h: _entry(h, Q0, shape=[1024])),
         ("q-renamed", SHAPES, lambda h: {("x" + k if k == Q0 else k): v for k, v in h.items()}),

@@ -99,6 +99,21 @@ def test_paths_outside_the_roots_are_refused(
         analyze(spec)
 
 
+def test_refusals_do_not_tell_which_relative_names_exist(
+    hosted_env: dict[str, Path], no_reading: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare relative name is classified by its text alone: an existing folder of the server's
+    working directory and a missing one get the same answer."""
+    (tmp_path / "secret" / "weights").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    answers = []
+    for spec in ("secret/weights", "absent/weights"):
+        with pytest.raises(NotAllowedError) as caught:
+            analyze(spec)
+        answers.append(str(caught.value).replace(spec, "SPEC"))
+    assert answers[0] == answers[1]
+
+
 METACHARACTERS = [
     ("gpt2;rm -rf /", "shell metacharacter ';'"),
     ("gpt2|cat /etc/passwd", "shell metacharacter '|'"),

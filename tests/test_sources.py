@@ -12,6 +12,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -284,6 +285,44 @@ def test_hub_sharded_repo_needs_only_the_attention_shards(
     _assert_same_table(analyze(REPO, use_cache=False), single_analysis)
 
 
+def test_a_failed_download_removes_only_partial_files_no_download_is_writing(
+    hub_cache: Path,
+) -> None:
+    """huggingface_hub holds ``.locks/<repo>/<etag>.lock`` while it writes a blob: the partial
+    file of a download still running (another worker, another revision) is left alone."""
+    from filelock import FileLock
+
+    from headforms.sources import hub
+
+    folder = "models--org--partial"
+    blobs = hub_cache / folder / "blobs"
+    blobs.mkdir(parents=True)
+    stale, running = blobs / "aaa.incomplete", blobs / "bbb.incomplete"
+    stale.write_bytes(b"abandoned")
+    running.write_bytes(b"being written")
+    (hub_cache / ".locks" / folder).mkdir(parents=True)
+    held = FileLock(str(hub_cache / ".locks" / folder / "bbb.lock"))
+    done = threading.Event()
+    release = threading.Event()
+
+    def writer() -> None:  # another thread of the server downloading blob bbb
+        with held:
+            done.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert done.wait(30)
+        hub._remove_partial_downloads("org/partial")
+        assert not stale.exists() and running.exists()
+    finally:
+        release.set()
+        thread.join()
+    hub._remove_partial_downloads("org/partial")
+    assert not running.exists()
+
+
 def test_hub_id_not_in_the_cache_is_unavailable_offline(hub_cache: Path) -> None:
     with pytest.raises(HubUnavailableError, match="not in the local hub cache"):
         open_model("some-org/not-downloaded")
@@ -312,6 +351,15 @@ def test_parse_spec(spec: str, expected: tuple[str, str, str | None]) -> None:
 def test_malformed_specs_are_rejected(spec: str) -> None:
     with pytest.raises(ModelSpecError):
         parse_spec(spec)
+
+
+def test_a_path_object_is_a_spec_and_other_types_are_one_clear_error(
+    saved: _Saved, single_analysis: ModelAnalysis
+) -> None:
+    _assert_same_table(analyze(saved.single, use_cache=False), single_analysis)
+    for bad in (42, None, b"smollm2-135m"):
+        with pytest.raises(ModelSpecError, match="must be a string"):
+            analyze(bad, use_cache=False)  # type: ignore[arg-type]
 
 
 def test_bundled_models_are_located() -> None:

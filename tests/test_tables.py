@@ -106,6 +106,14 @@ def test_specs_and_expansion(published, tmp_path: Path):
     assert expand_table_spec("gpt2") == ["gpt2"]
 
 
+def test_an_empty_kv_head_column_means_one_key_head_per_query_head(published, tmp_path: Path):
+    path, table = published
+    table.assign(kv_head=np.nan).to_csv(tmp_path / "nokv.csv", index=False)
+    result = analyze(f"{tmp_path / 'nokv.csv'}::org/alpha")
+    assert result.card.n_kv_heads == result.card.n_heads == 4
+    np.testing.assert_array_equal(result.heads["kv_head"], result.heads["head"])
+
+
 @pytest.mark.parametrize(
     "case, error, message",
     [
@@ -116,6 +124,7 @@ def test_specs_and_expansion(published, tmp_path: Path):
         ("columns", CorruptFileError, "missing column(s) c_sym"),
         ("grid", CorruptFileError, "not one per head of 3 layers x 4 heads"),
         ("garbage", CorruptFileError, "cannot read it as a parquet table"),
+        ("kv-partly-empty", CorruptFileError, "column kv_head must hold non-negative integers"),
     ],
 )
 def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message):
@@ -133,6 +142,10 @@ def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message
     elif case == "grid":
         table.drop(index=[5]).to_csv(tmp_path / "g.csv", index=False)
         spec = f"{tmp_path / 'g.csv'}::org/alpha"
+    elif case == "kv-partly-empty":
+        table.loc[3, "kv_head"] = np.nan
+        table.to_csv(tmp_path / "k.csv", index=False)
+        spec = f"{tmp_path / 'k.csv'}::org/alpha"
     elif case == "garbage":
         (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
         spec = str(tmp_path / "bad.parquet")

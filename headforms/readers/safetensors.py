@@ -57,8 +57,8 @@ def check_safetensors_header(header: Any, data_size: int, label: str) -> dict[st
         if name == "__metadata__":
             continue
         try:
-            start, end = (int(v) for v in info["data_offsets"])
-            shape = [int(v) for v in info["shape"]]
+            start, end = _integers(info["data_offsets"])
+            shape = _integers(info["shape"])
             dtype = str(info["dtype"])
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptFileError(f"{label}: tensor {name!r} has a malformed entry") from exc
@@ -100,6 +100,15 @@ _SAFETENSORS_ITEMSIZE = {
     "F8_E4M3": 1,
     "F8_E5M2": 1,
 }
+
+
+def _integers(values: Any) -> list[int]:
+    """JSON integers of a header entry; 16.0 or "16" is malformed (the readers use them as-is)."""
+    if not isinstance(values, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in values
+    ):
+        raise ValueError("not a list of integers")
+    return values
 
 
 class SafetensorsHeaderTensors:

@@ -329,12 +329,22 @@ def fetch_hub_files(located: Located, budget: int | None = None) -> Located:
 
 
 def _remove_partial_downloads(repo_id: str) -> None:
-    """Delete the ``*.incomplete`` blobs of an interrupted download of ``repo_id``."""
+    """Delete the ``*.incomplete`` blobs of ``repo_id`` that no download is writing: each blob's
+    download holds huggingface_hub's lock ``.locks/<repo folder>/<etag>.lock``, so a partial
+    file whose lock is taken belongs to a download still running (another thread, process or
+    revision) and stays."""
+    from filelock import FileLock, Timeout
     from huggingface_hub.file_download import repo_folder_name
 
-    blobs = hub_cache_dir() / repo_folder_name(repo_id=repo_id, repo_type="model") / "blobs"
-    for partial in _glob(blobs, "*.incomplete"):
-        partial.unlink(missing_ok=True)
+    folder = repo_folder_name(repo_id=repo_id, repo_type="model")
+    locks = hub_cache_dir() / ".locks" / folder
+    for partial in _glob(hub_cache_dir() / folder / "blobs", "*.incomplete"):
+        lock = FileLock(str(locks / f"{partial.name.removesuffix('.incomplete')}.lock"))
+        try:
+            with lock.acquire(timeout=0):
+                partial.unlink(missing_ok=True)
+        except Timeout:
+            continue
 
 
 def _glob(folder: Path, pattern: str) -> Iterable[Path]:

@@ -40,6 +40,8 @@ BARE_SUFFIXES = (".csv", ".parquet")
 def split_spec(spec: str) -> tuple[Path, str | None] | None:
     """``(file, model or None)`` if ``spec`` names a published per-head table (or a model in
     one, ``FILE::MODEL``), else None. Tables are opened by :mod:`headforms.tables`."""
+    if not isinstance(spec, str):  # parse_spec says what a spec must be
+        return None
     spec = spec.strip()
     if SEPARATOR in spec:
         path, _, model = spec.rpartition(SEPARATOR)
@@ -68,7 +70,8 @@ class Spec:
 
 
 def parse_spec(spec: str) -> Spec:
-    """Classify a spec (no file is opened; a path is only tested for existence)."""
+    """Classify a spec (no file is opened; a bare relative name is tested for existence, except
+    in hosted mode, where the answer would tell strangers which files the server has)."""
     if not isinstance(spec, str):
         raise ModelSpecError(f"the model spec must be a string; {ACCEPTED}")
     text = spec.strip()
@@ -82,10 +85,12 @@ def parse_spec(spec: str) -> Spec:
         raise ModelSpecError(f"model spec contains a NUL byte; {ACCEPTED}")
     if text in BUNDLED_MODELS:
         return Spec(text, "bundled", text)
+    from .hosted import enabled as hosted_mode  # hosted imports this module
+
     looks_like_path = (
         text.startswith(("/", ".", "~"))
         or text.endswith((".gguf", ".safetensors", ".bin", ".json"))
-        or Path(text).expanduser().exists()
+        or (not hosted_mode() and Path(text).expanduser().exists())
     )
     if looks_like_path:
         return Spec(text, "path", str(Path(text).expanduser()))
