@@ -37,10 +37,14 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
+from .env import human_bytes
 from .errors import HeadformsError, LimitError
+
+if TYPE_CHECKING:
+    from .baseline import BaselineShapes
 
 MEMORY_ENV = "HEADFORMS_ANALYSIS_MEMORY"
 SECONDS_ENV = "HEADFORMS_ANALYSIS_SECONDS"
@@ -116,14 +120,6 @@ def _positive(name: str, default: float) -> float:
     if not (math.isfinite(value) and value > 0):
         raise LimitError(f"{name}={raw!r} is not a positive number (server configuration)")
     return value
-
-
-def human_bytes(n: float) -> str:
-    """``2.0 GiB``, ``512 MiB``: a size as a visitor reads it."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}".replace(".0 ", " ")
-    return f"{int(n)} bytes"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,7 +390,8 @@ def analyze(
     if is_table_spec(spec):  # a published table: read in-process (under the roots; no weights)
         table = engine.analyze(spec, rope_position)
         if table.card.model_dim and table.card.head_dim:
-            baseline(table.card.baseline_shapes, progress, check=check, limits=limits)
+            shapes = table.card.baseline_shapes
+            baseline(shapes, progress, check=check, on_new=on_new, limits=limits)
         return table
     rope_position = engine.check_rope_position(rope_position)
     wanted = sorted(engine.spectra_names(spectra))
@@ -423,7 +420,7 @@ def analyze(
 
 
 def baseline(
-    shapes: Any,
+    shapes: BaselineShapes,
     progress: Progress | None = None,
     *,
     check: Callable[[], None] | None = None,

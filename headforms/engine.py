@@ -98,7 +98,12 @@ def default_threads() -> int:
             return max(1, int(value))
         except ValueError as exc:
             raise OptionError(f"{THREADS_ENV}={value!r} is not a whole number") from exc
-    if hasattr(os, "sched_getaffinity"):  # Linux: honours CPU pinning (containers, taskset)
+    return usable_cpus()
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use (Linux honours CPU pinning: containers, taskset)."""
+    if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
 

@@ -4,15 +4,16 @@ Orientation: a head scores query token x against key token y by ``y^T L x`` with
 ``L = K^T Q`` (``Q, K`` are ``n x N``: head dim by model dim), as in the paper.
 
 Everything is computed from the ``2n x 2n`` Gram matrix ``G = U^T U`` of ``U = [K^T, Q^T]``:
-``S = U M U^T / 2`` and ``A = U J U^T / 2`` with ``M = [[0, I], [I, 0]]`` and
+``S = U M U^T / 2`` and ``A = -U J U^T / 2`` with ``M = [[0, I], [I, 0]]`` and
 ``J = [[0, -I], [I, 0]]``. With ``G = R^T R`` the non-zero eigenvalues of ``S`` are those of
-``R M R^T / 2`` and the singular values of ``A`` are those of ``R J R^T / 2``: exact, at a cost
+``R M R^T / 2`` and the singular values of ``A`` are those of ``R J R^T / 2`` (the sign
+does not change them): exact, at a cost
 of ``O(N n^2)`` per head (forming ``G``) instead of ``O(N^3)``. Because the metrics depend on
 ``K, Q`` only through ``G``, the Gaussian baseline can sample ``G`` from its Wishart law
 directly (see :func:`wishart_gram`).
 
-All metric definitions live here (SPEC.md): profile ``(a, b, c, d)``, symmetric profile,
-parity, symmetric energy, pairing score, and the author's extra statistics.
+All metric definitions live here (docs/MATH.md states them): profile ``(a, b, c, d)``,
+symmetric profile, parity, symmetric energy, pairing score, and the author's extra statistics.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class FormBatch:
         return self.model_dim - self.n_pos - self.n_neg
 
     def metrics(self) -> dict[str, np.ndarray]:
-        """Every per-head scalar of SPEC.md, as columns (name -> array over heads)."""
+        """Every per-head scalar of docs/MATH.md, as columns (name -> array over heads)."""
         return form_metrics(self)
 
 
@@ -231,7 +232,7 @@ def head_forms(q: np.ndarray, k: np.ndarray, kv_of_head: np.ndarray | None = Non
 def profile_from_lobes(
     lobe_pos: np.ndarray, lobe_neg: np.ndarray, norm_a2: np.ndarray, norm: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The profile ``(a, b, c, d)`` of SPEC.md, every term divided by ``norm`` (``||L||^2``)."""
+    """The profile ``(a, b, c, d)`` (docs/MATH.md), every term divided by ``norm`` (``||L||^2``)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         a = norm_a2 / norm
         b = 2.0 * np.sum(lobe_pos * lobe_neg, axis=-1) / norm

@@ -40,7 +40,8 @@ BASE_GGUF_BYTES = 250 * MiB
 """Estimated memory of a worker that reads a GGUF file (no transformers): measured 180 MiB."""
 
 LAYER_COPIES = 3
-"""Float64 copies of one layer's Q/K alive at once in the engine (read, effective, factors)."""
+"""Float64 copies of one layer's attention weights alive at once per layer in flight (read,
+effective, factors); the engine keeps ``threads + 1`` layers in flight."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
 
     The model is located (:func:`headforms.sources.locate`: config and file sizes, no weights).
     Config.json models (local directories, hub ids): a fixed base plus ``LAYER_COPIES`` float64
-    copies of one layer's Q/K per thread, from the config's shapes. GGUF files: a smaller base
+    copies of one layer's Q, K and V (fused layouts read V too) per layer in flight
+    (``threads + 1``), from the config's shapes. GGUF files: a smaller base
     plus the file's size (the Q/K tensors are dequantized from it). Published tables, and
     models that cannot be located (their analysis reports why): the base.
     """
@@ -138,8 +140,8 @@ def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
     if shapes is None:
         return BASE_BYTES
     heads, kv_heads, head_dim, model_dim = shapes
-    per_layer = (heads + kv_heads) * head_dim * model_dim * 8
-    return BASE_BYTES + LAYER_COPIES * max(1, threads) * per_layer
+    per_layer = (heads + 2 * kv_heads) * head_dim * model_dim * 8
+    return BASE_BYTES + LAYER_COPIES * (max(1, threads) + 1) * per_layer
 
 
 def _config_shapes(config: dict) -> tuple[int, int, int, int] | None:
@@ -250,6 +252,8 @@ class Manifest:
             return cls(path, options)
         try:
             raw = json.loads(path.read_text())
+            if raw.get("version") != MANIFEST_VERSION:
+                raise ValueError(f"version {raw.get('version')!r}")
             saved = SurveyOptions(**raw["options"])
             outcomes = {o["spec"]: Outcome(**o) for o in raw["models"]}
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -356,7 +360,9 @@ def _run_local(
     """A process pool: at most ``jobs`` models at once, their estimated peaks within budget."""
     import multiprocessing
 
-    cores = max(1, len(os.sched_getaffinity(0)))
+    from .engine import usable_cpus
+
+    cores = usable_cpus()
     jobs = max(1, jobs or cores)
     threads = max(1, cores // jobs)
     budget = budget or default_memory_budget()

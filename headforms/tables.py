@@ -232,8 +232,3 @@ def _constant(rows: pd.DataFrame, column: str, name: str, model: str) -> int:
 def _listing(models: list[str], limit: int = 20) -> str:
     shown = ", ".join(models[:limit])
     return shown + (f", ... ({len(models)} in all)" if len(models) > limit else "")
-
-
-def has_spectra(analysis: object) -> bool:
-    """Whether an analysis carries eigenvalue spectra (published tables do not)."""
-    return bool(getattr(analysis, "spectra", None))

@@ -193,7 +193,7 @@ def test_size_limit_refuses_a_large_gguf_before_reading(
     roots = os.pathsep.join([str(hosted_env["root"]), str(gguf.parent)])
     monkeypatch.setenv(hosted.ROOTS_ENV, roots)
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(10 * 2**20))
-    with pytest.raises(NotAllowedError, match=r"MiB of weights to read, more than .* 10\.0 MiB"):
+    with pytest.raises(NotAllowedError, match=r"MiB of weights to read, more than .* 10 MiB"):
         analyze(str(gguf))
 
 
@@ -247,7 +247,7 @@ def test_size_limit_uses_hub_metadata_before_download(
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(19 * 2**30))
     # As transformers would: without model.safetensors (or its index) the .bin is the weight
     # file; the index-less shards and the sub-folder file are not read, so not counted.
-    with pytest.raises(NotAllowedError, match=r"20\.0 GiB of weights to read, more than .* 19\.0"):
+    with pytest.raises(NotAllowedError, match=r"20 GiB of weights to read, more than .* 19 GiB"):
         analyze("big-org/big-model@v1")
     assert calls[0]["repo_id"] == "big-org/big-model" and calls[0]["revision"] == "v1"
     assert calls[0]["files_metadata"] is True and downloads == ["config.json"]
@@ -318,7 +318,7 @@ def test_size_limit_offline_measures_the_local_hub_cache(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv(hosted.ALLOWLIST_ENV, "some-org/*")
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(2**20))
-    with pytest.raises(NotAllowedError, match=r"3\.0 MiB of weights"):
+    with pytest.raises(NotAllowedError, match=r"3 MiB of weights"):
         analyze("some-org/some-model")
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(4 * 2**20))
     assert sources.locate("some-org/some-model").weight_bytes == 3 * 2**20

@@ -156,7 +156,7 @@ class LobeFits:
     """Fits of one lobe over all heads: unit-mean samples, their histograms, params and errors.
 
     ``params[family] = (shape, scale)`` and ``errors[family]`` are arrays over heads; heads whose
-    lobe has fewer than :data:`MIN_SAMPLE` distinct non-zero values have NaN errors.
+    lobe has fewer than :data:`MIN_SAMPLE` non-zero values have NaN errors.
     """
 
     lobe: str

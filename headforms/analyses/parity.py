@@ -24,7 +24,7 @@ PAPER_TABLE2: dict[str, tuple[float, float, float]] = {
     "facebook/opt-125m": (79.2, 16.7, 4.2),
     "facebook/opt-350m": (78.9, 20.8, 0.3),
 }
-"""The paper's published Table 2 rows: percent of heads of type I+, II, I- (SPEC.md)."""
+"""The paper's published Table 2 rows: percent of heads of type I+, II, I- (the paper's Table 2)."""
 
 PAPER_TABLE2_HEADS: dict[str, int] = {
     "distilgpt2": 72,
@@ -92,11 +92,6 @@ def parity_by_layer(heads: pd.DataFrame, tolerance: float | None = None) -> pd.D
     counts = counts.reindex(columns=list(PARITY_LABELS), fill_value=0)
     counts.columns.name = "parity"
     return 100.0 * counts.div(counts.sum(axis=1), axis=0)
-
-
-def layer_head_grid(heads: pd.DataFrame, column: str) -> pd.DataFrame:
-    """A layer x head grid of one per-head column (for heatmaps)."""
-    return heads.pivot(index="layer", columns="head", values=column)
 
 
 def theorem3_summary(models: Mapping[str, tuple[pd.DataFrame, int]]) -> pd.DataFrame:

@@ -25,9 +25,10 @@ MEDIAN_COLUMNS = ("energy", "pairing")
 def survey_rows(model: str, heads: pd.DataFrame, head_dim: int, model_dim: int) -> pd.DataFrame:
     """One model's per-head table with the survey's identifying columns in front."""
     rows = heads.reset_index(drop=True).copy()
-    rows.insert(0, "model_dim", int(model_dim))
-    rows.insert(0, "head_dim", int(head_dim))
-    rows.insert(0, "model", model)
+    for column, value in reversed(
+        list(zip(SURVEY_ID_COLUMNS, (model, int(head_dim), int(model_dim)), strict=True))
+    ):
+        rows.insert(0, column, value)
     return rows
 
 

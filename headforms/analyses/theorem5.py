@@ -6,8 +6,8 @@ gamma law of shape k and scale |s| placed on the side of 0 given by the sign of 
 has n positive eigenvalues ``lambda_+ ~ Gamma(k, scale nu)`` and n negative ones whose absolute
 values are ``lambda_- ~ Gamma(k, scale |mu|)``, all independent; A = 0 (a symmetric form).
 Sorted, the lobes' quantiles are proportional with ratio ``r = |mu| / nu``, so as n grows the
-profile tends to ``b = 2r / (1 + r^2)``, ``c = (1 - r)^2 / (1 + r^2)``, ``d = 0`` (SPEC.md fact
-3; r = 1/2 gives the caption's limit point b = 0.8). With ``|mu| > nu`` the roles of c and d
+profile tends to ``b = 2r / (1 + r^2)``, ``c = (1 - r)^2 / (1 + r^2)``, ``d = 0`` (docs/MATH.md,
+fact 3; r = 1/2 gives the caption's limit point b = 0.8). With ``|mu| > nu`` the roles of c and d
 swap (r = nu / |mu|). The caption's 100 spectra are the repetitions.
 """
 

@@ -1,6 +1,7 @@
-"""Model knowledge: the architecture table, RoPE, and per-layer Q/K extraction.
+"""Model knowledge: configs, RoPE, per-layer Q/K extraction and opening a model (the
+architecture table itself is :mod:`headforms.architectures`).
 
-:mod:`.architectures` (where each family keeps Q/K and how to split it), :mod:`.rope` (the
+:mod:`.configs` (config objects from config.json or GGUF metadata), :mod:`.rope` (the
 rotation R_d of a head at relative position d), :mod:`.extract` (one layer's tensors -> the
-factors of its heads' forms).
+factors of its heads' forms), :mod:`.source` (a located model opened for reading).
 """

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptFileError
-from ..sources.files import open_regular
+from ..sources.files import GGUF_MAGIC, open_regular
 
-GGUF_MAGIC = b"GGUF"
 _GGUF_SCALARS = {
     0: "<B",
     1: "<b",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import struct
 import threading
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..env import env_flag
 from ..errors import CorruptFileError, HubUnavailableError
 from ..store import write_atomic
 from .safetensors import (
@@ -29,6 +29,7 @@ from .safetensors import (
     SafetensorsHeaderTensors,
     check_safetensors_header,
     decode_tensor_bytes,
+    require_float,
 )
 
 RANGES_ENV = "HEADFORMS_HUB_RANGES"
@@ -37,13 +38,12 @@ RANGES_ENV = "HEADFORMS_HUB_RANGES"
 HEADER_PROBE_BYTES = 1 << 14
 """First request per shard: the 8-byte length and, usually, the whole JSON header."""
 
-_FLOAT_DTYPES = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 
 def ranges_enabled() -> bool:
     """Whether ``$HEADFORMS_HUB_RANGES`` asks for range requests."""
-    return os.environ.get(RANGES_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(RANGES_ENV)
 
 
 def _safe_part(text: str) -> str:
@@ -153,11 +153,7 @@ class RemoteSafetensorsReader(SafetensorsHeaderTensors):
         filename = self._where[name]
         info = self._info[name]
         dtype = str(info["dtype"])
-        if dtype not in _FLOAT_DTYPES:
-            raise CorruptFileError(
-                f"{filename}: tensor {name!r} is stored as {dtype.lower()}, not a floating-point "
-                "type"
-            )
+        require_float(Path(filename), name, dtype.lower())
         start, end = (int(v) for v in info["data_offsets"])
         raw = self._tensor_bytes(filename, name, start, end)
         return decode_tensor_bytes(raw, dtype, tuple(int(d) for d in info["shape"]))

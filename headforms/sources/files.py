@@ -30,6 +30,9 @@ SINGLE_FILES: tuple[tuple[str, WeightFormat], ...] = (
 """Weight files of a transformers checkpoint, by preference; each may be sharded with an
 ``<name>.index.json``."""
 
+GGUF_MAGIC = b"GGUF"
+"""The first four bytes of every GGUF file."""
+
 MAX_INDEX_BYTES = 16 * 2**20
 """A shard index larger than this is refused (a real one is a few hundred KiB at most)."""
 

@@ -22,10 +22,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..env import env_flag, human_bytes
 from ..errors import NotAllowedError
 from .bundled import BUNDLED_MODELS
 from .located import Located
-from .specs import HUB_ID_PATTERN, MAX_SPEC_LENGTH, parse_spec
+from .specs import MAX_SPEC_LENGTH, parse_spec
 
 HOSTED_ENV = "HEADFORMS_HOSTED"
 ROOTS_ENV = "HEADFORMS_MODEL_ROOTS"
@@ -42,7 +43,7 @@ SHELL_METACHARACTERS = frozenset(";|&$`<>()\\\"'*?[]{}!#")
 
 def enabled() -> bool:
     """Whether hosted mode is on (``HEADFORMS_HOSTED`` = 1, true, yes or on)."""
-    return os.environ.get(HOSTED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(HOSTED_ENV)
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,6 @@ def check_spec(spec: str, policy: Policy | None = None) -> None:
     if parsed.kind == "path":
         within_roots(Path(parsed.value), spec, policy)
         return
-    if not HUB_ID_PATTERN.match(spec) or ".." in spec:
-        raise NotAllowedError(f"{spec!r} is not a valid hub id ('name' or 'org/name[@revision]')")
     if not policy.allowlist:
         raise NotAllowedError(
             "hub models are disabled on this server; use a bundled model "
@@ -131,9 +130,9 @@ def check_located(located: Located, policy: Policy | None = None) -> None:
         )
     if size > policy.max_bytes:
         raise NotAllowedError(
-            f"{located.spec!r} has {_human(size)} of weights to read, more than this server's "
-            f"limit of {_human(policy.max_bytes)} ({MAX_BYTES_ENV}); nothing was downloaded or "
-            "read"
+            f"{located.spec!r} has {human_bytes(size)} of weights to read, more than this "
+            f"server's limit of {human_bytes(policy.max_bytes)} ({MAX_BYTES_ENV}); nothing was "
+            "downloaded or read"
         )
 
 
@@ -191,12 +190,3 @@ def within_roots(path: Path, spec: str, policy: Policy) -> Path:
     raise NotAllowedError(
         f"{spec} is outside the model directories this server allows: {_roots_text(policy)}"
     )
-
-
-def _human(n: int) -> str:
-    value = float(n)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{n} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} bytes"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..architectures import architecture_for
+from ..env import env_flag
 from ..errors import CorruptFileError, HubUnavailableError, ModelSpecError, NotAllowedError
 from .bundled import BUNDLED_MODELS
 from .files import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, choose_weight_files, read_small
@@ -61,8 +62,7 @@ def hub_cache_dir() -> Path:
 
 def hub_offline() -> bool:
     """Whether ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set now."""
-    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    return env_flag("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
 def locate_hub(spec: str, repo_id: str, revision: str | None) -> Located:

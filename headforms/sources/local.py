@@ -16,6 +16,7 @@ from typing import Any
 from ..architectures import architecture_for
 from ..errors import CorruptFileError, ModelSpecError
 from .files import (
+    GGUF_MAGIC,
     MAX_CONFIG_BYTES,
     MAX_INDEX_BYTES,
     choose_weight_files,
@@ -26,7 +27,6 @@ from .files import (
 )
 from .located import Located, LocatedFile
 
-GGUF_MAGIC = b"GGUF"
 ACCEPTED_LOCAL = (
     "accepted: a directory with config.json and *.safetensors or pytorch_model.bin (single or "
     "sharded with its index), or a .gguf file"

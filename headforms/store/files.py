@@ -22,6 +22,8 @@ def write_atomic(path: Path, content: bytes | Callable[[Path], None], mode: int 
         if callable(content):
             os.close(fd)
             content(tmp)
+            with open(tmp, "rb") as written:  # flushed to disk like the bytes branch
+                os.fsync(written.fileno())
         else:
             with os.fdopen(fd, "wb") as out:
                 out.write(content)
