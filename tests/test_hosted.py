@@ -168,6 +168,15 @@ def test_hub_allowlist(
     for spec in ("EleutherAI/pythia-70m", "openai-community", "gpt2-xl", "evil/gpt2"):
         with pytest.raises(NotAllowedError, match="not allowed on this server"):
             hosted.check_spec(spec)
+    # each revision is another download: only main, unless an entry names revisions
+    for spec in ("gpt2@refs/pr/1", "openai-community/gpt2@0123abcd"):
+        with pytest.raises(NotAllowedError, match="a revision other than main needs an entry"):
+            hosted.check_spec(spec)
+    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "gpt2@v*, openai-community/*@*")
+    for spec in ("gpt2@v1.0", "openai-community/gpt2@0123abcd", "openai-community/gpt2"):
+        hosted.check_spec(spec)
+    with pytest.raises(NotAllowedError, match="not allowed on this server"):
+        hosted.check_spec("gpt2@refs/pr/1")
     with pytest.raises(NotAllowedError, match="not allowed on this server"):
         analyze("EleutherAI/pythia-70m")
     with pytest.raises(ModelSpecError, match="hub id"):
@@ -243,7 +252,7 @@ def test_size_limit_uses_hub_metadata_before_download(
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(HfApi, "model_info", model_info)
     monkeypatch.setattr("huggingface_hub.hf_hub_download", hf_hub_download)
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "big-org/*")
+    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "big-org/*@*")
     monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(19 * 2**30))
     # As transformers would: without model.safetensors (or its index) the .bin is the weight
     # file; the index-less shards and the sub-folder file are not read, so not counted.

@@ -103,13 +103,28 @@ def check_spec(spec: str, policy: Policy | None = None) -> None:
             "hub models are disabled on this server; use a bundled model "
             f"({', '.join(BUNDLED_MODELS)})" + (" or a local path" if policy.roots else "")
         )
-    if not any(
-        fnmatch.fnmatchcase(parsed.value.lower(), pattern.lower()) for pattern in policy.allowlist
-    ):
+    if not any(_allows(pattern, parsed.value, parsed.revision) for pattern in policy.allowlist):
         raise NotAllowedError(
-            f"hub model {parsed.value!r} is not allowed on this server; allowed: "
+            f"hub model {spec!r} is not allowed on this server; allowed: "
             f"{', '.join(policy.allowlist)} (and the bundled models: {', '.join(BUNDLED_MODELS)})"
+            + (
+                "; a revision other than main needs an entry naming it (e.g. 'org/name@*')"
+                if parsed.revision not in (None, "main")
+                else ""
+            )
         )
+
+
+def _allows(pattern: str, repo_id: str, revision: str | None) -> bool:
+    """Whether an allow-list entry admits ``repo_id`` at ``revision``: ``org/*`` admits its
+    repositories at their main branch only (each revision is another download, so a visitor
+    could otherwise fill the disk with one repository's history); ``org/*@*`` admits any."""
+    repo_pattern, at, revision_pattern = pattern.lower().partition("@")
+    if not fnmatch.fnmatchcase(repo_id.lower(), repo_pattern):
+        return False
+    if not at:
+        return revision in (None, "main")
+    return fnmatch.fnmatchcase((revision or "main").lower(), revision_pattern)
 
 
 def check_located(located: Located, policy: Policy | None = None) -> None:
