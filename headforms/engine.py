@@ -27,9 +27,16 @@ from .architectures import Shapes, shapes_from_config
 from .baseline import BASELINE_SEED, Baseline, BaselineShapes, compute_baseline
 from .errors import OptionError
 from .forms import FormBatch, forms_from_factor, head_factors
-from .models.extract import TensorIndex, check_declared_shapes, effective_factors, read_layer
+from .models.extract import (
+    LayerWeights,
+    TensorIndex,
+    check_declared_shapes,
+    effective_factors,
+    read_layer,
+)
 from .models.rope import inverse_frequencies, rope_parameters
 from .models.source import ModelSource, open_model
+from .readers import TensorReader
 from .results import (
     ALL_SPECTRA,
     BASELINE_PREFIX,
@@ -334,7 +341,7 @@ def compute_analysis(
 
 
 def _layer_rows(
-    layer: int, shapes: Shapes, weights: Any, batch: FormBatch
+    layer: int, shapes: Shapes, weights: LayerWeights, batch: FormBatch
 ) -> dict[str, np.ndarray]:
     rows = metric_columns(layer, np.arange(shapes.n_heads), batch)
     kv = shapes.kv_of_head
@@ -347,7 +354,7 @@ def _layer_rows(
     return {name: rows[name] for name in TABLE_COLUMNS}
 
 
-def parameter_count(reader: Any) -> int:
+def parameter_count(reader: TensorReader) -> int:
     """Number of stored parameters (elements of every tensor), read from the file headers."""
     return int(sum(math.prod(reader.shape(name)) for name in reader.names()))
 

@@ -15,6 +15,7 @@ iterations on all heads at once (``scipy.stats.<dist>.fit`` is the reference in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,7 +170,9 @@ class LobeFits:
     errors: dict[str, np.ndarray]
 
 
-def fit_lobe(lobe_values: np.ndarray, lobe: str = "+", families=FAMILIES) -> LobeFits:
+def fit_lobe(
+    lobe_values: np.ndarray, lobe: str = "+", families: Sequence[str] = FAMILIES
+) -> LobeFits:
     """Fit every family to one lobe of every head (rows of ``lobe_values``, 0-padded)."""
     samples, mask = unit_mean_samples(lobe_values)
     centres, heights, width = density_histograms(samples, mask)
@@ -186,12 +189,16 @@ def fit_lobe(lobe_values: np.ndarray, lobe: str = "+", families=FAMILIES) -> Lob
     return LobeFits(lobe, samples, mask, centres, heights, width, params, errors)
 
 
-def fit_lobes(spectra: dict[str, np.ndarray], families=FAMILIES) -> dict[str, LobeFits]:
+def fit_lobes(
+    spectra: dict[str, np.ndarray], families: Sequence[str] = FAMILIES
+) -> dict[str, LobeFits]:
     """Fit both lobes of every head of an analysis (``ModelAnalysis.spectra``): '+' and '-'."""
     return {label: fit_lobe(spectra[key], label, families) for label, key in LOBES.items()}
 
 
-def fit_observation6(spectra: dict[str, np.ndarray], families=FAMILIES) -> dict[str, LobeFits]:
+def fit_observation6(
+    spectra: dict[str, np.ndarray], families: Sequence[str] = FAMILIES
+) -> dict[str, LobeFits]:
     """Fit every family to each head's |eigenvalues of L| and singular values of A
     (:data:`OBSERVATION6`; the analysis needs ``spectra=engine.ALL_SPECTRA``)."""
     missing = [key for key, _ in OBSERVATION6.values() if key not in spectra]
@@ -206,7 +213,9 @@ def fit_observation6(spectra: dict[str, np.ndarray], families=FAMILIES) -> dict[
     }
 
 
-def pooled_fits(fits: dict[str, LobeFits], families=FAMILIES) -> dict[str, LobeFits]:
+def pooled_fits(
+    fits: dict[str, LobeFits], families: Sequence[str] = FAMILIES
+) -> dict[str, LobeFits]:
     """Each sample's unit-mean values pooled over all heads (one row), and its fits."""
     return {
         label: fit_lobe(lobe.samples[lobe.mask][None, :], label, families)

@@ -13,6 +13,8 @@ swap (r = nu / |mu|). The caption's 100 spectra are the repetitions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -69,7 +71,7 @@ def sample_profiles(
 
 
 def sample_profiles_for_sizes(
-    mu: float, nu: float, k: float, sizes, repetitions: int = 100, seed: int = SEED
+    mu: float, nu: float, k: float, sizes: Iterable[int], repetitions: int = 100, seed: int = SEED
 ) -> pd.DataFrame:
     """:func:`sample_profiles` for each n in ``sizes``, stacked, with ``distance`` to the limit.
 

@@ -9,6 +9,7 @@ the next stage's work (:mod:`headforms.models.source`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from . import hosted
@@ -70,7 +71,7 @@ def fetch(located: Located) -> Located:
     return fetch_hub_files(located, budget)
 
 
-def _roots_guard(spec: str, policy: hosted.Policy):
+def _roots_guard(spec: str, policy: hosted.Policy) -> Callable[[Path], None]:
     """A guard refusing any path outside the hosted model roots (before it is opened)."""
 
     def guard(path: Path) -> None:

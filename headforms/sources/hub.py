@@ -18,7 +18,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +155,9 @@ def _cached_listing(repo_id: str, revision: str | None) -> tuple[dict[str, int |
     return sizes, folder.name
 
 
-def _fetcher(repo_id: str, commit: str, endpoint: str, offline: bool):
+def _fetcher(
+    repo_id: str, commit: str, endpoint: str, offline: bool
+) -> Callable[..., Path]:
     """``fetch(name, listing, limit) -> local path`` of a file at ``commit``: a small file
     (config, index: declared size checked, transfer held to ``limit`` bytes), or, offline, a
     file of the local cache."""
