@@ -157,3 +157,67 @@ def test_table_models_on_the_observation_and_compare_pages(page, table_file):
         theta = at.dataframe[1].value
         assert set(theta["model"]) == {MODEL, table_file}
         assert len(theta[theta["model"] == table_file]) == 1  # no baseline without N
+
+
+@pytest.fixture(scope="module")
+def two_head_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random GPT-2 of one layer with two heads: too few heads to cluster."""
+    directory = tmp_path_factory.mktemp("tiny-gpt2-two-heads")
+    build("gpt2", directory, seed=12, n_head=2, n_layer=1)
+    return str(directory)
+
+
+def test_spectra_page_offers_only_feasible_cluster_counts(tiny_gpt2):
+    """8 heads: every k offered is below 8, and the largest one clusters without an error."""
+    at = _run_page("spectra", model=tiny_gpt2)
+    options = [o for o in at.selectbox(key="spectra_k").options if o != "best silhouette"]
+    ks = [int(o.removesuffix(" (paper)")) for o in options]
+    assert ks and max(ks) == 7 and min(ks) == 2
+    at.selectbox(key="spectra_k").set_value(max(ks)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.dataframe[0].value["size"].sum() == 8
+
+
+def test_spectra_page_says_in_one_line_when_clustering_is_impossible(two_head_gpt2):
+    at = _run_page("spectra", model=two_head_gpt2, spectra_k="best silhouette")
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.info) == 1 and "at least 3 heads" in at.info[0].value
+
+
+def test_fig4_caption_says_up_to_the_extreme_count(tiny_gpt2):
+    """8 heads: each cluster has fewer heads than the 10 extreme ones the caption counts."""
+    from headforms.analyses import spectra as sp
+
+    at = _run_page("spectra", model=tiny_gpt2)
+    summary = at.dataframe[0].value
+    assert (summary["n_extreme"] == summary["size"]).all()
+    caption = next(c.value for c in at.caption if c.value.startswith("Fig 4"))
+    assert f"up to {sp.extreme_count(8)} of the cluster's most extreme heads" in caption
+    assert f"{sp.N_EXTREME} per {sp.HEADS_PER_EXTREME} heads" in caption
+
+
+def test_spectra_figures_follow_the_requested_k(tiny_gpt2, monkeypatch):
+    """Two requested k that both yield 3 clusters (k-means may leave clusters empty) must not
+    share the summary: cache keys follow the requested k."""
+    from dataclasses import replace
+
+    from headforms.analyses import spectra as sp
+    from ui import loading
+
+    real = sp.cluster_spectra
+
+    def three_clusters(eig_s, k):
+        clusters = real(eig_s, 3)
+        return replace(clusters, names=tuple(f"asked {k}, cluster {j}" for j in range(3)))
+
+    monkeypatch.setattr(sp, "cluster_spectra", three_clusters)
+    try:
+        at = _run_page("spectra", model=tiny_gpt2, spectra_k=4)
+        assert list(at.dataframe[0].value["name"])[0] == "asked 4, cluster 0"
+        at.selectbox(key="spectra_k").set_value(5).run()
+        assert not at.exception, [e.message for e in at.exception]
+        assert list(at.dataframe[0].value["name"])[0] == "asked 5, cluster 0"
+    finally:
+        loading._cached.clear()  # no fake clusters for later tests
