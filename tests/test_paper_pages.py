@@ -66,13 +66,33 @@ def test_spectra_page_with_a_chosen_k_and_selected_head():
 
 
 def test_theorem5_page_reports_bad_parameters():
+    from ui import guard
+
+    def samplings() -> int:
+        """New samplings this session counted (none while the figures come from the cache)."""
+        if guard.BUDGET_KEY not in at.session_state:
+            return 0
+        return at.session_state[guard.BUDGET_KEY].get("samples", 0)
+
     at = _run_page("theorem5")
     assert not at.exception and not at.error
+    spent = samplings()
     at.multiselect[0].set_value([64, 4096]).run()  # 4096 x 100 spectra: over the limit
     assert not at.exception
     assert "exceeds" in at.error[0].value
+    assert samplings() == spent  # refused before the session's budget is spent
     at.multiselect[0].set_value([]).run()
     assert not at.exception and at.info
+
+
+def test_theorem5_page_opened_without_the_app_draws_the_sidebar():
+    """Run on its own (a fresh server's first request for its URL), the page needs no model
+    but still draws the shared sidebar through page_context()."""
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / "theorem5.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert [t.value for t in at.title] == [TITLES["theorem5"]]
+    assert at.sidebar.selectbox  # the model picker
 
 
 def test_comparison_figures_and_table(models):
