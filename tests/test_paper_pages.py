@@ -241,3 +241,40 @@ def test_spectra_figures_follow_the_requested_k(tiny_gpt2, monkeypatch):
         assert list(at.dataframe[0].value["name"])[0] == "asked 5, cluster 0"
     finally:
         loading._cached.clear()  # no fake clusters for later tests
+
+
+def test_fits_and_compare_share_one_definition_of_the_fit_errors(monkeypatch):
+    """Both pages get a model's average fit errors from ui.fits.lobe_fit_errors (one cache
+    entry, one computation), and the compare page says a size it cannot place is unknown for
+    its source (not only for partly opened shards)."""
+    import copy
+    import dataclasses
+
+    from ui import fits as ui_fits
+    from ui import loading
+
+    calls = []
+    real = ui_fits.lobe_fit_errors
+
+    def counted(spec, rope_position, analysis):
+        calls.append(spec)
+        return real(spec, rope_position, analysis)
+
+    def sizeless(*args, **kwargs):
+        analyses = real_load(*args, **kwargs)
+        for name, analysis in analyses.items():
+            analyses[name] = copy.copy(analysis)
+            analyses[name].card = dataclasses.replace(analysis.card, n_parameters=None)
+        return analyses
+
+    real_load = loading.load_models
+    monkeypatch.setattr(ui_fits, "lobe_fit_errors", counted)
+    monkeypatch.setattr(loading, "load_models", sizeless)
+    fits_page = _run_page("fits")
+    compare_page = _run_page("compare")
+    for at in (fits_page, compare_page):
+        assert not at.exception, [e.message for e in at.exception]
+    assert calls[0] == MODEL and MODEL in calls[1:]  # the fits page, then every compared model
+    assert any(
+        f"parameter count unknown for this source: {MODEL}" in c.value for c in compare_page.caption
+    )
