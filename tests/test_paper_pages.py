@@ -278,3 +278,52 @@ def test_fits_and_compare_share_one_definition_of_the_fit_errors(monkeypatch):
     assert any(
         f"parameter count unknown for this source: {MODEL}" in c.value for c in compare_page.caption
     )
+
+
+def _figures(at: AppTest) -> list[dict]:
+    """The figures the page drew (the payloads of its plot components)."""
+    import json
+
+    return [json.loads(json.loads(e.proto.json)["figure"]) for e in at.get("bidi_component")]
+
+
+def test_observations_departure_histogram_covers_every_departure():
+    """Departures of non-negative lobes reach past 1 (a spike against a flat lobe) up to √2: the
+    histogram's bins span [0, √2]."""
+    from headforms.forms import MAX_LOBE_DEPARTURE, lobe_metrics
+
+    n = 64
+    spike, flat = np.eye(1, n)[0], np.ones(n)
+    departure = lobe_metrics(spike, flat)["lobe_departure"]
+    assert 1 < departure < MAX_LOBE_DEPARTURE
+    at = _run_page("observations")
+    assert not at.exception, [e.message for e in at.exception]
+    (figure,) = [f for f in _figures(at) if "departure" in str(f["layout"]["xaxis"]["title"])]
+    ends = {t["xbins"]["end"] for t in figure["data"] if t["type"] == "histogram"}
+    assert ends and all(end == pytest.approx(np.sqrt(2)) for end in ends)
+
+
+def test_observations_scatters_are_not_rebuilt_for_another_selected_head(monkeypatch):
+    """The Θ scatter and the two 'against' scatters do not show the selected head: selecting
+    another head reuses them (their cache keys hold no selection)."""
+    from headforms.figures import observations as figures_obs
+    from ui import loading
+
+    built = []
+    for name in ("theta_scatter_figure", "against_figure"):
+        real = getattr(figures_obs, name)
+
+        def counting(*args, real=real, name=name, **kwargs):
+            built.append(name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(figures_obs, name, counting)
+    loading._cached.clear()
+    at = _run_page("observations", **{state.LAYER_KEY: 0, state.HEAD_KEY: 0})
+    assert not at.exception, [e.message for e in at.exception]
+    first = sorted(built)
+    at.session_state[state.HEAD_KEY] = 1
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert first == ["against_figure", "against_figure", "theta_scatter_figure"]
+    assert sorted(built) == first
