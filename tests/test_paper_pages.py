@@ -327,3 +327,17 @@ def test_observations_scatters_are_not_rebuilt_for_another_selected_head(monkeyp
     assert not at.exception, [e.message for e in at.exception]
     assert first == ["against_figure", "against_figure", "theta_scatter_figure"]
     assert sorted(built) == first
+
+
+def test_pairing_caption_describes_what_the_figure_shows():
+    """Baseline histograms start hidden (legend only); the visible dotted lines are the
+    baseline medians, and the caption says so."""
+    at = _run_page("pairing")
+    assert not at.exception, [e.message for e in at.exception]
+    (figure, *_) = _figures(at)
+    baseline = [t for t in figure["data"] if "Gaussian baseline" in t.get("name", "")]
+    assert baseline and all(t["visible"] == "legendonly" for t in baseline)
+    dotted = [s for s in figure["layout"]["shapes"] if s["line"]["dash"] == "dot"]
+    assert len(dotted) == len(baseline)
+    caption = at.caption[0].value
+    assert "dotted lines the medians of Gaussian K, Q" in caption and "outlines" not in caption

@@ -138,3 +138,11 @@ def test_a_table_selection_from_the_browser_is_checked(rows, expected):
     from ui.tables import selected_row
 
     assert selected_row(rows, 3) == expected
+
+
+def test_overview_says_when_the_weight_files_size_is_unknown(table_file: Path):
+    """A published table has no weight files: 'unknown', not '0.0 MiB'."""
+    at = run("overview", f"{table_file}::pub-a")
+    card = at.table[0].value
+    values = dict(zip(card["property"], card["value"], strict=True))
+    assert values["weight files"] == "unknown"
