@@ -288,6 +288,11 @@ def pairing_bound(rho: np.ndarray) -> np.ndarray:
     return 1.0 - (1.0 - r) / np.sqrt(1.0 + r**2)
 
 
+MAX_LOBE_DEPARTURE = float(np.sqrt(2.0))
+"""Supremum of the lobe departure of non-negative lobes: ``||l- - rho l+||^2 = 2 ||l-||^2 -
+2 rho <l-, l+>`` and ``<l-, l+> >= 0`` (approached by a lobe of one spike against a flat one)."""
+
+
 def lobe_metrics(lobe_pos: np.ndarray, lobe_neg: np.ndarray) -> dict[str, np.ndarray]:
     """Observation 5: lobe ratio ``rho = ||lambda_-|| / ||lambda_+||``, lobe departure
     ``||lambda_- - rho lambda_+|| / ||lambda_-||`` (NaN if a lobe is empty), pairing bound and

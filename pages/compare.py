@@ -8,7 +8,6 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms import BUNDLED_MODELS
-from headforms.analyses import fits
 from headforms.analyses.parity import parity_by_layer
 from headforms.figures import heatmaps
 from headforms.figures import paper as figures_paper
@@ -22,6 +21,7 @@ from ui import (
     select_from_customdata,
     show_figure,
 )
+from ui.fits import lobe_fit_errors
 from ui.loading import baselines_of, load_models
 
 ctx = page_context()
@@ -141,13 +141,7 @@ st.caption(
 errors_by_model = {
     name: (
         analysis.card.n_parameters,
-        cached(
-            "fits_errors",
-            (name, 0 if name != ctx.spec else ctx.rope_position),
-            lambda analysis=analysis: fits.mean_errors(
-                fits.fit_table(analysis.heads, fits.fit_lobes(analysis.spectra))
-            ),
-        ),
+        lobe_fit_errors(name, 0 if name != ctx.spec else ctx.rope_position, analysis),
     )
     for name, analysis in analyses.items()
     if analysis.spectra  # published tables have no spectra to fit
@@ -158,7 +152,7 @@ show_figure(
     "Fig 6: average error of each fitted family over each model's heads (both lobes), against "
     "the model's parameter count from its weight files' headers (log scale)"
     + (
-        f"; not placed, parameter count unknown (only some shards opened): {', '.join(unknown)}."
+        f"; not placed, parameter count unknown for this source: {', '.join(unknown)}."
         if unknown
         else "."
     ),

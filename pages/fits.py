@@ -10,6 +10,8 @@ from headforms import HeadformsError
 from headforms.analyses import fits
 from headforms.figures import paper as figures_paper
 from ui import cached, page_context, show_figure
+from ui.fits import lobe_fit_errors
+from ui.fits import lobe_fits as fitted_lobes
 from ui.tables import require_spectra
 
 ctx = page_context()
@@ -21,10 +23,8 @@ st.caption(
     "its 20-bin density histogram and the fitted density at the bin centres (lower is closer)."
 )
 model_key = (ctx.spec, ctx.rope_position)
-lobe_fits = cached("fits", model_key, lambda: fits.fit_lobes(ctx.analysis.spectra))
-errors = cached(
-    "fits_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, lobe_fits))
-)
+lobe_fits = fitted_lobes(*model_key, ctx.analysis)
+errors = lobe_fit_errors(*model_key, ctx.analysis)
 
 st.subheader("Spectral lobes λ₊ and λ₋ (Observation 3, Figure 6)")
 try:

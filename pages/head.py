@@ -88,7 +88,7 @@ with right:
             ),
         ),
         "The i-th largest positive eigenvalue λ₊ᵢ against the i-th largest |negative| one "
-        "λ₋ᵢ; on the diagonal the lobes pair exactly (hyperbolic, b = 1).",
+        "λ₋ᵢ; on the diagonal the lobes pair exactly (S hyperbolic, b_S = 1).",
     )
     show_figure(
         cached("profile", key, lambda: figures.profile_bar_figure(row, base_row)),

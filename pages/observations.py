@@ -12,6 +12,7 @@ from headforms.analyses.parity import theorem3_summary
 from headforms.analyses.theta import theta_summary
 from headforms.figures import observations as figures_obs
 from headforms.figures import paper as figures_paper
+from headforms.forms import MAX_LOBE_DEPARTURE
 from ui import (
     PlotPayload,
     cached,
@@ -71,7 +72,7 @@ st.caption(
 st.subheader("Observation 2: heads accumulate near Θ, spread along its branches")
 scatter = cached(
     "obs_theta_scatter",
-    (*key, ctx.selected),
+    key,
     lambda: PlotPayload.of(figures_obs.theta_scatter_figure(models, baselines)),
 )
 clickable_plot(scatter, key="obs_theta_scatter", on_click=select_from_customdata)
@@ -110,17 +111,18 @@ show_figure(
             "lobe_departure",
             "lobe departure ‖λ₋ − ρλ₊‖/‖λ₋‖",
             baselines,
-            value_range=(0.0, 1.0),
+            value_range=(0.0, MAX_LOBE_DEPARTURE),
         ),
     ),
     "Lobe departure per model, with ρ = ‖λ₋‖/‖λ₊‖: 0 when the sorted lobes are proportional, "
-    "λ₋ = ρλ₊ (dashed: medians; dotted: Gaussian baselines, histograms in the legend).",
+    "λ₋ = ρλ₊, and below √2 (non-negative lobes) (dashed: medians; dotted: Gaussian baseline "
+    "medians, their histograms in the legend).",
 )
 left, right = st.columns(2)
 with left:
     bound = cached(
         "obs_bound",
-        (*key, ctx.selected),
+        key,
         lambda: PlotPayload.of(
             figures_obs.against_figure(
                 models,
@@ -141,7 +143,7 @@ with left:
 with right:
     prediction = cached(
         "obs_theorem5",
-        (*key, ctx.selected),
+        key,
         lambda: PlotPayload.of(
             figures_obs.against_figure(
                 models,

@@ -35,7 +35,7 @@ with left:
         if card.qk_norm
         else "none",
         "Q/K biases": "present (excluded from L)" if card.has_qk_bias else "none",
-        "weights read": f"{card.weight_bytes / 2**20:.1f} MiB",
+        "weight files": f"{card.weight_bytes / 2**20:.1f} MiB" if card.weight_bytes else "unknown",
         "parameters (all tensors)": f"{card.n_parameters:,}"
         if card.n_parameters is not None
         else "not known for this source",

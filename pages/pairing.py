@@ -14,7 +14,9 @@ ctx = page_context()
 st.title("Pairing scores per model")
 st.caption(
     "Pairing score 𝒫 = 1 − ‖λ₊ − λ₋‖/‖S‖: 1 when the spectrum of S is symmetric about 0. "
-    "Dashed lines mark model medians; dotted outlines are Gaussian K, Q of the same shapes."
+    "Dashed lines mark model medians; dotted lines the medians of Gaussian K, Q of the same "
+    "shapes (the baseline, far more concentrated: click its entry in the legend for its "
+    "histogram)."
 )
 extra = st.multiselect(
     "Other models",

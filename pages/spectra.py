@@ -32,15 +32,29 @@ st.caption(
 )
 model_key = (ctx.spec, ctx.rope_position)
 eig_s = ctx.analysis.spectra["eig_s"]
+ks = sp.feasible_k(len(eig_s))
+if not ks:
+    st.info(
+        f"Clustering the spectra needs at least 3 heads; {ctx.spec} has {len(eig_s)}.",
+        icon=":material/info:",
+    )
+    st.stop()
+scan = cached("spectra_silhouette_scan", model_key, lambda: sp.silhouette_scan(eig_s))
+best = sp.best_k_or_none(scan)
 
 controls = st.columns([2, 2, 2, 2], vertical_alignment="bottom")
 k_choice = controls[0].selectbox(
     "Number of clusters",
-    [sp.PAPER_K, AUTO, *(k for k in sp.DEFAULT_K_RANGE if k != sp.PAPER_K)],
+    [
+        *([sp.PAPER_K] if sp.PAPER_K in ks else []),
+        *([AUTO] if best is not None else []),
+        *(k for k in ks if k != sp.PAPER_K),
+    ],
     key="spectra_k",
     format_func=lambda k: f"{k} (paper)" if k == sp.PAPER_K else str(k),
     help="k-means on the unit spectra (fixed seed); the paper uses 3, named Type I+, II, I− by "
-    "decreasing mean signed asymmetry. 'best silhouette' picks the k with the largest one.",
+    "decreasing mean signed asymmetry. 'best silhouette' picks the k with the largest one. "
+    "Offered: fewer clusters than heads.",
 )
 projection_kind = controls[1].radio(
     "Projection",
@@ -56,12 +70,11 @@ color_by = controls[2].radio(
 with controls[3]:
     jump_toggle()
 
-scan = cached("spectra_silhouette_scan", model_key, lambda: sp.silhouette_scan(eig_s))
-k = sp.best_k(scan) if k_choice == AUTO else int(k_choice)
+k = best if k_choice == AUTO else int(k_choice)
 clusters = cached("spectra_clusters", (*model_key, k), lambda: sp.cluster_spectra(eig_s, k))
 summary, means = cached(
     "spectra_summary",
-    (*model_key, clusters.k),
+    (*model_key, k),
     lambda: sp.cluster_summary(ctx.heads, eig_s, clusters),
 )
 projection = cached(
@@ -74,10 +87,10 @@ levels = (
 )
 frame = cached(
     "spectra_frame",
-    (*model_key, projection_kind, clusters.k),
+    (*model_key, projection_kind, k),
     lambda: sp.projection_frame(ctx.heads, projection, clusters),
 )
-plot_key = (*model_key, projection_kind, clusters.k, color_by, ctx.selected)
+plot_key = (*model_key, projection_kind, k, color_by, ctx.selected)
 plane = (2, 3) if projection_kind == "svd" else (1, 2)
 projection_plot = cached(
     "spectra_projection_fig",
@@ -111,7 +124,7 @@ else:
 show_figure(
     cached(
         "spectra_fig4",
-        (*model_key, clusters.k),
+        (*model_key, k),
         lambda: figures_paper.cluster_spectra_figure(
             summary,
             means,
@@ -123,10 +136,12 @@ show_figure(
     f"Fig 4: k-means with k = {clusters.k} on the unit spectra; clusters ordered by decreasing "
     "mean signed asymmetry (positive minus negative energy) and, for k = 3, named Type I+, II, "
     "I− in that order (a rank, as in the paper: compare the parity column below). Each "
-    f"histogram is the mean sorted unit spectrum of the cluster's {sp.extreme_count(len(eig_s))} "
-    "most extreme heads (10 per 144 heads, at least 10; largest projection of x − mean on the "
-    "cluster's direction), hung from their mean position on Θ, unfolded above: vertex c = 1, "
-    "midpoint, vertex d = 1; ticks: every head's position, by cluster.",
+    f"histogram is the mean sorted unit spectrum of up to {sp.extreme_count(len(eig_s))} of the "
+    f"cluster's most extreme heads ({sp.N_EXTREME} per {sp.HEADS_PER_EXTREME} heads, at least "
+    f"{sp.N_EXTREME}; a smaller cluster gives all its heads; column n_extreme below; largest "
+    "projection of x − mean on the cluster's direction), hung from their mean position on Θ, "
+    "unfolded above: vertex c = 1, midpoint, vertex d = 1; ticks: every head's position, by "
+    "cluster.",
 )
 st.dataframe(
     summary.drop(columns=["cluster"]),
@@ -161,9 +176,11 @@ show_figure(
 show_figure(
     cached(
         "spectra_silhouette",
-        (*model_key, clusters.k),
+        (*model_key, k),
         lambda: figures_paper.silhouette_figure(scan, clusters.k),
     ),
     f"Silhouette of k-means for each k (on the first {sp.SILHOUETTE_COMPONENTS} principal "
-    f"coordinates of X): the best is k = {sp.best_k(scan)}; shown: k = {clusters.k}.",
+    f"coordinates of X): "
+    + (f"the best is k = {best}" if best is not None else "no k separates these heads")
+    + f"; shown: k = {clusters.k}.",
 )

@@ -13,7 +13,7 @@ import streamlit as st
 from headforms.engine import BASELINE_PREFIX, METRIC_COLUMNS
 from headforms.forms import PARITY_LABELS
 from ui import jump_toggle, page_context, select_head
-from ui.tables import baseline_heads
+from ui.tables import baseline_heads, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
 INTEGER_COLUMNS = ("layer", "head", "kv_head", "n_pos", "n_neg", "n_zero")
@@ -83,21 +83,12 @@ keep = table["parity"].isin(chosen_parities or parities) & table["layer"].betwee
 if range_columns:
     sliders = st.columns(min(len(range_columns), 4))
     for i, column in enumerate(range_columns):
-        values = table[column].to_numpy(dtype=float)
-        values = values[np.isfinite(values)]
-        low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
-        if high <= low:
-            high = low + 1e-9
-        chosen = sliders[i % len(sliders)].slider(
+        keep &= range_filter(
+            sliders[i % len(sliders)],
+            table,
             column,
-            low,
-            high,
-            (low, high),
-            step=(high - low) / 200,
-            format="%.4g",
             key=f"table_range:{ctx.spec}:{ctx.rope_position}:{column}",
         )
-        keep &= table[column].between(*chosen) | (table[column].isna() & (chosen == (low, high)))
 shown = table[keep].reset_index(drop=True)
 
 here = np.flatnonzero((shown["layer"] == ctx.layer) & (shown["head"] == ctx.head))
@@ -106,9 +97,9 @@ st.session_state[TABLE_KEY] = {"selection": {"rows": [int(here[0])] if here.size
 
 def picked() -> None:
     """Selecting a row selects its head (``shown`` is the frame the user saw)."""
-    rows = st.session_state[TABLE_KEY]["selection"]["rows"]
-    if rows:
-        row = shown.iloc[rows[0]]
+    index = selected_row(st.session_state[TABLE_KEY]["selection"]["rows"], len(shown))
+    if index is not None:
+        row = shown.iloc[index]
         select_head(ctx.spec, int(row["layer"]), int(row["head"]), jump=True)
 
 

@@ -1,5 +1,8 @@
 """Theorem 5 page (Fig 10): profiles of spectra sampled from two gamma lobes approach the limit
-point b = 2r/(1 + r²), r = |mu|/nu, on the edge {d = 0}."""
+point b = 2r/(1 + r²), r = min(|mu|/nu, nu/|mu|), on the edge {d = 0} (|mu| <= nu) or {c = 0}.
+
+It needs no model, but calls ``page_context()`` first like every page (ui/__init__.py): opened
+directly on a fresh server it then runs inside app.py, with the sidebar and the navigation."""
 
 from __future__ import annotations
 
@@ -8,12 +11,13 @@ import streamlit as st
 from headforms import HeadformsError
 from headforms.analyses import theorem5
 from headforms.figures import paper as figures_paper
-from ui import cached, guard, show_figure
+from ui import cached, guard, page_context, show_figure
 
 PAPER = theorem5.PAPER_PARAMETERS
 LOBE_SCALE = 1e6  # largest |μ|, ν and k accepted
 MAX_SIZES = 8  # values of n sampled at once
 
+page_context()
 st.title("Theorem 5: sampled gamma lobes")
 st.caption(
     "Each spectrum has n positive eigenvalues ~ Gamma(k, scale ν) and n negative ones with "
@@ -54,6 +58,7 @@ if not key[3]:
     st.info("Choose at least one n (a positive integer).", icon=":material/info:")
     st.stop()
 try:
+    theorem5.check_sample_size(key[3], key[4])  # before the session's budget is spent
     samples = cached(
         "theorem5",
         key,
@@ -67,6 +72,7 @@ except HeadformsError as error:
     st.error(str(error), icon=":material/error:")
     st.stop()
 
+_, zero = theorem5.limit_edge(limit)
 show_figure(
     cached(
         "theorem5_fig",
@@ -75,7 +81,7 @@ show_figure(
             samples, limit, f"μ = {mu:g}, ν = {nu:g}, k = {k:g}, {key[4]} spectra per n"
         ),
     ),
-    f"Fig 10: sampled profiles by b along the edge d = 0, limit × at b = {limit[1]:.3f}.",
+    f"Fig 10: sampled profiles by b along the edge {zero} = 0, limit × at b = {limit[1]:.3f}.",
 )
 st.dataframe(theorem5.convergence_table(samples), hide_index=True)
 st.caption("Mean distance of the sampled profiles to the limit profile shrinks like 1/√n.")

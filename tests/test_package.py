@@ -172,6 +172,10 @@ def _free_port() -> int:
 
 
 def test_installed_serve_runs_the_dashboard(installed: dict[str, Path]) -> None:
+    """The installed ``headforms serve`` answers a browser session: the Simplex page of a
+    bundled model renders with its plot, no exception and no error."""
+    from streamlit_client import Session
+
     root = installed["root"]
     port = _free_port()
     proc = subprocess.Popen(
@@ -193,8 +197,12 @@ def test_installed_serve_runs_the_dashboard(installed: dict[str, Path]) -> None:
                 pass
             assert time.monotonic() < deadline, "the dashboard never became healthy"
             time.sleep(0.3)
-        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode()
-        assert "<title>" in page.lower() or "streamlit" in page.lower()
+        with Session(port, timeout=600) as session:  # one browser session, a real script run
+            run = session.run("model=minilm-l6")
+        assert run.status == "FINISHED_SUCCESSFULLY", run.status
+        assert not run.exceptions and not run.errors, run.messages
+        assert "Profiles on the simplex" in run.texts  # the Simplex page's title
+        assert "simplex" in run.components  # and its plot
     finally:
         proc.terminate()
         proc.wait(timeout=30)

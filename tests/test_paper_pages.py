@@ -66,13 +66,33 @@ def test_spectra_page_with_a_chosen_k_and_selected_head():
 
 
 def test_theorem5_page_reports_bad_parameters():
+    from ui import guard
+
+    def samplings() -> int:
+        """New samplings this session counted (none while the figures come from the cache)."""
+        if guard.BUDGET_KEY not in at.session_state:
+            return 0
+        return at.session_state[guard.BUDGET_KEY].get("samples", 0)
+
     at = _run_page("theorem5")
     assert not at.exception and not at.error
+    spent = samplings()
     at.multiselect[0].set_value([64, 4096]).run()  # 4096 x 100 spectra: over the limit
     assert not at.exception
     assert "exceeds" in at.error[0].value
+    assert samplings() == spent  # refused before the session's budget is spent
     at.multiselect[0].set_value([]).run()
     assert not at.exception and at.info
+
+
+def test_theorem5_page_opened_without_the_app_draws_the_sidebar():
+    """Run on its own (a fresh server's first request for its URL), the page needs no model
+    but still draws the shared sidebar through page_context()."""
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / "theorem5.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert [t.value for t in at.title] == [TITLES["theorem5"]]
+    assert at.sidebar.selectbox  # the model picker
 
 
 def test_comparison_figures_and_table(models):
@@ -157,3 +177,167 @@ def test_table_models_on_the_observation_and_compare_pages(page, table_file):
         theta = at.dataframe[1].value
         assert set(theta["model"]) == {MODEL, table_file}
         assert len(theta[theta["model"] == table_file]) == 1  # no baseline without N
+
+
+@pytest.fixture(scope="module")
+def two_head_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random GPT-2 of one layer with two heads: too few heads to cluster."""
+    directory = tmp_path_factory.mktemp("tiny-gpt2-two-heads")
+    build("gpt2", directory, seed=12, n_head=2, n_layer=1)
+    return str(directory)
+
+
+def test_spectra_page_offers_only_feasible_cluster_counts(tiny_gpt2):
+    """8 heads: every k offered is below 8, and the largest one clusters without an error."""
+    at = _run_page("spectra", model=tiny_gpt2)
+    options = [o for o in at.selectbox(key="spectra_k").options if o != "best silhouette"]
+    ks = [int(o.removesuffix(" (paper)")) for o in options]
+    assert ks and max(ks) == 7 and min(ks) == 2
+    at.selectbox(key="spectra_k").set_value(max(ks)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.dataframe[0].value["size"].sum() == 8
+
+
+def test_spectra_page_says_in_one_line_when_clustering_is_impossible(two_head_gpt2):
+    at = _run_page("spectra", model=two_head_gpt2, spectra_k="best silhouette")
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.info) == 1 and "at least 3 heads" in at.info[0].value
+
+
+def test_fig4_caption_says_up_to_the_extreme_count(tiny_gpt2):
+    """8 heads: each cluster has fewer heads than the 10 extreme ones the caption counts."""
+    from headforms.analyses import spectra as sp
+
+    at = _run_page("spectra", model=tiny_gpt2)
+    summary = at.dataframe[0].value
+    assert (summary["n_extreme"] == summary["size"]).all()
+    caption = next(c.value for c in at.caption if c.value.startswith("Fig 4"))
+    assert f"up to {sp.extreme_count(8)} of the cluster's most extreme heads" in caption
+    assert f"{sp.N_EXTREME} per {sp.HEADS_PER_EXTREME} heads" in caption
+
+
+def test_spectra_figures_follow_the_requested_k(tiny_gpt2, monkeypatch):
+    """Two requested k that both yield 3 clusters (k-means may leave clusters empty) must not
+    share the summary: cache keys follow the requested k."""
+    from dataclasses import replace
+
+    from headforms.analyses import spectra as sp
+    from ui import loading
+
+    real = sp.cluster_spectra
+
+    def three_clusters(eig_s, k):
+        clusters = real(eig_s, 3)
+        return replace(clusters, names=tuple(f"asked {k}, cluster {j}" for j in range(3)))
+
+    monkeypatch.setattr(sp, "cluster_spectra", three_clusters)
+    try:
+        at = _run_page("spectra", model=tiny_gpt2, spectra_k=4)
+        assert list(at.dataframe[0].value["name"])[0] == "asked 4, cluster 0"
+        at.selectbox(key="spectra_k").set_value(5).run()
+        assert not at.exception, [e.message for e in at.exception]
+        assert list(at.dataframe[0].value["name"])[0] == "asked 5, cluster 0"
+    finally:
+        loading._cached.clear()  # no fake clusters for later tests
+
+
+def test_fits_and_compare_share_one_definition_of_the_fit_errors(monkeypatch):
+    """Both pages get a model's average fit errors from ui.fits.lobe_fit_errors (one cache
+    entry, one computation), and the compare page says a size it cannot place is unknown for
+    its source (not only for partly opened shards)."""
+    import copy
+    import dataclasses
+
+    from ui import fits as ui_fits
+    from ui import loading
+
+    calls = []
+    real = ui_fits.lobe_fit_errors
+
+    def counted(spec, rope_position, analysis):
+        calls.append(spec)
+        return real(spec, rope_position, analysis)
+
+    def sizeless(*args, **kwargs):
+        analyses = real_load(*args, **kwargs)
+        for name, analysis in analyses.items():
+            analyses[name] = copy.copy(analysis)
+            analyses[name].card = dataclasses.replace(analysis.card, n_parameters=None)
+        return analyses
+
+    real_load = loading.load_models
+    monkeypatch.setattr(ui_fits, "lobe_fit_errors", counted)
+    monkeypatch.setattr(loading, "load_models", sizeless)
+    fits_page = _run_page("fits")
+    compare_page = _run_page("compare")
+    for at in (fits_page, compare_page):
+        assert not at.exception, [e.message for e in at.exception]
+    assert calls[0] == MODEL and MODEL in calls[1:]  # the fits page, then every compared model
+    assert any(
+        f"parameter count unknown for this source: {MODEL}" in c.value for c in compare_page.caption
+    )
+
+
+def _figures(at: AppTest) -> list[dict]:
+    """The figures the page drew (the payloads of its plot components)."""
+    import json
+
+    return [json.loads(json.loads(e.proto.json)["figure"]) for e in at.get("bidi_component")]
+
+
+def test_observations_departure_histogram_covers_every_departure():
+    """Departures of non-negative lobes reach past 1 (a spike against a flat lobe) up to √2: the
+    histogram's bins span [0, √2]."""
+    from headforms.forms import MAX_LOBE_DEPARTURE, lobe_metrics
+
+    n = 64
+    spike, flat = np.eye(1, n)[0], np.ones(n)
+    departure = lobe_metrics(spike, flat)["lobe_departure"]
+    assert 1 < departure < MAX_LOBE_DEPARTURE
+    at = _run_page("observations")
+    assert not at.exception, [e.message for e in at.exception]
+    (figure,) = [f for f in _figures(at) if "departure" in str(f["layout"]["xaxis"]["title"])]
+    ends = {t["xbins"]["end"] for t in figure["data"] if t["type"] == "histogram"}
+    assert ends and all(end == pytest.approx(np.sqrt(2)) for end in ends)
+
+
+def test_observations_scatters_are_not_rebuilt_for_another_selected_head(monkeypatch):
+    """The Θ scatter and the two 'against' scatters do not show the selected head: selecting
+    another head reuses them (their cache keys hold no selection)."""
+    from headforms.figures import observations as figures_obs
+    from ui import loading
+
+    built = []
+    for name in ("theta_scatter_figure", "against_figure"):
+        real = getattr(figures_obs, name)
+
+        def counting(*args, real=real, name=name, **kwargs):
+            built.append(name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(figures_obs, name, counting)
+    loading._cached.clear()
+    at = _run_page("observations", **{state.LAYER_KEY: 0, state.HEAD_KEY: 0})
+    assert not at.exception, [e.message for e in at.exception]
+    first = sorted(built)
+    at.session_state[state.HEAD_KEY] = 1
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert first == ["against_figure", "against_figure", "theta_scatter_figure"]
+    assert sorted(built) == first
+
+
+def test_pairing_caption_describes_what_the_figure_shows():
+    """Baseline histograms start hidden (legend only); the visible dotted lines are the
+    baseline medians, and the caption says so."""
+    at = _run_page("pairing")
+    assert not at.exception, [e.message for e in at.exception]
+    (figure, *_) = _figures(at)
+    baseline = [t for t in figure["data"] if "Gaussian baseline" in t.get("name", "")]
+    assert baseline and all(t["visible"] == "legendonly" for t in baseline)
+    dotted = [s for s in figure["layout"]["shapes"] if s["line"]["dash"] == "dot"]
+    assert len(dotted) == len(baseline)
+    caption = at.caption[0].value
+    assert "dotted lines the medians of Gaussian K, Q" in caption and "outlines" not in caption

@@ -94,3 +94,27 @@ def test_figure_marks_the_limit():
     limits = [t for t in fig.data if t.marker.symbol == "x"]
     assert [t.x[0] for t in limits] == [pytest.approx(0.8)] * 2
     assert sum(len(t.x) for t in fig.data if t.marker.symbol != "x") == 40
+
+
+@pytest.mark.parametrize(("mu", "vertex", "zero"), [(-0.5, "c", "d"), (-2.0, "d", "c")])
+def test_figure_names_the_edge_the_profiles_lie_on(mu, vertex, zero):
+    """|mu| > nu puts the limit (0, 0.8, 0, 0.2) and the samples on {c = 0}: the axis, the
+    vertex label and the hover name that edge, and the plotted points lie on it."""
+    frame = theorem5.sample_profiles_for_sizes(mu, 1.0, 2.0, (1024,), repetitions=20)
+    fig = theorem5_figure(frame, theorem5.limit_profile(mu, 1.0))
+    assert f"edge {{{zero} = 0}}" in fig.layout.xaxis.title.text
+    assert f"vertex {vertex} = 1 (left)" in fig.layout.xaxis.title.text
+    left = [a.text for a in fig.layout.annotations if a.x == 0]
+    assert left == [f"vertex {vertex} = 1"]
+    (points,) = [t for t in fig.data if t.marker.symbol != "x"]
+    np.testing.assert_array_equal(points.x, frame["b"])
+    on_edge = np.asarray(points.customdata)
+    np.testing.assert_array_equal(on_edge[:, 0], frame[vertex])
+    assert on_edge[:, 1].max() < 1e-3 < on_edge[:, 0].min()  # off-edge coordinate ~ 0
+    assert f"<br>{vertex} %{{customdata[0]" in points.hovertemplate
+
+
+def test_the_sample_size_is_checked_before_sampling():
+    theorem5.check_sample_size([64, 1024], 100)
+    with pytest.raises(HeadformsError, match="4096000 exceeds"):
+        theorem5.check_sample_size([64, 40960], 100)

@@ -224,12 +224,15 @@ def randomize(model: torch.nn.Module, seed: int) -> None:
                 param.copy_(WEIGHT_STD * noise)
 
 
-def build(family: str, directory: Path, seed: int = 0) -> torch.nn.Module:
-    """Build a tiny random ``family`` model, save it to ``directory``; return it (float64, eval)."""
+def build(family: str, directory: Path, seed: int = 0, **overrides: Any) -> torch.nn.Module:
+    """Build a tiny random ``family`` model, save it to ``directory``; return it (float64, eval).
+    ``overrides`` set config attributes (e.g. ``n_head=2, n_layer=1``: a model of two heads)."""
     from transformers import AutoModel, AutoModelForCausalLM
 
     torch.manual_seed(seed)
     config = FAMILIES[family].config()
+    for name, value in overrides.items():
+        setattr(config, name, value)
     auto = AutoModelForCausalLM if FAMILIES[family].with_head else AutoModel
     model = auto.from_config(config, attn_implementation="eager")
     randomize(model, seed)

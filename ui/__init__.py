@@ -12,7 +12,8 @@ How a page is written (pages stay thin: no math, no file I/O)::
                  lambda: figures.eigenvalue_histogram(ctx.analysis.spectra["eig_s"][ctx.row]))
     show_figure(fig, "One line saying what the figure shows.")
 
-A new page is one file in ``pages/`` plus one ``st.Page(...)`` line in ``app.py``'s ``PAGES``.
+A new page is one file in ``pages/`` plus one ``st.Page(...)`` line in ``app.py``'s ``main()``
+(its ``pages`` dict).
 Call ``page_context()`` first on every page, even one that needs no model: on a fresh server
 Streamlit may run a page file without ``app.py`` (legacy ``pages/`` mode, also in every
 ``AppTest`` run); ``page_context()`` detects that and reruns the page through ``app.py``.

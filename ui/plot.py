@@ -334,7 +334,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
     parentElement.appendChild(wrap);
   }
   const gd = wrap.querySelector("div.hf-plot");
-  gd.setAttribute("data-hf-plot", data.key);
+  gd.setAttribute("__PLOT_ATTRIBUTE__", data.key);
   gd.style.height = data.height + "px";
   wrap.hfSend = setTriggerValue;
   wrap.hfData = data;
@@ -378,7 +378,12 @@ button.hf-choice {
 button.hf-choice:hover, button.hf-choice:focus { background: #eaf1f8; }
 """
 
-_component = st.components.v2.component(COMPONENT_NAME, js=_JS, css=_CSS, isolate_styles=False)
+_component = st.components.v2.component(
+    COMPONENT_NAME,
+    js=_JS.replace("__PLOT_ATTRIBUTE__", PLOT_ATTRIBUTE),
+    css=_CSS,
+    isolate_styles=False,
+)
 
 
 def url_path(path: str) -> str:

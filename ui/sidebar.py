@@ -22,7 +22,6 @@ from .tables import first_model, sibling_models
 CONTEXT_KEY = "_hf_page_context"
 LAST_SPEC_KEY = "_hf_last_good_spec"
 """The last spec that loaded (what a refused spec falls back to)."""
-"""Largest |d| the engine accepts."""
 
 
 def tab_title(page: str, context: PageContext | None) -> str:

@@ -1,15 +1,20 @@
-"""Published per-head tables in the dashboard: table files in model pickers, pages without spectra.
+"""Tables in the dashboard: published per-head tables in model pickers and pages without
+spectra; range filters and row selections of the heads table.
 
 A table file typed in a picker stands for all its models (``FILE::MODEL`` each,
 :mod:`headforms.tables`); such models have no spectra (pages that need them say so in one line
 with :func:`require_spectra`) and a Gaussian baseline only when the table gives N
-(:func:`baseline_heads`).
+(:func:`baseline_heads`). A column's range filter is a slider over its finite values
+(:func:`value_bounds`, :func:`range_mask`); a row selection comes from the browser and is
+checked (:func:`selected_row`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -73,11 +78,74 @@ def baseline_heads(analysis: ModelAnalysis) -> pd.DataFrame | None:
         return None
 
 
+RELATIVE_WIDTH = 1e-9
+"""A constant column's slider spans ``[v, v + max(|v|, 1) * RELATIVE_WIDTH]``: a range st.slider
+accepts at any magnitude (an absolute 1e-9 vanishes in rounding above ~1.7e7)."""
+SLIDER_STEPS = 200
+"""Steps of a range slider over its column's values."""
+
+
+def value_bounds(values: Any) -> tuple[float, float]:
+    """``(low, high)`` of a column's finite values for a range slider, ``low < high`` always
+    (a constant column widened by :data:`RELATIVE_WIDTH`; ``(0, 1)`` when none is finite)."""
+    numbers = np.asarray(values, dtype=float)
+    numbers = numbers[np.isfinite(numbers)]
+    if not numbers.size:
+        return 0.0, 1.0
+    low, high = float(numbers.min()), float(numbers.max())
+    if high <= low:
+        high = low + max(abs(low), 1.0) * RELATIVE_WIDTH
+    return low, high
+
+
+def range_mask(
+    column: pd.Series, chosen: tuple[float, float], bounds: tuple[float, float]
+) -> pd.Series:
+    """Rows of ``column`` within ``chosen``; missing values stay while the range is the whole of
+    ``bounds`` (an untouched filter hides nothing)."""
+    untouched = tuple(chosen) == tuple(bounds)
+    return column.between(*chosen) | (column.isna() & untouched)
+
+
+def range_filter(container: Any, table: pd.DataFrame, column: str, key: str) -> pd.Series:
+    """A range slider over ``table[column]`` drawn in ``container``; the rows it keeps."""
+    bounds = value_bounds(table[column])
+    chosen = container.slider(
+        column,
+        *bounds,
+        bounds,
+        step=(bounds[1] - bounds[0]) / SLIDER_STEPS,
+        format="%.4g",
+        key=key,
+    )
+    return range_mask(table[column], chosen, bounds)
+
+
+def selected_row(rows: Any, n_rows: int) -> int | None:
+    """The first row of a table selection sent by the browser (``{"rows": [...]}``) if it is a
+    row of the ``n_rows`` shown, else None (after one toast line)."""
+    if isinstance(rows, list) and not rows:
+        return None
+    first = rows[0] if isinstance(rows, list) else rows
+    row = guard.whole_number(first, 0, n_rows - 1)
+    if row is None:
+        st.toast(
+            f"Ignored a table selection of row {guard.shown(first)}: the table shows "
+            f"{n_rows} rows.",
+            icon=":material/block:",
+        )
+    return row
+
+
 __all__ = [
     "baseline_heads",
     "expand_models",
     "first_model",
+    "range_filter",
+    "range_mask",
     "require_spectra",
+    "selected_row",
     "sibling_models",
     "table_spec",
+    "value_bounds",
 ]

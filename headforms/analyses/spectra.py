@@ -277,13 +277,22 @@ def _kmeans(features: np.ndarray, k: int) -> KMeans:
         return KMeans(n_clusters=k, n_init=4, random_state=RANDOM_STATE).fit(features)
 
 
+def feasible_k(n_heads: int, k_range: range = DEFAULT_K_RANGE) -> list[int]:
+    """The cluster counts of ``k_range`` worth offering for ``n_heads`` heads: 2 <= k < n_heads
+    (fewer heads than that leave nothing to compare; none for at most 2 heads)."""
+    return [k for k in k_range if 2 <= k < n_heads]
+
+
 def silhouette_scan(eig_s: np.ndarray, k_range: range = DEFAULT_K_RANGE) -> dict[int, float]:
-    """Mean silhouette coefficient of KMeans for each k in ``k_range`` (see
-    :data:`SILHOUETTE_COMPONENTS`); k that leave fewer heads than clusters are left out."""
+    """Mean silhouette coefficient of KMeans for each k of :func:`feasible_k` in ``k_range``
+    (see :data:`SILHOUETTE_COMPONENTS`)."""
     n_heads = np.shape(eig_s)[0]
-    features = spectral_pca(eig_s, SILHOUETTE_COMPONENTS).scores
     scores: dict[int, float] = {}
-    for k in (kk for kk in k_range if 2 <= kk < n_heads):
+    ks = feasible_k(n_heads, k_range)
+    if not ks:
+        return scores
+    features = spectral_pca(eig_s, SILHOUETTE_COMPONENTS).scores
+    for k in ks:
         labels = _kmeans(features, k).labels_
         if len(set(labels)) < 2:
             scores[k] = float("nan")
@@ -300,12 +309,19 @@ def silhouette_scan(eig_s: np.ndarray, k_range: range = DEFAULT_K_RANGE) -> dict
     return scores
 
 
-def best_k(scan: dict[int, float]) -> int:
-    """The k of the largest silhouette in a :func:`silhouette_scan`."""
+def best_k_or_none(scan: dict[int, float]) -> int | None:
+    """The k of the largest finite silhouette in a :func:`silhouette_scan`, or None if none is
+    finite (too few heads, or every k collapsed to one cluster)."""
     finite = {k: v for k, v in scan.items() if np.isfinite(v)}
-    if not finite:
+    return max(finite, key=finite.__getitem__) if finite else None
+
+
+def best_k(scan: dict[int, float]) -> int:
+    """:func:`best_k_or_none`, or a one-line error when the scan has no finite silhouette."""
+    k = best_k_or_none(scan)
+    if k is None:
         raise HeadformsError("too few heads to choose a number of clusters by silhouette")
-    return max(finite, key=finite.__getitem__)
+    return k
 
 
 def cluster_spectra(eig_s: np.ndarray, k: int | None = PAPER_K) -> Clustering:

@@ -31,6 +31,17 @@ MAX_EIGENVALUES = 200_000
 """Upper bound on n * repetitions per size (keeps a page responsive)."""
 
 
+def check_sample_size(sizes: Iterable[int], repetitions: int) -> None:
+    """A one-line :class:`HeadformsError` unless every ``n * repetitions`` is at most
+    :data:`MAX_EIGENVALUES` (check before starting a sampling)."""
+    largest = max((int(n) for n in sizes), default=0)
+    if largest * repetitions > MAX_EIGENVALUES:
+        raise HeadformsError(
+            f"n x repetitions = {largest * repetitions} exceeds {MAX_EIGENVALUES}; lower one of "
+            "them"
+        )
+
+
 def _check(mu: float, nu: float, k: float) -> None:
     if not (mu < 0 < nu):
         raise HeadformsError(f"need mu < 0 < nu (negative and positive lobe), got mu={mu}, nu={nu}")
@@ -46,6 +57,13 @@ def limit_profile(mu: float, nu: float) -> tuple[float, float, float, float]:
     return (0.0, float(b), float(c), float(d))
 
 
+def limit_edge(limit: tuple[float, float, float, float]) -> tuple[str, str]:
+    """``(vertex, zero)`` of the edge the limit profile lies on, where Fig 10 draws its points:
+    ``("c", "d")`` for {d = 0} from vertex c = 1 to vertex b = 1 (|mu| <= nu), else
+    ``("d", "c")`` for {c = 0}."""
+    return ("c", "d") if limit[2] >= limit[3] else ("d", "c")
+
+
 def sample_profiles(
     mu: float,
     nu: float,
@@ -58,10 +76,7 @@ def sample_profiles(
     _check(mu, nu, k)
     if n < 1 or repetitions < 1:
         raise HeadformsError(f"need n >= 1 and repetitions >= 1, got n={n}, {repetitions}")
-    if n * repetitions > MAX_EIGENVALUES:
-        raise HeadformsError(
-            f"n x repetitions = {n * repetitions} exceeds {MAX_EIGENVALUES}; lower one of them"
-        )
+    check_sample_size([n], repetitions)
     rng = np.random.default_rng([seed, n])
     lobe_pos = -np.sort(-rng.gamma(k, nu, size=(repetitions, n)), axis=-1)
     lobe_neg = -np.sort(-rng.gamma(k, abs(mu), size=(repetitions, n)), axis=-1)

@@ -170,7 +170,7 @@ def heatmap_pair_figure(
 
 def parity_by_layer_figure(frame: pd.DataFrame, title: str = "Parity by layer") -> go.Figure:
     """Figure 12: stacked bars of the percent of each layer's heads of type I+, II, I-
-    (``frame`` from :func:`headforms.analysis.parity_by_layer`)."""
+    (``frame`` from :func:`headforms.analyses.parity.parity_by_layer`)."""
     fig = go.Figure()
     for parity in PARITY_LABELS:
         values = frame[parity] if parity in frame.columns else pd.Series(0.0, index=frame.index)

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from ..analyses.parity import paper_table2, parity_table
 from ..analyses.spectra import MomentLevels, SpectralProjection
+from ..analyses.theorem5 import limit_edge
 from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD
 from .head import lobe_bars
 from .style import (
@@ -728,8 +729,11 @@ def fit_error_vs_size_figure(
 def theorem5_figure(
     samples: pd.DataFrame, limit: tuple[float, float, float, float], parameters: str = ""
 ) -> go.Figure:
-    """Fig 10: sampled profiles by their coordinate b on the edge {d = 0} (horizontal, from the
-    vertex c = 1 at b = 0 to the vertex b = 1), one row per n, the Theorem 5 limit marked ×."""
+    """Fig 10: sampled profiles by their coordinate b on the limit's edge (horizontal): {d = 0}
+    from the vertex c = 1 at b = 0 to the vertex b = 1, or {c = 0} from the vertex d = 1 when
+    |mu| > nu (:func:`headforms.analyses.theorem5.limit_edge`); one row per n, the Theorem 5
+    limit marked ×."""
+    vertex, other = limit_edge(limit)
     sizes = sorted(samples["n"].unique())
     fig = go.Figure()
     rng = np.random.default_rng(0)
@@ -743,9 +747,9 @@ def theorem5_figure(
                 mode="markers",
                 marker={"color": _model_color(i), "size": 6, "opacity": 0.7},
                 name=f"n = {n}",
-                customdata=part[["c", "d"]].to_numpy(),
-                hovertemplate="b %{x:.4f}<br>c %{customdata[0]:.4f}, d %{customdata[1]:.2e}"
-                f"<extra>n = {n}</extra>",
+                customdata=part[[vertex, other]].to_numpy(),
+                hovertemplate=f"b %{{x:.4f}}<br>{vertex} %{{customdata[0]:.4f}}, "
+                f"{other} %{{customdata[1]:.2e}}<extra>n = {n}</extra>",
             )
         )
         fig.add_trace(
@@ -761,7 +765,7 @@ def theorem5_figure(
             )
         )
     fig.add_shape(type="line", x0=0, x1=1, y0=-0.5, y1=-0.5, line={"color": "#444444"})
-    for x, text in ((0.0, "vertex c = 1"), (1.0, "vertex b = 1")):
+    for x, text in ((0.0, f"vertex {vertex} = 1"), (1.0, "vertex b = 1")):
         fig.add_annotation(x=x, y=-0.5, text=text, showarrow=False, yshift=10)
     fig.update_layout(
         template=TEMPLATE,
@@ -771,7 +775,8 @@ def theorem5_figure(
         },
         xaxis={
             "title": {
-                "text": "b along the edge {d = 0}: vertex c = 1 (left) to vertex b = 1 (right)"
+                "text": f"b along the edge {{{other} = 0}}: vertex {vertex} = 1 (left) to vertex "
+                "b = 1 (right)"
             },
             "range": [-0.02, 1.02],
         },
