@@ -34,6 +34,8 @@ from .style import (
     UIREVISION,
     Selected,
     head_customdata,
+    selected_marker,
+    selected_row,
 )
 
 FAMILY_COLORS: dict[str, str] = {
@@ -306,28 +308,13 @@ def _group_traces(
 def _selected_marker(
     frame: pd.DataFrame, model_name: str, selected: Selected, axes: Sequence[str], three_d: bool
 ) -> list[go.BaseTraceType]:
-    if selected is None or selected[0] != model_name:
+    found = selected_row({model_name: frame}, selected, axes)
+    if found is None:
         return []
-    row = frame[(frame["layer"] == int(selected[1])) & (frame["head"] == int(selected[2]))]
-    if row.empty:
-        return []
-    trace = go.Scatter3d if three_d else go.Scatter
-    coords = dict(zip(("x", "y", "z"), (row[a].to_numpy() for a in axes), strict=False))
-    marker = {"color": SELECTED_COLOR, "size": 12 if three_d else 16, "symbol": "circle-open"}
-    if not three_d:
-        marker["line"] = {"width": 3, "color": SELECTED_COLOR}
-    return [
-        trace(
-            **coords,
-            mode="markers+text",
-            marker=marker,
-            text=[f"L{int(selected[1])}H{int(selected[2])}"],
-            textposition="top center",
-            name="selected",
-            customdata=head_customdata(row, model_name),
-            hoverinfo="skip",
-        )
-    ]
+    row, model = found
+    names = ("x", "y", "z") if three_d else ("x", "y")
+    coordinates = {n: row[a].to_numpy() for n, a in zip(names, axes, strict=True)}
+    return [selected_marker(row, model, coordinates)]
 
 
 PROJECTION_NAMES = {

@@ -31,6 +31,8 @@ from .style import (
     head_choice_labels,
     head_customdata,
     head_name,
+    selected_marker,
+    selected_row,
 )
 
 _SQ3 = np.sqrt(3.0)
@@ -325,61 +327,28 @@ def baseline_traces(
     return traces
 
 
-def _selected_point(
-    models: Mapping[str, pd.DataFrame], selected: Selected, columns: Sequence[str]
-) -> tuple[pd.DataFrame, str] | None:
-    """The row of the selected head, if it exists and has a valid profile."""
-    if selected is None:
-        return None
-    model, layer, head = selected
-    heads = models.get(model)
-    if heads is None:
-        return None
-    row = heads[(heads["layer"] == int(layer)) & (heads["head"] == int(head))]
-    if row.empty or not np.isfinite(row[list(columns)].to_numpy()).all():
-        return None
-    return row, model
-
-
 def _selected_ring(
     models: Mapping[str, pd.DataFrame],
     selected: Selected,
     columns: Sequence[str],
     vertices: np.ndarray,
 ) -> list[go.BaseTraceType]:
-    """A labelled ring around the selected head on the triangle (with the same customdata). In
-    3D the head is drawn larger and labelled by a scene annotation instead."""
-    found = _selected_point(models, selected, columns)
+    """A labelled ring around the selected head on the triangle. In 3D the head is drawn larger
+    and labelled by a scene annotation instead."""
+    found = selected_row(models, selected, columns)
     if found is None:
         return []
     row, model = found
     xy = barycentric_points(row[list(columns)].to_numpy(), vertices)
-    return [
-        go.Scatter(
-            x=xy[:, 0],
-            y=xy[:, 1],
-            mode="markers+text",
-            text=[head_name(row["layer"].iloc[0], row["head"].iloc[0])],
-            textposition="top center",
-            marker={
-                "color": SELECTED_COLOR,
-                "size": 18,
-                "symbol": "circle-open",
-                "line": {"width": 3, "color": SELECTED_COLOR},
-            },
-            name="selected",
-            customdata=head_customdata(row, model),
-            hovertemplate=_hover_text(row, model, columns)[0] + "<extra>selected</extra>",
-            meta={"role": "selected"},
-        )
-    ]
+    hover = _hover_text(row, model, columns)[0] + "<extra>selected</extra>"
+    return [selected_marker(row, model, {"x": xy[:, 0], "y": xy[:, 1]}, hover)]
 
 
 def _selected_annotation(
     models: Mapping[str, pd.DataFrame], selected: Selected, columns: Sequence[str]
 ) -> list[dict]:
     """The selected head's name as a 3D scene annotation with an arrow (cheaper than 3D text)."""
-    found = _selected_point(models, selected, columns)
+    found = selected_row(models, selected, columns)
     if found is None:
         return []
     row, _ = found

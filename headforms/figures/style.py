@@ -6,8 +6,11 @@ the selected head is ``Selected = (model_name, layer, head)``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
 from ..errors import HeadformsError
 
@@ -138,3 +141,48 @@ def head_customdata(heads: pd.DataFrame, model: str) -> np.ndarray:
     data[:, 1] = heads["layer"].to_numpy().astype(int).tolist()
     data[:, 2] = heads["head"].to_numpy().astype(int).tolist()
     return data
+
+
+def selected_row(
+    models: Mapping[str, pd.DataFrame], selected: Selected, columns: Sequence[str]
+) -> tuple[pd.DataFrame, str] | None:
+    """The one-row frame of the selected head and its model name, if that model is drawn and
+    the head has finite values in ``columns`` (what the figure places it by)."""
+    if selected is None:
+        return None
+    model, layer, head = selected
+    heads = models.get(model)
+    if heads is None:
+        return None
+    row = heads[(heads["layer"] == int(layer)) & (heads["head"] == int(head))]
+    if row.empty or not np.isfinite(row[list(columns)].to_numpy(dtype=float)).all():
+        return None
+    return row, model
+
+
+def selected_marker(
+    row: pd.DataFrame,
+    model: str,
+    coordinates: Mapping[str, np.ndarray],
+    hovertemplate: str | None = None,
+) -> go.Scatter | go.Scatter3d:
+    """The selected head's ring with its name, at ``coordinates`` (``x, y`` or ``x, y, z``),
+    clickable like any head (same customdata) and marked ``meta.role = "selected"`` so that the
+    dashboard's chooser of overlapping markers skips it."""
+    three_d = "z" in coordinates
+    marker: dict = {"color": SELECTED_COLOR, "size": 12 if three_d else 18, "symbol": "circle-open"}
+    if not three_d:
+        marker["line"] = {"width": 3, "color": SELECTED_COLOR}
+    trace = go.Scatter3d if three_d else go.Scatter
+    return trace(
+        **coordinates,
+        mode="markers+text",
+        marker=marker,
+        text=[head_name(row["layer"].iloc[0], row["head"].iloc[0])],
+        textposition="top center",
+        name="selected",
+        customdata=head_customdata(row, model),
+        hovertemplate=hovertemplate,
+        hoverinfo=None if hovertemplate else "skip",
+        meta={"role": "selected"},
+    )

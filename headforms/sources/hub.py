@@ -155,9 +155,7 @@ def _cached_listing(repo_id: str, revision: str | None) -> tuple[dict[str, int |
     return sizes, folder.name
 
 
-def _fetcher(
-    repo_id: str, commit: str, endpoint: str, offline: bool
-) -> Callable[..., Path]:
+def _fetcher(repo_id: str, commit: str, endpoint: str, offline: bool) -> Callable[..., Path]:
     """``fetch(name, listing, limit) -> local path`` of a file at ``commit``: a small file
     (config, index: declared size checked, transfer held to ``limit`` bytes), or, offline, a
     file of the local cache."""
