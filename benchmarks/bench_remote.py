@@ -114,8 +114,8 @@ def main() -> int:
     server = None
     try:
         from headforms.engine import compute_analysis
-        from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader
         from headforms.models.source import open_model
+        from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader
 
         model = work / "mini-mistral"
         write_checkpoint(model)
