@@ -28,5 +28,7 @@ test: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
+# Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).
 bench: install-dev
-	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+	@failed=""; for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || failed="$$failed $$b"; done; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi

@@ -3,9 +3,8 @@
 ``headforms.readers.GGUFReader`` parses the header, skips the metadata arrays (tokenizer) and
 memory-maps only the tensors it reads; ``gguf.GGUFReader`` parses everything on open. Both
 dequantize Q/K with ``gguf.quants.dequantize``. Each route runs in-process, timed separately for
-"open" (a full header parse; beside it, a re-open served by the in-process header memo) and
-"read all Q/K (dequantized to float64)", median of ``--repeat`` (gguf's reader once by default:
-it takes many seconds).
+"open" (a full header parse) and "read all Q/K (dequantized to float64)", median of ``--repeat``
+(gguf's reader once by default: it takes many seconds).
 
 Run: ``.venv/bin/python benchmarks/bench_gguf_open.py``.
 """
@@ -27,13 +26,10 @@ from _common import limit_threads, machine_line, print_table
 QK = re.compile(r"^blk\.\d+\.attn_[qk]\.weight$")
 
 
-def ours(path: str, memo: bool = False) -> tuple[float, float, int]:
-    """Open (a full header parse, or with ``memo`` the in-process memo of it) and read Q/K."""
-    from headforms import readers
+def ours(path: str) -> tuple[float, float, int]:
+    """Open (a full header parse) and read Q/K."""
     from headforms.readers import GGUFReader
 
-    if not memo:
-        readers._GGUF_MEMO.clear()
     start = time.perf_counter()
     reader = GGUFReader(path)
     opened = time.perf_counter()
@@ -59,8 +55,8 @@ def theirs(path: str) -> tuple[float, float, int]:
     return opened - start, time.perf_counter() - opened, total
 
 
-def timed(fn, path: str, repeat: int, **kwargs) -> tuple[float, float, int]:
-    runs = [fn(path, **kwargs) for _ in range(repeat)]
+def timed(fn, path: str, repeat: int) -> tuple[float, float, int]:
+    runs = [fn(path) for _ in range(repeat)]
     return (
         statistics.median(r[0] for r in runs),
         statistics.median(r[1] for r in runs),
@@ -87,7 +83,6 @@ def main() -> int:
                 path = str(BUNDLED_MODELS[name].locate())
                 ours(path)  # warm the page cache for both routes
                 o_open, o_read, o_count = timed(ours, path, args.repeat)
-                m_open, _, _ = timed(ours, path, args.repeat, memo=True)
                 t_open, t_read, t_count = timed(theirs, path, args.gguf_repeat)
                 assert o_count == t_count, (o_count, t_count)
                 rows.append(
@@ -96,7 +91,6 @@ def main() -> int:
                         "file MB": os.path.getsize(path) / 1e6,
                         "Q/K values": o_count,
                         "headforms open s": o_open,
-                        "open, memo hit s": m_open,
                         "headforms read s": o_read,
                         "headforms total s": o_open + o_read,
                         "gguf open s": t_open,

@@ -182,12 +182,20 @@ def get(port: int, path: str) -> tuple[int, float]:
         return resp.status, time.monotonic() - start
 
 
-def visitor(port: int) -> dict[str, Any]:
+def plotly_js_path(tree: Path) -> str:
+    """URL path of the plotly.js bundle a simplex figure loads first (the gl3d bundle if the
+    install fetched one, else the full one), written into ``tree``'s ``static/`` if missing."""
+    from ui.static import ensure_plotly_js
+
+    assets = ensure_plotly_js(tree / "static")
+    return "/" + (assets.gl3d or assets.full)
+
+
+def visitor(port: int, plotly_path: str) -> dict[str, Any]:
     """One legitimate visitor; the outcome with its latencies (seconds) and problems."""
     from streamlit_client import Session, click_states
 
     from headforms import DEFAULT_MODEL
-    from ui.static import PLOTLY_JS_URL_PATH
 
     out: dict[str, Any] = {"problems": []}
     try:
@@ -197,7 +205,7 @@ def visitor(port: int) -> dict[str, Any]:
         with Session(port, timeout=180) as session:
             run = session.run()
             out["page"] = run.seconds
-            status, out["plotly"] = get(port, "/" + PLOTLY_JS_URL_PATH)
+            status, out["plotly"] = get(port, plotly_path)
             if status != 200:
                 out["problems"].append(f"plotly.js {status}")
             problems = [run] if run.status != "FINISHED_SUCCESSFULLY" or run.messages else []
@@ -285,9 +293,9 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, math.ceil(q * len(values)) - 1)]
 
 
-def phase(port: int, pid: int, visitors: int) -> dict[str, Any]:
+def phase(port: int, pid: int, visitors: int, plotly_path: str) -> dict[str, Any]:
     with ThreadPoolExecutor(visitors) as pool:
-        outcomes = list(pool.map(lambda _: visitor(port), range(visitors)))
+        outcomes = list(pool.map(lambda _: visitor(port, plotly_path), range(visitors)))
     failures = [o for o in outcomes if o["problems"]]
     return {
         "outcomes": outcomes,
@@ -326,6 +334,7 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         cwd=tree,
         check=True,
     )
+    plotly_path = plotly_js_path(tree)
     port = free_port()
     env.update(HOST="127.0.0.1", PORT=str(port), VENV=str(ROOT / ".venv"))
     log = (tmp / "server.log").open("wb")
@@ -347,11 +356,11 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
-        visitor(port)  # the first session of the process: imports, plotly.js generation
+        visitor(port, plotly_path)  # the first session of the process: imports
         start_rss = server_rss(server.pid)
         monitor = Monitor(server.pid)
         monitor.start()
-        quiet = phase(port, server.pid, args.visitors)
+        quiet = phase(port, server.pid, args.visitors, plotly_path)
 
         stop = threading.Event()
         results: list[list[dict]] = [[] for _ in range(args.attackers)]
@@ -363,7 +372,7 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         for thread in threads:
             thread.start()
         time.sleep(args.warmup)
-        rounds = [phase(port, server.pid, args.visitors) for _ in range(args.rounds)]
+        rounds = [phase(port, server.pid, args.visitors, plotly_path) for _ in range(args.rounds)]
         attacked = {
             "outcomes": [o for r in rounds for o in r["outcomes"]],
             "failures": [f for r in rounds for f in r["failures"]],

@@ -4,10 +4,10 @@ Writes a scaled-down Mistral-like checkpoint under /tmp (bf16, 10 layers, N 1280
 n 128, MLP 8192, vocab 32768: the same proportions of attention to everything else as
 Mistral-Small-24B; every shard holds attention weights, so "download only the shards with Q/K"
 downloads everything), serves it from a loopback HTTP server with Range support, and runs the
-whole analysis through :class:`headforms.remote.RemoteSafetensorsReader`: cold (empty range
-cache), then warm (cached ranges), beside the same analysis from the local files. Also prints
-the figure for the real Mistral-Small-24B from its shapes. Everything is deleted at exit; only
-127.0.0.1 is contacted.
+whole analysis through :class:`headforms.readers.remote.RemoteSafetensorsReader`: cold (empty
+range cache), then warm (cached ranges), beside the same analysis from the local files. Also
+prints the figure for the real Mistral-Small-24B from its shapes. Everything is deleted at exit;
+only 127.0.0.1 is contacted.
 
 Run: ``.venv/bin/python benchmarks/bench_remote.py``.
 """
@@ -114,8 +114,8 @@ def main() -> int:
     server = None
     try:
         from headforms.engine import compute_analysis
+        from headforms.models.source import open_model
         from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader
-        from headforms.sources import open_path
 
         model = work / "mini-mistral"
         write_checkpoint(model)
@@ -128,7 +128,7 @@ def main() -> int:
         rows = []
         with limit_threads(args.threads):
             print(machine_line(args.threads))
-            source = open_path(model, spec=str(model))
+            source = open_model(str(model))
             start = time.perf_counter()
             local = compute_analysis(source)
             rows.append(

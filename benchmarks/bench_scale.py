@@ -92,7 +92,7 @@ prof.disable()
 t2 = time.perf_counter()
 stats = pstats.Stats(prof).stats
 wanted = {
-    "read + bf16->float64 (SafetensorsReader.read)": ("readers.py", "read"),
+    "read + bf16->float64 (SafetensorsReader.read)": ("readers/safetensors.py", "read"),
     "finite check + split (extract)": ("extract.py", "read_layer"),
     "Gram matrices": ("forms.py", "gram_matrices"),
     "Cholesky": ("_linalg.py", "cholesky"),

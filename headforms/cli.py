@@ -378,8 +378,18 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="list the bundled (offline) models")
     m.set_defaults(func=cmd_models)
     s = sub.add_parser("serve", help="run the dashboard (Streamlit)")
-    s.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-    s.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8501")))
+    s.add_argument(
+        "--host",
+        default=os.environ.get("HOST", "127.0.0.1"),
+        help="address to listen on (default: $HOST, else 127.0.0.1; here %(default)s); "
+        "0.0.0.0 serves the network",
+    )
+    s.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("PORT", "8501")),
+        help="port to listen on (default: $PORT, else 8501; here %(default)s)",
+    )
     s.set_defaults(func=cmd_serve)
     add_survey_parser(sub)
     return parser

@@ -37,7 +37,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 @pytest.fixture(scope="session")
 def fake_hub_server():
-    """One loopback fake Hugging Face hub for the session (tests/fake_hub.py); not yet in use."""
+    """One loopback fake Hugging Face hub for the session (tests/fake_hub.py), behind fake_hub."""
     from fake_hub import FakeHub
 
     hub = FakeHub().start()

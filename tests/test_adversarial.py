@@ -570,10 +570,20 @@ def test_the_server_wide_limit_refuses_at_once(
 
 def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every limit has a default and an environment variable; nonsense values are refused."""
-    for name in (contained.MEMORY_ENV, contained.SECONDS_ENV, contained.CONCURRENT_ENV):
+    documented = {  # the README's defaults, set explicitly: the same limits as leaving them unset
+        contained.MEMORY_ENV: str(2 * 2**30),
+        contained.SECONDS_ENV: "300",
+        contained.CONCURRENT_ENV: "2",
+        contained.SESSION_ANALYSES_ENV: "12",
+        contained.SESSION_SAMPLES_ENV: "20",
+        contained.NICE_ENV: "10",
+    }
+    for name in documented:
         monkeypatch.delenv(name, raising=False)
-    defaults = contained.Limits.from_env()
-    assert (defaults.memory, defaults.seconds, defaults.concurrent) == (2 * 2**30, 300.0, 2)
+    unset = contained.Limits.from_env()
+    for name, value in documented.items():
+        monkeypatch.setenv(name, value)
+    assert contained.Limits.from_env() == unset
     monkeypatch.setenv(contained.MEMORY_ENV, str(2**28))
     monkeypatch.setenv(contained.SECONDS_ENV, "7.5")
     monkeypatch.setenv(contained.CONCURRENT_ENV, "3")
@@ -585,8 +595,6 @@ def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
         with pytest.raises(LimitError, match="is not a positive number"):
             contained.Limits.from_env()
     monkeypatch.delenv(contained.SECONDS_ENV)
-    monkeypatch.delenv(contained.NICE_ENV, raising=False)
-    assert contained.Limits.from_env().nice == 10
     monkeypatch.setenv(contained.NICE_ENV, "0")
     assert contained.Limits.from_env().nice == 0
     for bad in ("20", "-1", "low"):

@@ -171,11 +171,12 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BadInput]:
 
 def _library_error(case: BadInput, monkeypatch: pytest.MonkeyPatch) -> HeadformsError:
     """The error the library raises for ``case``."""
+    # The same variables as the subprocess gets (the library reads them from os.environ when it
+    # locates a model); HF_HUB_CACHE would take precedence over HF_HOME.
     if case.env:
-        from huggingface_hub import constants
-
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(Path(case.env["HF_HOME"]) / "hub"))
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+        monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
     with pytest.raises(case.error) as info:
         if "--out" in case.cli_args:
             result = analyze(case.spec, **case.options)
@@ -343,3 +344,35 @@ def test_spectra_all_and_baseline_warm_what_the_dashboard_loads(
     assert set(result.spectra) == set(ALL_SPECTRA)
     assert len(result.baseline.columns["energy"]) == 72
     assert calls == []  # neither the analysis nor its baseline was computed again
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "address"),
+    [
+        ({}, [], ("127.0.0.1", "8501")),
+        ({"HOST": "0.0.0.0", "PORT": "9123"}, [], ("0.0.0.0", "9123")),
+        ({"HOST": "0.0.0.0", "PORT": "9123"}, ["--host", "::1", "--port", "8600"], ("::1", "8600")),
+    ],
+)
+def test_serve_listens_where_host_and_port_say(
+    env: dict[str, str],
+    flags: list[str],
+    address: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``headforms serve`` takes its address from $HOST/$PORT (default 127.0.0.1:8501); the
+    flags override them. Checked on the Streamlit command it would replace itself with."""
+    for name in ("HOST", "PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    commands: list[list[str]] = []
+    monkeypatch.setattr(os, "execv", lambda executable, command: commands.append(command))
+    monkeypatch.setattr(os, "chdir", lambda path: None)
+    code, _, err = run_main("serve", *flags, capsys=capsys)
+    assert code == 0 and len(commands) == 1
+    host, port = address
+    assert f"--server.address={host}" in commands[0]
+    assert f"--server.port={port}" in commands[0]
+    assert f"http://{host}:{port}" in err

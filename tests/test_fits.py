@@ -139,7 +139,6 @@ def test_tables_and_figures(ragged_samples):
         for lobe in ("+", "-"):
             expected = np.nanmean(rows.loc[rows["lobe"] == lobe, "error"])
             assert errors.loc[family, lobe] == pytest.approx(expected)
-    assert errors.index[0] == min(fits.FAMILIES, key=lambda f: errors.loc[f, "both"])
     assert errors.index[-1] == "exponential"
     curves = fits.head_fit_curves(result, 2)
     hist = fits.head_histograms(result, 2)

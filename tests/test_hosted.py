@@ -15,7 +15,6 @@ from headforms.engine import analyze
 from headforms.errors import HeadformsError, ModelSpecError, NotAllowedError
 from headforms.models import source as opening
 from headforms.sources import hosted
-from headforms.sources import hub as sources_hub
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +60,13 @@ def no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model file was opened before the policy refused it")
 
+    # The names as the callers see them: headforms.models.source and headforms.sources import
+    # these by name, so patching them where they are defined would guard nothing.
     for name in ("SafetensorsReader", "TorchBinReader", "GGUFReader", "transformers_config"):
         monkeypatch.setattr(opening, name, forbidden)
-    monkeypatch.setattr(sources_hub, "fetch_hub_files", forbidden)
+    remote = types.SimpleNamespace(for_hub=forbidden)  # range requests (HEADFORMS_HUB_RANGES)
+    monkeypatch.setattr(opening, "RemoteSafetensorsReader", remote)
+    monkeypatch.setattr(sources, "fetch_hub_files", forbidden)  # what sources.fetch calls
 
 
 TRAVERSAL = [

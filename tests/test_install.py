@@ -164,22 +164,38 @@ def has_torch(venv: Path) -> bool:
 
 
 def test_install_takes_torch_from_the_named_index_only(tmp_path: Path) -> None:
-    """An unreachable torch index fails the install: pip's configured indexes and find-links
-    (which may hold torch) are not used instead, and nothing is installed."""
-    result = run_install(tmp_path, TORCH_INDEX_URL="http://127.0.0.1:9/simple")
+    """An unreachable torch index fails the install: pip's configured find-links (PIP_FIND_LINKS),
+    here a folder holding a CPU torch wheel of the pinned version, are not used instead, and no
+    torch is installed."""
+    wheels = tmp_path / "find-links"
+    fake_torch_wheel(wheels, pinned_torch(), "None")
+    result = run_install(
+        tmp_path, TORCH_INDEX_URL="http://127.0.0.1:9/simple", PIP_FIND_LINKS=str(wheels)
+    )
     assert result.returncode != 0
     assert "installing torch==" in result.stderr and "127.0.0.1:9" in result.stderr
     assert not has_torch(tmp_path / "venv")
 
 
+def pinned_torch() -> str:
+    """The torch version requirements.txt pins."""
+    return next(
+        line.split("==")[1].strip()
+        for line in (REPO / "requirements.txt").read_text().splitlines()
+        if line.startswith("torch==")
+    )
+
+
 def fake_torch_wheel(folder: Path, version: str, cuda: str) -> Path:
-    """A minimal wheel of a package named torch whose torch/version.py says ``cuda``."""
+    """A minimal wheel of a package named torch whose torch/version.py says ``cuda`` (a string,
+    or "None" for a CPU build)."""
     folder.mkdir(parents=True)
     wheel = folder / f"torch-{version}-py3-none-any.whl"
     info = f"torch-{version}.dist-info"
     files = {
         "torch/__init__.py": "",
-        "torch/version.py": f"__version__ = {version!r}\ncuda = {cuda!r}\n",
+        "torch/version.py": f"__version__ = {version!r}\n"
+        + ("cuda = None\n" if cuda == "None" else f"cuda = {cuda!r}\n"),
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",
@@ -195,11 +211,7 @@ def fake_torch_wheel(folder: Path, version: str, cuda: str) -> Path:
 
 def test_install_refuses_a_cuda_torch(tmp_path: Path) -> None:
     """A torch wheel handed in that is a CUDA build stops the install right after torch."""
-    pinned = next(
-        line.split("==")[1].strip()
-        for line in (REPO / "requirements.txt").read_text().splitlines()
-        if line.startswith("torch==")
-    )
+    pinned = pinned_torch()
     wheels = tmp_path / "wheels"
     fake_torch_wheel(wheels, f"{pinned}+cu128", "12.8")
     result = run_install(tmp_path, TORCH_WHEELS=str(wheels))

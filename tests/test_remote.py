@@ -201,9 +201,15 @@ def server(checkpoint: Path):
 
 @pytest.fixture(autouse=True)
 def _online(monkeypatch: pytest.MonkeyPatch) -> None:
-    """conftest sets HF_HUB_OFFLINE; these tests only talk to the loopback server."""
+    """conftest sets HF_HUB_OFFLINE; these tests only talk to the loopback server.
+
+    Both places matter: headforms reads the variable from os.environ when it locates a model,
+    huggingface_hub's HTTP session (which the range fetcher uses) reads its constant, fixed
+    when huggingface_hub was first imported (before or after the variable was set).
+    """
     from huggingface_hub import constants
 
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
 
 

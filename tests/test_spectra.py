@@ -215,9 +215,24 @@ def test_silhouette_option_and_other_k(planted):
         sp.best_k({2: float("nan")})
 
 
-@pytest.mark.parametrize("n_heads", [1, 72, 144, 270, 720, 9512])
-def test_extreme_count_is_ten_per_144_heads_at_least_ten(n_heads):
-    assert sp.extreme_count(n_heads) == max(10, int(np.floor(10 * n_heads / 144 + 0.5)))
+@pytest.mark.parametrize(("per_cluster", "averaged"), [(50, 10), (144, 20), (180, 25)])
+def test_cluster_histogram_averages_ten_heads_per_144_at_least_ten(per_cluster, averaged):
+    """Fig 4's histogram of a cluster is the mean unit spectrum of exactly its ``averaged`` most
+    extreme heads: 10 per 144 heads of the model, at least 10. Cluster 0 drifts from shape I+
+    by a known amount t, so its most extreme heads are those of the largest t."""
+    rng = np.random.default_rng(3)
+    drift = np.concatenate([DECAY, np.zeros(HALF)])
+    t = np.linspace(0.2, 3.0, per_cluster)
+    eig = np.vstack(
+        [SHAPES[0] + ti * drift for ti in t]
+        + [SHAPES[2] + rng.normal(0, 0.02, 2 * HALF) for _ in range(per_cluster)]
+    )
+    clusters = sp.cluster_spectra(eig, 2)
+    assert clusters.labels.tolist() == [0] * per_cluster + [1] * per_cluster
+    summary, means = sp.cluster_summary(_heads(len(eig)), eig, clusters)
+    furthest = np.argsort(-t)[:averaged]  # rows of cluster 0 (the first block)
+    np.testing.assert_allclose(means[0], _dense_unit(eig[furthest]).mean(axis=0), atol=1e-14)
+    assert summary.loc[0, "n_extreme"] == averaged
 
 
 def test_extreme_heads_go_furthest_along_their_cluster():
