@@ -337,6 +337,19 @@ def add_survey_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_survey)
 
 
+def _port(text: str) -> int:
+    """A TCP port from ``--port`` or ``$PORT``: a whole number from 1 to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port (from --port or $PORT): a whole number from 1 to 65535"
+        )
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(
@@ -386,8 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--port",
-        type=int,
-        default=int(os.environ.get("PORT", "8501")),
+        type=_port,
+        default=os.environ.get("PORT", "8501"),  # a string: argparse checks it with _port
         help="port to listen on (default: $PORT, else 8501; here %(default)s)",
     )
     s.set_defaults(func=cmd_serve)

@@ -27,8 +27,10 @@ if info["cuda"] is not None:
 PY
 }
 
-# Only the named source: pip --isolated ignores pip.conf and PIP_* (extra indexes, find-links),
-# so an unreachable CPU index fails the install instead of falling back to PyPI's CUDA build.
+# Only the named source: pip --isolated ignores PIP_* variables and the user's pip.conf (extra
+# indexes, find-links), and PIP_CONFIG_FILE=/dev/null the one that variable names (which
+# --isolated still reads), so an unreachable CPU index fails the install instead of falling
+# back to another source (PyPI's CUDA build).
 install_cpu_torch() {
   local pin source
   pin=$(grep -E '^torch==' requirements.txt)
@@ -44,7 +46,8 @@ install_cpu_torch() {
     source+=(--cert "$PIP_CERT")
   fi
   echo "installing $pin alone from ${source[*]}" >&2
-  "$VENV/bin/python" -m pip --isolated install --quiet --no-deps "${source[@]}" "$pin"
+  PIP_CONFIG_FILE=/dev/null "$VENV/bin/python" -m pip --isolated install --quiet --no-deps \
+    "${source[@]}" "$pin"
   check_cpu_torch
 }
 

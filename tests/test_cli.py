@@ -376,3 +376,19 @@ def test_serve_listens_where_host_and_port_say(
     assert f"--server.address={host}" in commands[0]
     assert f"--server.port={port}" in commands[0]
     assert f"http://{host}:{port}" in err
+
+
+@pytest.mark.parametrize("port", ["http", "0", "70000", "-1"])
+def test_a_bad_port_is_one_line_for_serve_only(
+    port: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad $PORT is reported by ``serve`` in one line; the other commands do not read it."""
+    monkeypatch.setenv("PORT", port)
+    monkeypatch.setattr(os, "execv", lambda executable, command: pytest.fail("served"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert f"{port!r} is not a port (from --port or $PORT)" in err and "Traceback" not in err
+    code, out, _ = run_main("models", capsys=capsys)
+    assert code == 0 and "smollm2-135m" in out

@@ -163,15 +163,20 @@ def has_torch(venv: Path) -> bool:
     return subprocess.run([venv / "bin" / "python", "-c", probe], timeout=60).returncode == 0
 
 
-def test_install_takes_torch_from_the_named_index_only(tmp_path: Path) -> None:
-    """An unreachable torch index fails the install: pip's configured find-links (PIP_FIND_LINKS),
-    here a folder holding a CPU torch wheel of the pinned version, are not used instead, and no
-    torch is installed."""
+@pytest.mark.parametrize("configured_by", ["PIP_FIND_LINKS", "PIP_CONFIG_FILE"])
+def test_install_takes_torch_from_the_named_index_only(tmp_path: Path, configured_by: str) -> None:
+    """An unreachable torch index fails the install: pip's configured find-links (by
+    PIP_FIND_LINKS, or in the pip.conf PIP_CONFIG_FILE names), here a folder holding a CPU torch
+    wheel of the pinned version, are not used instead, and no torch is installed."""
     wheels = tmp_path / "find-links"
     fake_torch_wheel(wheels, pinned_torch(), "None")
-    result = run_install(
-        tmp_path, TORCH_INDEX_URL="http://127.0.0.1:9/simple", PIP_FIND_LINKS=str(wheels)
-    )
+    if configured_by == "PIP_FIND_LINKS":
+        configured = {"PIP_FIND_LINKS": str(wheels)}
+    else:
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nfind-links = {wheels}\n")
+        configured = {"PIP_CONFIG_FILE": str(conf)}
+    result = run_install(tmp_path, TORCH_INDEX_URL="http://127.0.0.1:9/simple", **configured)
     assert result.returncode != 0
     assert "installing torch==" in result.stderr and "127.0.0.1:9" in result.stderr
     assert not has_torch(tmp_path / "venv")
