@@ -891,7 +891,8 @@ def parity_comparison_figure(table: pd.DataFrame, tolerance: float | None = None
         yaxis={"title": {"text": "model"}, "autorange": "reversed"},
         barmode="stack",
         height=240 + 28 * len(labels),
-        legend={"orientation": "h", "y": -0.15, "yanchor": "top"},
+        # plotly lists stacked traces last-first; left to right reads as the bars stack
+        legend={"orientation": "h", "y": -0.15, "yanchor": "top", "traceorder": "normal"},
     )
     return fig
 
