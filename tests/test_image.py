@@ -310,7 +310,7 @@ def test_page_and_plotly_js_are_served(app: str) -> None:
     [
         ("/etc", "/etc is outside the model directories this server allows: /models"),
         ("gpt2", "hub model 'gpt2' is not allowed on this server"),
-        ("/models/big", "more than this server's limit of 1.0 GiB"),
+        ("/models/big", "more than this server's limit of 1 GiB"),
         ("smollm2-135m;id", "the shell metacharacter ';'"),
     ],
 )
