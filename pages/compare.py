@@ -121,21 +121,17 @@ column = st.radio(
 shared = heatmaps.heatmap_range(
     [frame[column] for frame in (*models.values(), *baselines.values())]
 )
-for name in models:
-    payload = cached(
-        "compare_heatmap",
-        (*key, name, column, shared, ctx.selected),
-        lambda name=name: PlotPayload.of(
-            heatmaps.heatmap_pair_figure(
-                models[name], baselines.get(name), column, name, ctx.selected, shared
-            )
-        ),
-    )
-    clickable_plot(payload, key=f"compare_heatmap_{name}", on_click=select_from_customdata)
+payload = cached(
+    "compare_heatmaps",
+    (*key, column, shared, ctx.selected),
+    lambda: PlotPayload.of(heatmaps.heatmap_models_figure(models, column, ctx.selected, shared)),
+)
+clickable_plot(payload, key="compare_heatmaps", on_click=select_from_customdata)
 st.caption(
-    f"{HEATMAPS[column]} of each model (left of each pair) beside its Gaussian baseline (right), "
-    f"one model under the other, on one diverging scale shared by every model shown: white at 1/2, "
-    f"{shared[0]:.3f} (blue) to {shared[1]:.3f} (red). Click a cell to open that head."
+    f"{HEATMAPS[column]} of each model side by side, on one diverging scale that also covers "
+    f"their Gaussian baselines: white at 1/2, {shared[0]:.3f} (blue) to {shared[1]:.3f} (red). "
+    "The Heatmaps page shows the sidebar's model beside its baseline. Click a cell to open "
+    "that head."
 )
 
 errors_by_model = {

@@ -550,10 +550,39 @@ def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
         for (model, layer, head), x, y in zip(trace.customdata, trace.x, trace.y, strict=True):
             assert (model, layer, head) == ("minilm", y, x)
     assert sum(1 for t in fig.data if getattr(t.marker, "showscale", None)) == 0
-    selected = traces_with(fig, "selected")
-    assert len(selected) == 2
-    assert all(tuple(t.customdata[0]) == ("minilm", 3, 7) for t in selected)
+    # the selected head is outlined in both panels: exactly its cell, in data coordinates
+    outlines = [shape for shape in fig.layout.shapes if shape.name == "selected"]
+    assert sorted(shape.xref for shape in outlines) == ["x", "x2"]
+    for shape in outlines:
+        assert (shape.x0, shape.x1, shape.y0, shape.y1) == (6.5, 7.5, 2.5, 3.5)
     assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
+
+
+def test_heatmaps_of_several_models_side_by_side_on_one_scale(minilm, smollm):
+    models = {"minilm": minilm.heads, "smollm": smollm.heads}
+    fig = FM.heatmap_models_figure(models, "pairing", selected=("smollm", 29, 8))
+    cells = traces_with(fig, "cells")
+    assert [t.meta["panel"] for t in cells] == ["minilm", "smollm"]
+    for trace, (name, heads) in zip(cells, models.items(), strict=True):
+        np.testing.assert_allclose(np.asarray(trace.marker.color, float), heads["pairing"])
+        assert {tuple(c) for c in trace.customdata} == {
+            (name, int(layer), int(head))
+            for layer, head in zip(heads["layer"], heads["head"], strict=True)
+        }
+    axis = fig.layout.coloraxis
+    every = np.concatenate([heads["pairing"].to_numpy() for heads in models.values()])
+    assert axis.cmin <= every.min() and every.max() <= axis.cmax
+    assert (axis.cmin + axis.cmax) / 2 == pytest.approx(0.5)
+    # each panel spans its own grid (6 x 12 and 30 x 9)
+    assert tuple(fig.layout.yaxis.range) == (5.5, -0.5) and tuple(fig.layout.xaxis.range) == (
+        -0.5,
+        11.5,
+    )
+    assert tuple(fig.layout.yaxis2.range) == (29.5, -0.5)
+    outlines = [shape for shape in fig.layout.shapes if shape.name == "selected"]
+    assert [(s.xref, s.x0, s.y0) for s in outlines] == [("x2", 7.5, 28.5)]
+    with pytest.raises(HeadformsError, match="no column 'balance'"):
+        FM.heatmap_models_figure({"m": minilm.heads.drop(columns="balance")}, "balance")
 
 
 def test_heatmap_range_is_symmetric_about_half_and_covers_both_panels():

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,28 @@ def heatmap_range(values: Sequence[np.ndarray], mid: float = 0.5) -> tuple[float
     return mid - spread, mid + spread
 
 
+PLOT_WIDTH = 620.0
+"""Pixels of plot area the panels of a heatmap figure share in the dashboard's main column at
+the default 1280 px window (the colour bar and margins excluded): square cells are sized from
+it, so that they tile rather than overlap."""
+
+PLOT_HEIGHT = 640.0
+"""Largest plot-area height of a heatmap figure, in pixels."""
+
+
+@dataclass(frozen=True)
+class HeatmapPanel:
+    """One layer x head grid: ``values`` of ``column`` at the rows of ``heads`` (which give the
+    positions and the click payload: a baseline panel opens the trained head of its cell);
+    ``label`` names the panel in hover texts and trace metadata, ``title`` above it."""
+
+    label: str
+    title: str
+    model_name: str
+    heads: pd.DataFrame
+    values: np.ndarray
+
+
 def heatmap_pair_figure(
     heads: pd.DataFrame,
     baseline: pd.DataFrame | None,
@@ -60,24 +83,75 @@ def heatmap_pair_figure(
         raise FigureInputError(
             f"the baseline has {len(baseline)} rows for {len(heads)} heads: not the same shapes"
         )
-    n_layers = int(heads["layer"].max()) + 1 if len(heads) else 1
-    n_heads = int(heads["head"].max()) + 1 if len(heads) else 1
-    cell = float(np.clip(min(430.0 / n_heads, 640.0 / n_layers), 4.0, 34.0))
-    height = int(max(320.0, cell * n_layers + 170.0))
-    panels = [(heads[column], "trained")]
+    panels = [
+        HeatmapPanel("trained", "trained heads", model_name, heads, heads[column].to_numpy(float))
+    ]
     if baseline is not None:
-        panels.append((baseline[column], "baseline"))
-    cmin, cmax = color_range or heatmap_range([values for values, _ in panels])
-    title = COLUMN_TITLES.get(column, column)
+        panels.append(
+            HeatmapPanel(
+                "baseline",
+                "Gaussian baseline (same n, N)",
+                model_name,
+                heads,
+                baseline[column].to_numpy(float),
+            )
+        )
+    title = f"{COLUMN_TITLES.get(column, column)}: {model_name}"
+    return heatmap_panels_figure(panels, column, title, selected, color_range)
+
+
+def heatmap_models_figure(
+    models: Mapping[str, pd.DataFrame],
+    column: str,
+    selected: Selected = None,
+    color_range: tuple[float, float] | None = None,
+) -> go.Figure:
+    """Figures 13/14 across models: one layer x head grid of ``column`` per model, side by side,
+    on one diverging colour scale (white at 1/2; ``color_range`` default: every model's)."""
+    for name, heads in models.items():
+        if column not in heads.columns:
+            raise FigureInputError(f"{name} has no column {column!r}")
+    panels = [
+        HeatmapPanel(name, name, name, heads, heads[column].to_numpy(float))
+        for name, heads in models.items()
+    ]
+    title = f"{COLUMN_TITLES.get(column, column)}: trained heads, one scale"
+    return heatmap_panels_figure(panels, column, title, selected, color_range)
+
+
+def heatmap_panels_figure(
+    panels: Sequence[HeatmapPanel],
+    column: str,
+    title: str,
+    selected: Selected = None,
+    color_range: tuple[float, float] | None = None,
+) -> go.Figure:
+    """Grids side by side: square cells sized from :data:`PLOT_WIDTH` and
+    :data:`PLOT_HEIGHT` (the same data unit per pixel on both axes of a panel), one colour axis,
+    the selected head outlined in every panel of its model (a rectangle in data coordinates:
+    exact at any size and zoom)."""
+    if not panels:
+        raise FigureInputError("no layer x head grid to draw")
+    cmin, cmax = color_range or heatmap_range([panel.values for panel in panels])
+    grids = [_grid(panel.heads) for panel in panels]
+    width = PLOT_WIDTH / len(panels)
+    first = [min(width / n_heads, PLOT_HEIGHT / n_layers) for n_layers, n_heads in grids]
+    area = max(cell * n_layers for cell, (n_layers, _) in zip(first, grids, strict=True))
+    cells = [
+        float(np.clip(min(width / n_heads, area / n_layers), 4.0, 34.0))
+        for n_layers, n_heads in grids
+    ]
+    height = int(max(320.0, max(c * n for c, (n, _) in zip(cells, grids, strict=True)) + 170.0))
     fig = make_subplots(
         rows=1,
         cols=len(panels),
-        shared_yaxes=True,
-        horizontal_spacing=0.04,
-        subplot_titles=("trained heads", "Gaussian baseline (same n, N)")[: len(panels)],
+        horizontal_spacing=0.04 if len(panels) <= 2 else 0.06,
+        subplot_titles=[panel.title for panel in panels],
     )
-    customdata = head_customdata(heads, model_name)
-    for col_index, (values, label) in enumerate(panels, start=1):
+    for index, (panel, cell, (n_layers, n_heads)) in enumerate(
+        zip(panels, cells, grids, strict=True), start=1
+    ):
+        heads = panel.heads
         fig.add_trace(
             go.Scatter(
                 x=heads["head"],
@@ -86,74 +160,62 @@ def heatmap_pair_figure(
                 marker={
                     "symbol": "square",
                     "size": cell * 0.92,
-                    "color": values.to_numpy(dtype=float),
+                    "color": panel.values,
                     "coloraxis": "coloraxis",
                     "line": {"width": 0},
                 },
-                customdata=customdata,
-                name=label,
+                customdata=head_customdata(heads, panel.model_name),
+                name=panel.label,
                 showlegend=False,
-                text=[f"{value:.4f}" for value in values.to_numpy(dtype=float)],
-                hovertemplate=f"{label}<br>layer %{{y}}, head %{{x}}<br>{column} "
+                text=[f"{value:.4f}" for value in panel.values],
+                hovertemplate=f"{panel.label}<br>layer %{{y}}, head %{{x}}<br>{column} "
                 "%{text}<extra></extra>",
-                meta={"role": "cells", "panel": label},
+                meta={"role": "cells", "panel": panel.label},
             ),
             row=1,
-            col=col_index,
+            col=index,
         )
-    if selected is not None and selected[0] == model_name:
-        _, layer, head = selected
-        row = heads[(heads["layer"] == int(layer)) & (heads["head"] == int(head))]
-        if not row.empty:
-            for col_index in range(1, len(panels) + 1):
-                fig.add_trace(
-                    go.Scatter(
-                        x=[int(head)],
-                        y=[int(layer)],
-                        mode="markers",
-                        marker={
-                            "symbol": "square-open",
-                            "size": cell * 1.15,
-                            "color": SELECTED_COLOR,
-                            "line": {"width": 3},
-                        },
-                        customdata=head_customdata(row, model_name),
-                        name="selected",
-                        showlegend=False,
-                        hoverinfo="skip",
-                        cliponaxis=False,  # a corner cell's outline would lose two sides
-                        meta={"role": "selected"},
-                    ),
-                    row=1,
-                    col=col_index,
+        suffix = "" if index == 1 else str(index)
+        fig.update_xaxes(
+            title={"text": "head"},
+            range=[-0.5, n_heads - 0.5],
+            showgrid=False,
+            zeroline=False,
+            dtick=max(1, n_heads // 16),
+            constrain="domain",
+            scaleanchor=f"y{suffix}",  # one data unit, the same pixels on both axes
+            scaleratio=1,
+            row=1,
+            col=index,
+        )
+        fig.update_yaxes(
+            title={"text": "layer" if index == 1 else ""},
+            range=[n_layers - 0.5, -0.5],
+            showgrid=False,
+            zeroline=False,
+            dtick=max(1, n_layers // 16),
+            constrain="domain",
+            row=1,
+            col=index,
+        )
+        if selected is not None and selected[0] == panel.model_name:
+            _, layer, head = selected
+            if ((heads["layer"] == int(layer)) & (heads["head"] == int(head))).any():
+                fig.add_shape(
+                    type="rect",
+                    x0=int(head) - 0.5,
+                    x1=int(head) + 0.5,
+                    y0=int(layer) - 0.5,
+                    y1=int(layer) + 0.5,
+                    xref=f"x{suffix}",
+                    yref=f"y{suffix}",
+                    line={"color": SELECTED_COLOR, "width": 3},
+                    layer="above",
+                    name="selected",
                 )
-    axis_x = {
-        "title": {"text": "head"},
-        "range": [-0.5, n_heads - 0.5],
-        "showgrid": False,
-        "zeroline": False,
-        "dtick": max(1, n_heads // 16),
-    }
-    # One data unit is the same number of pixels on both axes, so the square markers tile.
-    fig.update_xaxes(**axis_x, constrain="domain")
-    fig.update_xaxes(scaleanchor="y", scaleratio=1, row=1, col=1)
-    if len(panels) == 2:
-        fig.update_xaxes(scaleanchor="y2", scaleratio=1, row=1, col=2)
-    fig.update_yaxes(
-        title={"text": "layer"},
-        range=[n_layers - 0.5, -0.5],
-        showgrid=False,
-        zeroline=False,
-        dtick=max(1, n_layers // 16),
-        row=1,
-        col=1,
-    )
-    if len(panels) == 2:
-        fig.update_yaxes(range=[n_layers - 0.5, -0.5], showgrid=False, zeroline=False, row=1, col=2)
-    fig.update_yaxes(constrain="domain")
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"{title}: {model_name}"},
+        title={"text": title},
         coloraxis={
             "colorscale": DIVERGING_SCALE,
             "cmin": cmin,
@@ -166,6 +228,13 @@ def heatmap_pair_figure(
         plot_bgcolor="#f4f4f4",
     )
     return fig
+
+
+def _grid(heads: pd.DataFrame) -> tuple[int, int]:
+    """(layers, heads per layer) of a per-head table."""
+    if not len(heads):
+        return 1, 1
+    return int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
 
 
 def parity_by_layer_figure(frame: pd.DataFrame, title: str = "Parity by layer") -> go.Figure:

@@ -710,6 +710,9 @@ def fit_error_vs_size_figure(
         xaxis={"title": {"text": "model size (parameters, log scale)"}, "type": "log"},
         yaxis={"title": {"text": "mean RMS histogram error (both lobes)"}},
     )
+    if len(frame):  # a quarter decade of room on each side: markers at the ends stay whole
+        low, high = np.log10(frame["size"].min()), np.log10(frame["size"].max())
+        fig.update_xaxes(range=[low - 0.25, high + 0.25])
     return fig
 
 
