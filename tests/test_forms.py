@@ -1,4 +1,4 @@
-"""SPEC.md facts 1-5 as property tests, and the low-rank path against dense linear algebra."""
+"""Facts 1-5 of docs/MATH.md as property tests; the low-rank path against dense algebra."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _single(q: np.ndarray, k: np.ndarray) -> dict[str, float]:
 
 
 def _profile_dense(form: np.ndarray) -> dict[str, float]:
-    """Profile of a dense form, straight from the SPEC.md definitions (independent path)."""
+    """Profile of a dense form, straight from the docs/MATH.md definitions (independent path)."""
     sym, skew = (form + form.T) / 2, (form - form.T) / 2
     eig = np.linalg.eigvalsh(sym)
     tol = 1e-9 * np.abs(eig).max()
