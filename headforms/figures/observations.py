@@ -42,6 +42,42 @@ def _step(values: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.repeat(edges, 2)[1:-1], np.repeat(counts, 2)
 
 
+def _baseline_points(name: str, x: pd.Series, y: pd.Series, hover: str) -> go.Scatter:
+    """A model's Gaussian baseline heads as grey crosses (not clickable); ``hover`` describes
+    the point's x and y."""
+    return go.Scatter(
+        x=x,
+        y=y,
+        mode="markers",
+        marker={
+            "color": BASELINE_COLOR,
+            "size": 5,
+            "opacity": 0.45,
+            "symbol": "x-thin",
+            "line": {"width": 1, "color": BASELINE_COLOR},
+        },
+        name=f"{name}: Gaussian baseline",
+        hovertemplate=f"Gaussian head<br>{hover}<extra></extra>",
+    )
+
+
+def _trained_points(
+    name: str, index: int, heads: pd.DataFrame, y: pd.Series, x: str, hover: str
+) -> go.Scatter:
+    """A model's trained heads (``heads[x]`` against ``y``) in the model's colour, clickable
+    (customdata: model, layer, head)."""
+    return go.Scatter(
+        x=heads[x],
+        y=y,
+        mode="markers",
+        marker={"color": _color(index), "size": 7, "opacity": 0.8},
+        name=f"{name}: trained heads",
+        customdata=head_customdata(heads, name),
+        hovertemplate=f"layer %{{customdata[1]}}, head %{{customdata[2]}}<br>{hover}"
+        f"<extra>{name}</extra>",
+    )
+
+
 def theta_scatter_figure(
     models: Mapping[str, pd.DataFrame],
     baselines: Mapping[str, pd.DataFrame] | None = None,
@@ -55,34 +91,23 @@ def theta_scatter_figure(
             base = theta_frame(baselines[name])
             drawn.append(base)
             fig.add_trace(
-                go.Scatter(
-                    x=base["position"],
-                    y=base["distance"].clip(lower=DISTANCE_FLOOR),
-                    mode="markers",
-                    marker={
-                        "color": BASELINE_COLOR,
-                        "size": 5,
-                        "opacity": 0.45,
-                        "symbol": "x-thin",
-                        "line": {"width": 1, "color": BASELINE_COLOR},
-                    },
-                    name=f"{name}: Gaussian baseline",
-                    hovertemplate="Gaussian head<br>position %{x:.3f}<br>distance %{y:.2e}"
-                    "<extra></extra>",
+                _baseline_points(
+                    name,
+                    base["position"],
+                    base["distance"].clip(lower=DISTANCE_FLOOR),
+                    "position %{x:.3f}<br>distance %{y:.2e}",
                 )
             )
         frame = theta_frame(heads)
         drawn.append(frame)
         fig.add_trace(
-            go.Scatter(
-                x=frame["position"],
-                y=frame["distance"].clip(lower=DISTANCE_FLOOR),
-                mode="markers",
-                marker={"color": _color(i), "size": 7, "opacity": 0.8},
-                name=f"{name}: trained heads",
-                customdata=head_customdata(frame, name),
-                hovertemplate="layer %{customdata[1]}, head %{customdata[2]}<br>"
-                "position %{x:.3f}<br>distance %{y:.2e}<extra>" + name + "</extra>",
+            _trained_points(
+                name,
+                i,
+                frame,
+                frame["distance"].clip(lower=DISTANCE_FLOOR),
+                "position",
+                "position %{x:.3f}<br>distance %{y:.2e}",
             )
         )
     extent = _position_extent(drawn)
@@ -207,34 +232,11 @@ def against_figure(
             base = baselines[name]
             values.append(base[[x, y]].to_numpy(dtype=float))
             fig.add_trace(
-                go.Scatter(
-                    x=base[x],
-                    y=base[y],
-                    mode="markers",
-                    marker={
-                        "color": BASELINE_COLOR,
-                        "size": 5,
-                        "opacity": 0.45,
-                        "symbol": "x-thin",
-                        "line": {"width": 1, "color": BASELINE_COLOR},
-                    },
-                    name=f"{name}: Gaussian baseline",
-                    hovertemplate=f"Gaussian head<br>{x} %{{x:.3f}}<br>{y} %{{y:.3f}}"
-                    "<extra></extra>",
-                )
+                _baseline_points(name, base[x], base[y], f"{x} %{{x:.3f}}<br>{y} %{{y:.3f}}")
             )
         values.append(heads[[x, y]].to_numpy(dtype=float))
         fig.add_trace(
-            go.Scatter(
-                x=heads[x],
-                y=heads[y],
-                mode="markers",
-                marker={"color": _color(i), "size": 7, "opacity": 0.8},
-                name=f"{name}: trained heads",
-                customdata=head_customdata(heads, name),
-                hovertemplate="layer %{customdata[1]}, head %{customdata[2]}<br>"
-                f"{x} %{{x:.3f}}<br>{y} %{{y:.3f}}<extra>{name}</extra>",
-            )
+            _trained_points(name, i, heads, heads[y], x, f"{x} %{{x:.3f}}<br>{y} %{{y:.3f}}")
         )
     finite = np.concatenate(values) if values else np.zeros((0, 2))
     finite = finite[np.isfinite(finite).all(axis=1)]
