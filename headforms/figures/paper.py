@@ -471,6 +471,19 @@ def _fit_view(hist: pd.DataFrame) -> tuple[float, float, float]:
     return float(right[last]), float(1.0 - cumulative[last]), float(right[-1])
 
 
+def _density_bars(hist: pd.DataFrame, color: str, name: str) -> go.Bar:
+    """A unit-mean sample's density histogram (bin centres, widths and heights) as bars."""
+    return go.Bar(
+        x=hist["centre"],
+        y=hist["height"],
+        width=hist["width"],
+        marker={"color": color},
+        opacity=0.5,
+        name=name,
+        hovertemplate="x ≈ %{x:.2f}<br>density %{y:.3f}<extra></extra>",
+    )
+
+
 def _frame_panel(
     fig: go.Figure, col: int, title: str, x_end: float, beyond: float, x_max: float, what: str
 ) -> None:
@@ -509,19 +522,9 @@ def fit_head_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str =
         x_end, beyond, x_max = _fit_view(hist)
         centres = hist["centre"].to_numpy(dtype=float)
         top = float(hist["height"].max())
-        fig.add_trace(
-            go.Bar(
-                x=hist["centre"],
-                y=hist["height"],
-                width=hist["width"],
-                marker={"color": POSITIVE_COLOR if lobe == "+" else NEGATIVE_COLOR},
-                opacity=0.5,
-                name=f"histogram {LOBE_NAMES[lobe].split(' ')[0]}",
-                hovertemplate="x ≈ %{x:.2f}<br>density %{y:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
+        color = POSITIVE_COLOR if lobe == "+" else NEGATIVE_COLOR
+        name = f"histogram {LOBE_NAMES[lobe].split(' ')[0]}"
+        fig.add_trace(_density_bars(hist, color, name), row=1, col=col)
         for family, part in curves[curves["lobe"] == lobe].groupby("family", sort=False):
             x, density = part["x"].to_numpy(dtype=float), part["density"].to_numpy(dtype=float)
             at_centres = np.interp(centres[centres <= x_end], x, density)
@@ -615,19 +618,8 @@ def sample_fits_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: st
     errors = curves.groupby(["family", "lobe"], sort=False)["error"].first()
     for col, (label, name) in enumerate(zip(labels, names, strict=True), start=1):
         hist = histograms[histograms["lobe"] == label]
-        fig.add_trace(
-            go.Bar(
-                x=hist["centre"],
-                y=hist["height"],
-                width=hist["width"],
-                marker={"color": SAMPLE_COLORS.get(label, BASELINE_COLOR)},
-                opacity=0.5,
-                name=f"histogram: {name}",
-                hovertemplate="x ≈ %{x:.2f}<br>density %{y:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
+        color = SAMPLE_COLORS.get(label, BASELINE_COLOR)
+        fig.add_trace(_density_bars(hist, color, f"histogram: {name}"), row=1, col=col)
         for family, part in curves[curves["lobe"] == label].groupby("family", sort=False):
             shown = ", ".join(f"{errors.get((family, lb), float('nan')):.3f}" for lb in labels)
             fig.add_trace(
