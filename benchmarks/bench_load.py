@@ -65,6 +65,7 @@ def free_port() -> int:
 def hostile_root(base: Path) -> dict[str, str]:
     """A model root with hostile files; returns name -> spec."""
     import tiny_models
+    from hostile_files import slow_gguf, wide_model
 
     root = base / "models"
     root.mkdir()
@@ -80,45 +81,12 @@ def hostile_root(base: Path) -> dict[str, str]:
     shutil.copy(tiny / "config.json", fifo / "config.json")
     os.mkfifo(fifo / "model.safetensors")
     os.mkfifo(root / "fifo.gguf")
-    entry = struct.pack("<Q", 1) + b"a" + struct.pack("<I", 4) + struct.pack("<I", 7)
-    pairs = 30_000_000  # ~510 MB of metadata entries: a minute or more to parse
-    with (root / "slow.gguf").open("wb") as fh:
-        fh.write(b"GGUF" + struct.pack("<IQQ", 3, 0, pairs))
-        for _ in range(pairs // 1_000_000):
-            fh.write(entry * 1_000_000)
+    slow_gguf(root / "slow.gguf", 30_000_000)  # ~510 MB of metadata: a minute or more to parse
     counts = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 1) + b"t"
     counts += struct.pack("<IIQ", 9, 8, 2**60) + b"\0" * 64
     (root / "counts.gguf").write_bytes(counts)
     wide = root / "wide"
-    wide.mkdir()
-    n_dim = 8192
-    (wide / "config.json").write_text(
-        json.dumps(
-            {
-                "model_type": "llama",
-                "hidden_size": n_dim,
-                "num_attention_heads": 64,
-                "num_key_value_heads": 64,
-                "num_hidden_layers": 1,
-                "intermediate_size": 16,
-                "vocab_size": 16,
-            }
-        )
-    )
-    size = n_dim * n_dim * 2
-    header = {
-        f"model.layers.0.self_attn.{p}_proj.weight": {
-            "dtype": "F16",
-            "shape": [n_dim, n_dim],
-            "data_offsets": [i * size, (i + 1) * size],
-        }
-        for i, p in enumerate("qk")
-    }
-    blob = json.dumps(header).encode()
-    blob += b" " * (-len(blob) % 8)
-    with (wide / "model.safetensors").open("wb") as fh:
-        fh.write(struct.pack("<Q", len(blob)) + blob)
-        fh.truncate(8 + len(blob) + 2 * size)
+    wide_model(wide)
     return {
         "fifo model": str(fifo),
         "fifo gguf": str(root / "fifo.gguf"),

@@ -26,7 +26,6 @@ import math
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -39,6 +38,7 @@ from urllib.parse import quote
 import psutil
 import pytest
 import tiny_models
+from hostile_files import slow_gguf, wide_model
 from streamlit.testing.v1 import AppTest
 from test_fuzz import gguf_file
 from test_fuzz import patched as gguf_patched
@@ -62,51 +62,6 @@ def _write_config(directory: Path, **changes: Any) -> None:
     config = json.loads((directory / "config.json").read_text())
     config.update(changes)
     (directory / "config.json").write_text(json.dumps(config))
-
-
-def _slow_gguf(path: Path, pairs: int) -> None:
-    """A GGUF header of ``pairs`` metadata entries (one key, repeated): every count it declares
-    fits the file, and parsing it takes seconds."""
-    entry = struct.pack("<Q", 1) + b"a" + struct.pack("<I", 4) + struct.pack("<I", 7)
-    with path.open("wb") as fh:
-        fh.write(b"GGUF" + struct.pack("<I", 3) + struct.pack("<Q", 0) + struct.pack("<Q", pairs))
-        for _ in range(pairs // 100_000):
-            fh.write(entry * 100_000)
-
-
-def _wide_model(directory: Path) -> None:
-    """One llama layer with N = 8192, 64 heads of n = 128, stored F16 (a sparse 256 MiB file of
-    zeros): reading its Q and K as float64 needs about 1 GiB."""
-    directory.mkdir()
-    n_dim = 8192
-    config = {
-        "model_type": "llama",
-        "hidden_size": n_dim,
-        "num_attention_heads": 64,
-        "num_key_value_heads": 64,
-        "num_hidden_layers": 1,
-        "intermediate_size": 16,
-        "vocab_size": 16,
-    }
-    (directory / "config.json").write_text(json.dumps(config))
-    size = n_dim * n_dim * 2
-    header = {
-        "model.layers.0.self_attn.q_proj.weight": {
-            "dtype": "F16",
-            "shape": [n_dim, n_dim],
-            "data_offsets": [0, size],
-        },
-        "model.layers.0.self_attn.k_proj.weight": {
-            "dtype": "F16",
-            "shape": [n_dim, n_dim],
-            "data_offsets": [size, 2 * size],
-        },
-    }
-    blob = json.dumps(header).encode()
-    blob += b" " * (-len(blob) % 8)
-    with (directory / "model.safetensors").open("wb") as fh:
-        fh.write(struct.pack("<Q", len(blob)) + blob)
-        fh.truncate(8 + len(blob) + 2 * size)
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +90,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.mkfifo(base / "fifo.gguf")
     counts = gguf_patched(gguf_file(), "value:tokenizer.ggml.tokens:count", "<Q", 2**60)
     (base / "counts.gguf").write_bytes(counts)
-    _slow_gguf(base / "slow.gguf", SLOW_PAIRS)
-    _wide_model(base / "wide")
+    slow_gguf(base / "slow.gguf", SLOW_PAIRS)
+    wide_model(base / "wide")
     return base
 
 
