@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
-import numpy as np
 import pandas as pd
 import pytest
+from numerics import assert_shares_close
 
 from headforms import DEFAULT_MODEL, analyze
 from ui.plot import PICK_RADIUS_PX
@@ -319,8 +319,8 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     heads = analyze(DEFAULT_MODEL).heads
     assert len(table) == len(heads) and set(table["model"]) == {DEFAULT_MODEL}
     merged = table.merge(heads, on=["layer", "head"], suffixes=("", "_engine"))
-    for column in ("a", "b", "c", "d", "energy", "pairing"):
-        np.testing.assert_allclose(merged[column], merged[f"{column}_engine"], rtol=1e-12)
+    for column in ("a", "b", "c", "d", "energy", "pairing"):  # shares: compared absolutely
+        assert_shares_close(merged[column], merged[f"{column}_engine"], err_msg=column)
 
 
 def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
