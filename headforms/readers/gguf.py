@@ -75,6 +75,12 @@ class _Cursor:
             self.take(len(buf) + 1)  # raises the truncation error
         self.pos = pos
 
+    def array_at(self, start: int) -> list[Any]:
+        """The metadata array whose element type is at byte ``start`` (as :meth:`value` reads it
+        with ``keep_arrays``), parsed now."""
+        self.pos = start
+        return self.value(_GGUF_ARRAY, keep_arrays=True)
+
     def value(self, vtype: int, keep_arrays: bool) -> Any:
         if vtype in _GGUF_SCALARS:
             return self.unpack(_GGUF_SCALARS[vtype])
@@ -132,9 +138,13 @@ class GGUFReader:
                 "entries, more than the file can hold (corrupt)"
             )
         self.metadata: dict[str, Any] = {}
+        self._arrays: dict[str, tuple[int, int]] = {}
         for _ in range(n_kv):
             key = cur.string()
-            self.metadata[key] = cur.value(cur.unpack("<I"), keep_arrays=False)
+            vtype, start = cur.unpack("<I"), cur.pos
+            self.metadata[key] = cur.value(vtype, keep_arrays=False)
+            if vtype == _GGUF_ARRAY:  # parsed only when asked for (array()); its length now
+                self._arrays[key] = (start, _U64.unpack_from(self._map, start + 4)[0])
         infos = []
         for _ in range(n_tensors):
             name = cur.string()
@@ -178,6 +188,15 @@ class GGUFReader:
     def names(self) -> list[str]:
         return list(self._tensors)
 
+    def array_keys(self) -> dict[str, int]:
+        """Metadata keys holding arrays (``metadata`` has None for them) and their lengths."""
+        return {key: count for key, (_, count) in self._arrays.items()}
+
+    def array(self, key: str) -> list[Any]:
+        """The metadata array under ``key`` (e.g. ``tokenizer.ggml.tokens``), parsed now."""
+        start, _ = self._arrays[key]
+        return _Cursor(self._map, self.path).array_at(start)
+
     def shape(self, name: str) -> tuple[int, ...]:
         return self._tensors[name][0]
 
@@ -192,7 +211,8 @@ class GGUFReader:
         rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
         return np.frombuffer(self._map, np.uint8, n_bytes, start).reshape(rows, -1)
 
-    def read(self, name: str) -> np.ndarray:
+    def read(self, name: str, dtype: Any = np.float64) -> np.ndarray:
+        """A tensor's values in ``dtype`` (default float64), dequantized; a new writable array."""
         from gguf import GGMLQuantizationType
         from gguf.quants import dequantize
 
@@ -206,7 +226,9 @@ class GGUFReader:
             raise CorruptFileError(f"{self.path.name}: tensor {name!r} is empty (shape {shape})")
         try:
             values = dequantize(self.raw(name), GGMLQuantizationType(qtype))
-            return np.asarray(values, dtype=np.float64).reshape(shape)
+            # an F32 tensor comes back as a read-only view of the file: copied then
+            copy = None if values.flags.writeable else True
+            return np.array(values, dtype=dtype, copy=copy).reshape(shape)
         except (ValueError, NotImplementedError) as exc:
             raise CorruptFileError(
                 f"{self.path.name}: cannot dequantize tensor {name!r} "

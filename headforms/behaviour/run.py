@@ -1,0 +1,146 @@
+"""Forward passes from a model spec: locate -> store? -> load (once per process) -> run -> store.
+
+:func:`attention` gives every head's attention on a prompt; :func:`head_type_scores` every
+head's previous-token, first-token, duplicate-token and induction scores on the seeded
+repeated-token probe (previous-token and first-token on a prompt instead, when one is given).
+Results are stored like analyses (:mod:`.cache`); a stored result needs no model, no torch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from ..errors import NotRunnableError
+from ..sources import Located, locate
+from ..sources.specs import is_table_spec
+from ..store import ResultStore, key_lock
+from . import cache, forward
+from .limits import DEFAULT_PROBE_LENGTH, DEFAULT_PROMPT, DEFAULT_SEED, check_probe, check_prompt
+from .probe import repeated_tokens
+from .results import AttentionPattern, HeadTypeScores, score_columns
+from .runnable import fingerprint, runnable
+from .scores import first_token, previous_token
+from .scores import head_type_scores as probe_scores
+
+Progress = Callable[[str], None]
+"""``progress(message)``: what is happening now (loading the model, running it)."""
+
+
+def locate_runnable(spec: str | os.PathLike[str]) -> Located:
+    """The located model of a spec that names weights (a published table has none)."""
+    text = os.fspath(spec)
+    if is_table_spec(text):
+        raise NotRunnableError(
+            f"{text} is a published per-head table: it has no weights to run; attention patterns "
+            "and head-type scores need the model itself"
+        )
+    return locate(text)
+
+
+def attention(
+    spec: str | os.PathLike[str],
+    prompt: str = DEFAULT_PROMPT,
+    *,
+    use_cache: bool = True,
+    store: ResultStore | None = None,
+    progress: Progress | None = None,
+) -> AttentionPattern:
+    """Every head's attention weights (and pre-softmax scores) on ``prompt``, as the model's
+    tokenizer encodes it (special tokens included)."""
+    prompt = check_prompt(prompt)
+    located = locate_runnable(spec)
+    key_fingerprint = fingerprint(located)
+    if not use_cache:
+        return _attention(located, key_fingerprint, prompt, progress)
+    store = store or ResultStore()
+    key = cache.pattern_key(key_fingerprint, prompt)
+    hit = cache.get_pattern(store, key)
+    if hit is None:
+        with key_lock(key):
+            hit = cache.get_pattern(store, key)
+            if hit is None:
+                hit = _attention(located, key_fingerprint, prompt, progress)
+                cache.put_pattern(store, key, hit)
+    hit.model = located.spec
+    return hit
+
+
+def _attention(
+    located: Located, key_fingerprint: str, prompt: str, progress: Progress | None
+) -> AttentionPattern:
+    model = runnable(located, progress)
+    ids = model.tokenizer.encode(prompt)
+    forward.check_length(len(ids), "the prompt")
+    if progress:
+        progress(f"running {located.display_name} on {len(ids)} tokens")
+    result = forward.run(model.model, ids, model.n_layers)
+    return AttentionPattern(
+        model=located.spec,
+        fingerprint=key_fingerprint,
+        token_ids=ids,
+        tokens=model.tokenizer.texts(ids),
+        pieces=model.tokenizer.pieces(ids),
+        weights=result.weights,
+        scores=result.scores,
+        meta={"prompt": prompt, "model_type": model.model_type},
+    )
+
+
+def head_type_scores(
+    spec: str | os.PathLike[str],
+    prompt: str | None = None,
+    probe_length: int = DEFAULT_PROBE_LENGTH,
+    seed: int = DEFAULT_SEED,
+    *,
+    use_cache: bool = True,
+    store: ResultStore | None = None,
+    progress: Progress | None = None,
+) -> HeadTypeScores:
+    """Every head's head-type scores on the probe of ``probe_length`` (R) seeded random tokens
+    repeated twice; with ``prompt``, ``previous_token`` and ``first_token`` are the prompt's."""
+    probe_length, seed = check_probe(probe_length, seed)
+    if prompt is not None:
+        prompt = check_prompt(prompt)
+    located = locate_runnable(spec)
+    key_fingerprint = fingerprint(located)
+    if use_cache:
+        store = store or ResultStore()
+        key = cache.scores_key(key_fingerprint, probe_length, seed)
+        found = cache.get_scores(store, key)
+        if found is None:
+            with key_lock(key):
+                found = cache.get_scores(store, key)
+                if found is None:
+                    found = _probe_scores(located, key_fingerprint, probe_length, seed, progress)
+                    cache.put_scores(store, key, found)
+    else:
+        found = _probe_scores(located, key_fingerprint, probe_length, seed, progress)
+    found.model = located.spec
+    if prompt is None:
+        return found
+    pattern = attention(spec, prompt, use_cache=use_cache, store=store, progress=progress)
+    columns = dict(found.columns)  # layer-major, as the pattern's (layers, heads) flattened
+    columns["previous_token"] = previous_token(pattern.weights).reshape(-1)
+    columns["first_token"] = first_token(pattern.weights).reshape(-1)
+    meta = {**found.meta, "prompt": prompt, "prompt_tokens": len(pattern.token_ids)}
+    return HeadTypeScores(found.model, found.fingerprint, columns, meta)
+
+
+def _probe_scores(
+    located: Located, key_fingerprint: str, probe_length: int, seed: int, progress: Progress | None
+) -> HeadTypeScores:
+    model = runnable(located, progress)
+    probe = repeated_tokens(model.tokenizer, model.vocab_size, probe_length, seed)
+    forward.check_length(len(probe.token_ids), "the probe")
+    if progress:
+        progress(f"running {located.display_name} on the probe ({len(probe.token_ids)} tokens)")
+    result = forward.run(model.model, probe.token_ids, model.n_layers)
+    columns = score_columns(result.weights, probe_scores(result.weights, probe.start, probe_length))
+    meta = {
+        "probe_length": probe_length,
+        "seed": seed,
+        "probe_start": probe.start,
+        "probe_ids": probe.token_ids,
+    }
+    return HeadTypeScores(located.spec, key_fingerprint, columns, meta)

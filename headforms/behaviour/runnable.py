@@ -1,0 +1,321 @@
+"""Runnable transformers models for located models, loaded once per process and kept while used.
+
+- GGUF files (the bundled SmolLM2 and Gemma-3, local ``.gguf``): built from headforms' own
+  reader as transformers' GGUF loader builds them (:mod:`.gguf`), in about a fifth of its time.
+- Checkpoint directories (the bundled MiniLM, local checkpoints, hub snapshots): transformers'
+  ``AutoModel.from_pretrained`` (safetensors or ``.bin``), the field's own loader.
+
+Every model is the base model (no language-model head), float32, eager attention, eval mode.
+Loaded models are kept in an LRU bounded by their bytes (``HEADFORMS_MODELS_MEMORY``, default
+2 GiB: the three bundled models fit); one model larger than the budget is kept alone until the
+next one is loaded. Tokenizers are converted once and kept in the cache directory
+(:mod:`.tokens`, :mod:`.cache`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import HeadformsError, NotRunnableError
+from ..sources import Located, fetch
+from ..sources.files import files_fingerprint
+from . import cache
+from .limits import models_memory
+from .tokens import TextTokenizer, transformers_tokenizer
+
+Progress = Callable[[str], None]
+"""``progress(message)``: what loading is doing now."""
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.model",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+)
+"""Files a checkpoint directory's tokenizer may be read from (part of its fingerprint here)."""
+
+
+@dataclass
+class Runnable:
+    """A loaded model: the base transformers module and its tokenizer."""
+
+    name: str
+    fingerprint: str
+    model: Any
+    tokenizer: TextTokenizer
+    n_layers: int
+    n_heads: int
+    vocab_size: int
+    nbytes: int
+
+    @property
+    def model_type(self) -> str:
+        """transformers' ``model_type`` of the model."""
+        return str(self.model.config.model_type)
+
+
+def fingerprint(located: Located) -> str:
+    """What a forward pass's results depend on: every weight file and the tokenizer.
+
+    A GGUF file holds both; a hub snapshot is its commit; a local directory adds its tokenizer
+    files and, when the engine reads only the attention shards, the other shards.
+    """
+    if located.format == "gguf" or located.hub is not None or located.config_file is None:
+        return located.fingerprint
+    directory = located.config_file.path.parent if located.config_file.path else None
+    if directory is None:
+        return located.fingerprint
+    extra = [directory / name for name in TOKENIZER_FILES if (directory / name).is_file()]
+    extra += [p for p in _all_shards(located) if p not in {f.path for f in located.weights}]
+    if not extra:
+        return located.fingerprint
+    combined = f"{located.fingerprint}+{files_fingerprint(extra)}"
+    return hashlib.sha256(combined.encode()).hexdigest()
+
+
+def _all_shards(located: Located) -> list[Path]:
+    """Every weight file of a local checkpoint (a sharded one: all shards of its index)."""
+    index = located.index_file
+    if located.complete or index is None or index.path is None:
+        return [f.path for f in located.weights if f.path is not None]
+    from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
+
+    shards = sorted(set(parse_index(read_small(index.path, MAX_INDEX_BYTES), index.name).values()))
+    return [index.path.parent / shard for shard in shards]
+
+
+def parameter_count(located: Located) -> int | None:
+    """Parameters of the whole model, from file headers (no weight read); None if unknown.
+
+    GGUF: its tensor table; safetensors: the headers of every shard (on the hub, the hub's
+    safetensors metadata); ``.bin``: None (its header is the whole pickle).
+    """
+    if located.format == "gguf":
+        from ..readers import GGUFReader
+
+        path = located.weights[0].path
+        assert path is not None
+        reader = GGUFReader(path)
+        return int(sum(math.prod(reader.shape(name)) for name in reader.names()))
+    if located.format != "safetensors":
+        return None
+    if located.hub is not None and not located.hub.offline:
+        from huggingface_hub import get_safetensors_metadata
+
+        try:
+            meta = get_safetensors_metadata(located.hub.repo_id, revision=located.hub.commit)
+        except Exception:  # no metadata on the hub: unknown
+            return None
+        return int(sum(meta.parameter_count.values()))
+    from ..readers import read_safetensors_header
+
+    total = 0
+    for path in _all_shards(located):
+        header = read_safetensors_header(path)
+        total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _threads() -> None:
+    """torch's intra-op threads: ``HEADFORMS_THREADS`` when set, else one. Measured on the
+    project's 2-core machine under load: a SmolLM2 forward pass on 30 tokens takes 0.3 s with
+    one thread and 1.6-5.8 s with two (benchmarks/README.md)."""
+    import torch
+
+    from ..engine import THREADS_ENV, default_threads
+
+    threads = default_threads() if os.environ.get(THREADS_ENV, "").strip() else 1
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def load(located: Located, progress: Progress | None = None) -> Runnable:
+    """A runnable model of ``located`` (not cached in memory: see :func:`runnable`)."""
+    say = progress or (lambda message: None)
+    say("importing torch and transformers")
+    import torch  # noqa: F401 - imported here so that the message above is true
+
+    _threads()
+    if located.format == "gguf":
+        return _load_gguf(located, say)
+    return _load_directory(located, say)
+
+
+def _load_gguf(located: Located, say: Progress) -> Runnable:
+    from ..readers import GGUFReader
+    from .gguf import build_model
+
+    path = located.weights[0].path
+    assert path is not None
+    key = fingerprint(located)
+    tokenizer = cache.load_tokenizer(key)
+    if tokenizer is None:
+        say("converting the tokenizer from the GGUF metadata (once; kept in the cache)")
+        tokenizer = transformers_tokenizer(path.parent, path.name, located.display_name)
+        cache.save_tokenizer(key, tokenizer)
+    say("reading and dequantizing the weights")
+    model = build_model(GGUFReader(path), located.display_name)
+    return _runnable(located, key, model, tokenizer)
+
+
+def _load_directory(located: Located, say: Progress) -> Runnable:
+    directory = _directory(located, say)
+    key = fingerprint(located)
+    tokenizer = cache.load_tokenizer(key)
+    if tokenizer is None:
+        say("reading the tokenizer")
+        tokenizer = transformers_tokenizer(directory, None, located.display_name)
+        cache.save_tokenizer(key, tokenizer)
+    say("loading the weights (transformers)")
+    import torch
+    from transformers import AutoModel
+
+    try:
+        model = AutoModel.from_pretrained(
+            str(directory), attn_implementation="eager", dtype=torch.float32
+        )
+    except HeadformsError:
+        raise
+    except Exception as exc:  # transformers' own errors: unknown type, missing weights, ...
+        raise NotRunnableError(
+            f"{located.display_name}: transformers cannot run it: "
+            + " ".join(str(exc).split())[:300]
+        ) from exc
+    return _runnable(located, key, model.eval().requires_grad_(False), tokenizer)
+
+
+def _directory(located: Located, say: Progress) -> Path:
+    """The checkpoint directory, with every weight and tokenizer file on this machine."""
+    if located.hub is None:
+        assert located.config_file is not None and located.config_file.path is not None
+        return located.config_file.path.parent
+    say("downloading the model files")
+    from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
+    from ..sources.located import LocatedFile
+
+    every = located
+    index = located.index_file
+    if not located.complete and index is not None:
+        index_path = fetch(located.with_files(weights=(index,))).weights[0].path
+        assert index_path is not None
+        names = sorted(
+            set(parse_index(read_small(index_path, MAX_INDEX_BYTES), index.name).values())
+        )
+        known = {f.name: f for f in located.weights}
+        every = located.with_files(
+            weights=tuple(known.get(name, LocatedFile(name, None)) for name in names)
+        )
+    fetch(every)  # into the hub cache's snapshot of the commit, within the hosted budget
+    from huggingface_hub import snapshot_download
+
+    from ..sources.hub import hub_cache_dir
+
+    hub = located.hub
+    return Path(
+        snapshot_download(  # the tokenizer files (small), into the same snapshot folder
+            hub.repo_id,
+            revision=hub.commit,
+            allow_patterns=list(TOKENIZER_FILES),
+            cache_dir=hub_cache_dir(),
+            local_files_only=hub.offline,
+        )
+    )
+
+
+def _runnable(located: Located, key: str, model: Any, tokenizer: TextTokenizer) -> Runnable:
+    config = model.config
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
+    nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
+    embeddings = model.get_input_embeddings()
+    return Runnable(
+        name=located.display_name,
+        fingerprint=key,
+        model=model,
+        tokenizer=tokenizer,
+        n_layers=int(text.num_hidden_layers),
+        n_heads=int(text.num_attention_heads),
+        vocab_size=int(embeddings.weight.shape[0]),
+        nbytes=int(nbytes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The process-wide LRU
+
+
+class LoadedModels:
+    """Loaded models by fingerprint, least recently used evicted past a byte budget."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str, Runnable] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+
+    def get(
+        self, located: Located, progress: Progress | None = None, budget: int | None = None
+    ) -> Runnable:
+        """The loaded model of ``located`` (loaded now if it is not in memory; concurrent
+        callers for one model wait for one load)."""
+        key = fingerprint(located)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                return hit
+            gate = self._loading.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:
+                hit = self._items.get(key)
+            if hit is not None:
+                return hit
+            model = load(located, progress)
+            with self._lock:
+                self._items[key] = model
+                self._items.move_to_end(key)
+                self._evict(budget if budget is not None else models_memory())
+                self._loading.pop(key, None)
+            return model
+
+    def _evict(self, budget: int) -> None:
+        while len(self._items) > 1 and sum(m.nbytes for m in self._items.values()) > budget:
+            self._items.popitem(last=False)
+
+    def nbytes(self) -> int:
+        """Bytes of the models kept now."""
+        with self._lock:
+            return sum(m.nbytes for m in self._items.values())
+
+    def keys(self) -> list[str]:
+        """Fingerprints of the models kept now, least recently used first."""
+        with self._lock:
+            return list(self._items)
+
+    def clear(self) -> None:
+        """Forget every loaded model."""
+        with self._lock:
+            self._items.clear()
+
+
+LOADED = LoadedModels()
+"""The process's loaded models."""
+
+
+def runnable(located: Located, progress: Progress | None = None) -> Runnable:
+    """The loaded model of ``located``, from :data:`LOADED` (loaded now if needed)."""
+    return LOADED.get(located, progress)
