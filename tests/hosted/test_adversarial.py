@@ -159,6 +159,7 @@ def rss(pid: int | None = None) -> int:
 # --- lying configs ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "pattern"),
     [
@@ -219,6 +220,7 @@ def test_a_stray_safetensors_beside_a_big_bin_does_not_hide_it(
     assert hub.bytes_sent("evil/stray", "pytorch_model.bin") == 0
 
 
+@pytest.mark.slow
 def test_weights_in_a_sub_folder_are_not_read_nor_counted(
     hub: Any, tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -308,6 +310,7 @@ def test_a_slow_file_is_stopped_at_the_wall_clock_limit(
 # --- the contained worker -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_memory_limit_stops_an_analysis_and_spares_the_server(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -403,6 +406,7 @@ def test_a_visitor_leaving_stops_the_worker(
     assert nothing_stored(spec)
 
 
+@pytest.mark.slow
 def test_a_rerun_within_the_grace_period_keeps_the_worker(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -470,6 +474,7 @@ def _count_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return starts
 
 
+@pytest.mark.slow
 def test_concurrent_requests_share_one_worker(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -678,6 +683,7 @@ def test_hosted_mode_hides_exception_details(
     assert st.get_option("client.showErrorDetails") == own
 
 
+@pytest.mark.slow
 def test_new_rope_positions_per_session_are_limited(
     hosted_app: None, root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
