@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..errors import NotRunnableError
+from ..errors import NotRunnableError, OptionError
 from ..sources import Located, locate
 from ..sources.specs import is_table_spec
 from ..store import ResultStore, key_lock
@@ -71,6 +71,8 @@ def _attention(
 ) -> AttentionPattern:
     model = runnable(located, progress)
     ids = model.tokenizer.encode(prompt)
+    if not ids:
+        raise OptionError(f"{located.display_name}'s tokenizer makes no tokens of the prompt")
     forward.check_length(len(ids), "the prompt")
     if progress:
         progress(f"running {located.display_name} on {len(ids)} tokens")
