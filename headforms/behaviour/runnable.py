@@ -14,12 +14,13 @@ next one is loaded. Tokenizers are converted once and kept in the cache director
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,9 +152,26 @@ def load(located: Located, progress: Progress | None = None) -> Runnable:
     import torch  # noqa: F401 - imported here so that the message above is true
 
     _threads()
-    if located.format == "gguf":
-        return _load_gguf(located, say)
-    return _load_directory(located, say)
+    with _quiet_transformers():
+        if located.format == "gguf":
+            return _load_gguf(located, say)
+        return _load_directory(located, say)
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No progress bars or load reports from transformers while loading (progress is ours)."""
+    from transformers.utils import logging
+
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
 
 
 def _load_gguf(located: Located, say: Progress) -> Runnable:
@@ -178,6 +196,12 @@ def _load_directory(located: Located, say: Progress) -> Runnable:
     key = fingerprint(located)
     tokenizer = cache.load_tokenizer(key)
     if tokenizer is None:
+        if not any((directory / name).is_file() for name in TOKENIZER_FILES):
+            raise NotRunnableError(
+                f"{located.display_name} has no tokenizer files (one of "
+                + ", ".join(TOKENIZER_FILES)
+                + "): attention patterns need the model's tokenizer"
+            )
         say("reading the tokenizer")
         tokenizer = transformers_tokenizer(directory, None, located.display_name)
         cache.save_tokenizer(key, tokenizer)
