@@ -556,6 +556,87 @@ def worker_pids() -> list[int]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Forward passes (headforms.behaviour): a worker per new prompt or probe, within the same limits
+
+
+def forward_pass(
+    spec: str,
+    prompt: str | None = None,
+    probe: tuple[int, int] | None = None,
+    progress: Progress | None = None,
+    *,
+    check: Callable[[], None] | None = None,
+    on_new: Callable[[], None] | None = None,
+    limits: Limits | None = None,
+) -> Any:
+    """:func:`headforms.behaviour.attention` of ``prompt``, or (``probe = (R, seed)``)
+    :func:`headforms.behaviour.head_type_scores` of that probe, within the limits: answered from
+    the result store when it can; otherwise a worker loads the model and stores the result. A
+    model whose estimated forward-pass memory (:func:`headforms.behaviour.runnable.forward_memory`
+    at the token cap) passes the memory limit is refused in one line before any worker starts."""
+    from .behaviour import cache
+    from .behaviour import limits as behaviour_limits
+    from .behaviour.run import locate_runnable
+    from .behaviour.runnable import fingerprint, forward_memory
+    from .store import ResultStore
+
+    if (prompt is None) == (probe is None):
+        raise ValueError("forward_pass needs a prompt or a probe")
+    if prompt is not None:
+        prompt = behaviour_limits.check_prompt(prompt)
+    else:
+        probe = behaviour_limits.check_probe(*probe)
+    located = locate_runnable(spec)
+    key_fingerprint = fingerprint(located)
+    if prompt is not None:
+        key = cache.pattern_key(key_fingerprint, prompt)
+        label = f"the forward pass of {spec} on the prompt"
+
+        def stored() -> Any:
+            return cache.get_pattern(ResultStore(), key)
+    else:
+        key = cache.scores_key(key_fingerprint, *probe)
+        label = f"the head-type scores of {spec}"
+
+        def stored() -> Any:
+            return cache.get_scores(ResultStore(), key)
+
+    hit = stored()
+    if hit is not None:
+        hit.model = located.spec
+        return hit
+    limits = limits or Limits.from_env()
+    need = forward_memory(located, behaviour_limits.prompt_tokens())
+    if need is None or need > limits.memory:
+        size = "an unknown amount of" if need is None else f"an estimated {human_bytes(need)} of"
+        raise LimitError(
+            f"{spec} is too large to run on this server: a forward pass needs {size} memory, more "
+            f"than its limit of {human_bytes(limits.memory)} per analysis ({MEMORY_ENV}); the "
+            "geometry views still work"
+        )
+    request = {"task": "behaviour", "spec": spec, "prompt": prompt, "probe": probe}
+    flight = _run(("behaviour", key), label, request, limits, progress, check, on_new)
+    result = _result(flight, stored)
+    result.model = located.spec
+    return result
+
+
+def _behaviour_task(request: dict[str, Any], send: Callable[..., None]) -> None:
+    """In the worker: run the forward pass asked for and store its result."""
+    from . import behaviour
+
+    def report(message: str) -> None:
+        send("progress", 0, 1, message)
+
+    if request["prompt"] is not None:
+        behaviour.attention(request["spec"], request["prompt"], progress=report)
+    else:
+        length, seed = request["probe"]
+        behaviour.head_type_scores(request["spec"], probe_length=length, seed=seed, progress=report)
+    send("done")
+
+
+# ---------------------------------------------------------------------------------------------
 # The worker process
 
 
@@ -612,6 +693,9 @@ def _worker_main() -> None:
         from . import engine
         from .errors import UnavailableDataError
 
+        if request["task"] == "behaviour":
+            _behaviour_task(request, send)
+            return
         if request["task"] == "baseline":
             from .baseline import BaselineShapes
 

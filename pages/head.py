@@ -6,6 +6,7 @@ import streamlit as st
 
 from headforms.figures import head as figures
 from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
+from ui.behaviour import head_section
 from ui.tables import require_spectra
 from ui.widgets import number
 
@@ -132,3 +133,5 @@ st.caption(
     "proportional, and then the pairing score reaches its bound and S's profile the Theorem 5 "
     "point."
 )
+
+head_section(ctx)  # what the head does: its attention on a prompt, its head-type scores

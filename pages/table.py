@@ -13,6 +13,7 @@ import streamlit as st
 from headforms.engine import BASELINE_PREFIX, METRIC_COLUMNS
 from headforms.forms import PARITY_LABELS
 from ui import jump_toggle, page_context, select_head
+from ui.behaviour import with_head_scores
 from ui.tables import baseline_heads, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
@@ -64,8 +65,16 @@ with toggles:
         help=f"Add each metric of the Gaussian form of the same shapes as "
         f"`{BASELINE_PREFIX}<metric>`.",
     )
+    with_behaviour = st.toggle(
+        "Head-type scores",
+        key="table_behaviour",
+        help="Add previous_token, first_token, duplicate_token and induction: each head's scores "
+        "on a probe of random tokens repeated twice (runs the model once; docs/MATH.md).",
+    )
     jump_toggle()
 table = ctx.analysis.table(baseline=with_baseline)
+if with_behaviour:
+    table = with_head_scores(table, ctx.spec)
 numeric = [
     c
     for c in table.columns

@@ -29,6 +29,7 @@ from typing import Any
 import streamlit as st
 
 from headforms import contained
+from headforms.behaviour import limits as behaviour_limits
 from headforms.contained import SESSION_ANALYSES_ENV, SESSION_SAMPLES_ENV, Limits
 from headforms.errors import LimitError, ModelSpecError
 from headforms.sources import MAX_SPEC_LENGTH, hosted
@@ -52,6 +53,7 @@ _WHOLE = re.compile(r"[+-]?\d{1,19}")
 BUDGETS = {
     "analyses": ("new analyses (models or RoPE positions)", SESSION_ANALYSES_ENV),
     "samples": ("new Theorem 5 samplings", SESSION_SAMPLES_ENV),
+    "prompts": ("new forward passes (prompts or probes)", behaviour_limits.SESSION_FORWARD_ENV),
 }
 """Per-session budgets: kind -> (what is counted, its variable)."""
 
@@ -237,7 +239,11 @@ def spend(kind: str) -> None:
     counts = st.session_state.setdefault(BUDGET_KEY, {})
     if is_hosted():
         limits = Limits.from_env()
-        limit = {"analyses": limits.session_analyses, "samples": limits.session_samples}[kind]
+        limit = {
+            "analyses": limits.session_analyses,
+            "samples": limits.session_samples,
+            "prompts": behaviour_limits.session_forward_passes(),
+        }[kind]
         if counts.get(kind, 0) >= limit:
             what, variable = BUDGETS[kind]
             raise LimitError(

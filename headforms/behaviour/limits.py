@@ -13,6 +13,7 @@ from ..errors import OptionError
 PROMPT_CHARACTERS_ENV = "HEADFORMS_PROMPT_CHARACTERS"
 PROMPT_TOKENS_ENV = "HEADFORMS_PROMPT_TOKENS"
 MODELS_MEMORY_ENV = "HEADFORMS_MODELS_MEMORY"
+SESSION_FORWARD_ENV = "HEADFORMS_SESSION_FORWARD_PASSES"
 
 DEFAULT_PROMPT_CHARACTERS = 2000
 """Longest prompt, in characters (checked before it is tokenized)."""
@@ -22,6 +23,9 @@ a layer's attention is heads x T x T floats, and a heatmap of more tokens is unr
 DEFAULT_MODELS_MEMORY = 2 * 2**30
 """Bytes of loaded models (float32 weights) kept in memory between forward passes: the three
 bundled models together take 1.7 GB."""
+
+DEFAULT_SESSION_FORWARD = 60
+"""New forward passes (prompts or probes not yet computed) one hosted session may start."""
 
 DEFAULT_PROMPT = (
     "The lighthouse keeper counted seven ships before dawn and wrote their names in a blue "
@@ -58,6 +62,11 @@ def prompt_tokens() -> int:
 def models_memory() -> int:
     """Bytes of loaded models kept between forward passes (``HEADFORMS_MODELS_MEMORY``)."""
     return _positive_int(MODELS_MEMORY_ENV, DEFAULT_MODELS_MEMORY)
+
+
+def session_forward_passes() -> int:
+    """New forward passes one hosted session may start (``HEADFORMS_SESSION_FORWARD_PASSES``)."""
+    return _positive_int(SESSION_FORWARD_ENV, DEFAULT_SESSION_FORWARD)
 
 
 def check_prompt(prompt: object) -> str:

@@ -128,6 +128,55 @@ def parameter_count(located: Located) -> int | None:
     return total
 
 
+FORWARD_BASE_BYTES = 400 * 2**20
+"""Memory of a forward-pass process before its model: Python, torch and transformers (measured
+VmData after their import: 238 MiB), and their working buffers."""
+ATTENTION_BYTES_PER_WEIGHT = 24
+"""Bytes per attention weight of a pass: the model's weights and the tapped scores, as torch
+tensors and numpy copies, and the softmax's temporaries."""
+
+
+def _config_layers_heads(config: dict[str, Any] | None) -> tuple[Any, Any]:
+    """(layers, query heads) as a config.json declares them (a composite's text config)."""
+    config = config or {}
+    config = config.get("text_config", config)
+    if not isinstance(config, dict):
+        return None, None
+    return (
+        config.get("num_hidden_layers", config.get("n_layer")),
+        config.get("num_attention_heads", config.get("n_head")),
+    )
+
+
+def forward_memory(located: Located, tokens: int) -> int | None:
+    """Estimated peak memory (bytes) of loading ``located`` and running it on ``tokens`` tokens,
+    from declared sizes only (headers, config); None when they are not known. The float32
+    weights, the attention of every head, the base, and the loading's transients: a GGUF
+    tensor's dequantization, or transformers' copy of a checkpoint. Tests check that it bounds
+    the measured peaks."""
+    if located.format == "gguf":
+        from ..readers import GGUFReader
+
+        path = located.weights[0].path
+        assert path is not None
+        reader = GGUFReader(path)
+        sizes = [math.prod(reader.shape(name)) for name in reader.names()]
+        params, transient = sum(sizes), 3 * max(sizes)
+        arch = reader.metadata.get("general.architecture")
+        layers = reader.metadata.get(f"{arch}.block_count")
+        heads = reader.metadata.get(f"{arch}.attention.head_count")
+    else:
+        params = parameter_count(located)
+        if params is None and located.format == "bin" and located.weight_bytes:
+            params = located.weight_bytes // 2  # at worst float16 on disk
+        transient = 4 * (params or 0)
+        layers, heads = _config_layers_heads(located.config)
+    if params is None or not all(isinstance(v, int) and v > 0 for v in (layers, heads)):
+        return None
+    attention = ATTENTION_BYTES_PER_WEIGHT * layers * heads * tokens * tokens
+    return FORWARD_BASE_BYTES + 4 * params + attention + transient
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading
 

@@ -1,0 +1,330 @@
+"""The dashboard's forward passes: a prompt's attention patterns and every head's head-type
+scores (:mod:`headforms.behaviour`), kept in memory for every session, contained in hosted mode,
+their failures one line that leaves the geometry views alone.
+
+- :func:`attention_pattern`, :func:`head_scores`: the results (or None after one line saying
+  why: a model transformers cannot run, an empty or too long prompt, a limit).
+- :func:`head_section`: the Head page's "What this head does" (prompt box, the head's heatmap,
+  the layer's other heads one click away, its scores).
+
+On a private server the pass runs in the server process (models stay loaded in its LRU,
+``HEADFORMS_MODELS_MEMORY``); in hosted mode in a contained worker
+(:func:`headforms.contained.forward_pass`), counted against the session's forward passes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from headforms import contained
+from headforms.behaviour import (
+    DEFAULT_PROBE_LENGTH,
+    DEFAULT_PROMPT,
+    DEFAULT_SEED,
+    AttentionPattern,
+    HeadTypeScores,
+    attention,
+    head_type_scores,
+)
+from headforms.behaviour.limits import prompt_characters
+from headforms.errors import HeadformsError
+from headforms.figures import behaviour as figures
+
+from . import guard, state
+from .loading import fingerprint
+from .widgets import show_figure
+
+if TYPE_CHECKING:
+    from .sidebar import PageContext
+
+PROMPT_KEY = "hf_prompt"
+PRE_SOFTMAX_KEY = "hf_pre_softmax"
+KEPT_KEYS = (PROMPT_KEY, PRE_SOFTMAX_KEY)
+"""Widget keys of this module kept across pages."""
+SHORT_NAMES = {
+    "previous_token": "previous token",
+    "first_token": "first token",
+    "duplicate_token": "duplicate token",
+    "induction": "induction",
+}
+"""Metric labels that fit a quarter of the page at 1280 px."""
+TICK_SECONDS = 0.25
+"""How often the progress line is redrawn while a hosted worker runs."""
+MAX_RESULTS = 16
+"""Forward-pass results kept in memory (a pattern of 256 tokens of SmolLM2 is 140 MB; the
+default prompt's 3 MB)."""
+
+
+class ForwardResults:
+    """A small thread-safe LRU of forward-pass results (patterns, score tables)."""
+
+    def __init__(self, max_entries: int = MAX_RESULTS) -> None:
+        self._items: OrderedDict[tuple, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def get(self, key: tuple) -> Any:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+
+
+@st.cache_resource(show_spinner=False)
+def forward_results() -> ForwardResults:
+    """The process-wide results (one per server, shared by sessions)."""
+    return ForwardResults()
+
+
+Compute = Callable[[Callable[[str], None], Callable[[], None]], Any]
+"""``compute(progress, tick)``: the result; ``progress(message)`` says what happens,
+``tick()`` is called while a hosted worker is waited for."""
+
+
+def _run(kind: str, spec: str, options: tuple, label: str, compute: Compute, where: Any) -> Any:
+    """A kept result, or ``compute``'s with its progress shown; None after one line."""
+    target = where if where is not None else st
+    line = target.empty()
+    started = time.monotonic()
+    shown = {"text": f"{label} …", "at": 0.0}
+
+    def progress(message: str) -> None:
+        shown["text"] = f"{label}: {message} …"
+        line.caption(shown["text"])
+
+    def tick() -> None:  # a redraw is where Streamlit stops the script of a visitor who left
+        now = time.monotonic()
+        if now - shown["at"] >= TICK_SECONDS:
+            shown["at"] = now
+            line.caption(f"{shown['text']} {now - started:.0f} s")
+
+    try:
+        key = (kind, spec, fingerprint(spec), options)
+        hit = forward_results().get(key)
+        if hit is not None:
+            return hit
+        line.caption(shown["text"])
+        value = compute(progress, tick)
+    except HeadformsError as error:
+        line.info(guard.public_message(str(error)), icon=":material/info:")
+        return None
+    line.empty()
+    forward_results().put(key, value)
+    return value
+
+
+def attention_pattern(spec: str, prompt: str, where: Any = None) -> AttentionPattern | None:
+    """Every head's attention on ``prompt`` (None after one line saying why not)."""
+
+    def compute(progress: Callable[[str], None], tick: Callable[[], None]) -> AttentionPattern:
+        if guard.is_hosted():
+            return contained.forward_pass(
+                spec,
+                prompt=prompt,
+                progress=lambda done, total, message: progress(message),
+                check=tick,
+                on_new=lambda: guard.spend("prompts"),
+            )
+        return attention(spec, prompt, progress=progress)
+
+    return _run("attention", spec, (prompt,), f"Running {spec} on the prompt", compute, where)
+
+
+def head_scores(spec: str, where: Any = None) -> HeadTypeScores | None:
+    """Every head's head-type scores on the default probe (None after one line saying why)."""
+    probe = (DEFAULT_PROBE_LENGTH, DEFAULT_SEED)
+
+    def compute(progress: Callable[[str], None], tick: Callable[[], None]) -> HeadTypeScores:
+        if guard.is_hosted():
+            return contained.forward_pass(
+                spec,
+                probe=probe,
+                progress=lambda done, total, message: progress(message),
+                check=tick,
+                on_new=lambda: guard.spend("prompts"),
+            )
+        return head_type_scores(spec, probe_length=probe[0], seed=probe[1], progress=progress)
+
+    label = f"Scoring every head of {spec} on the repeated-token probe"
+    return _run("scores", spec, probe, label, compute, where)
+
+
+def with_head_scores(table: pd.DataFrame, spec: str) -> pd.DataFrame:
+    """The per-head table with the head-type score columns joined (unchanged, after one line,
+    when the model cannot run)."""
+    scores = head_scores(spec)
+    if scores is None:
+        return table
+    return table.merge(scores.table, on=["layer", "head"], how="left", validate="one_to_one")
+
+
+def keep_widgets() -> None:
+    """Defaults for this module's widgets, kept when a page without them runs."""
+    ss = st.session_state
+    ss.setdefault(PROMPT_KEY, DEFAULT_PROMPT)
+    ss.setdefault(PRE_SOFTMAX_KEY, False)
+    for key in KEPT_KEYS:
+        ss[key] = ss[key]
+
+
+def _pattern_table(pattern: AttentionPattern, matrix: np.ndarray, kind: str) -> pd.DataFrame:
+    """The heatmap's cells as rows (its CSV download)."""
+    length = len(pattern.tokens)
+    query, key = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
+    return pd.DataFrame(
+        {
+            "query_position": query.ravel(),
+            "query_token": np.array(pattern.tokens, dtype=object)[query.ravel()],
+            "key_position": key.ravel(),
+            "key_token": np.array(pattern.tokens, dtype=object)[key.ravel()],
+            kind: matrix.ravel(),
+        }
+    )
+
+
+def _rank(values: np.ndarray, index: int) -> int:
+    """1 + how many heads score higher than head ``index`` (1 = the highest)."""
+    finite = values[np.isfinite(values)]
+    return int((finite > values[index]).sum()) + 1
+
+
+def _score_metrics(ctx: PageContext, pattern: AttentionPattern, scores: HeadTypeScores | None):
+    """The head's four scores, each with its rank among the model's heads."""
+    from headforms.behaviour.scores import first_token, previous_token
+
+    row = ctx.layer * ctx.card.n_heads + ctx.head
+    on_prompt = {
+        "previous_token": previous_token(pattern.weights).ravel(),
+        "first_token": first_token(pattern.weights).ravel(),
+    }
+    total = len(on_prompt["previous_token"])
+    for name, values in on_prompt.items():
+        st.metric(
+            f"{SHORT_NAMES[name]} · prompt",
+            f"{values[row]:.3f}",
+            delta=f"rank {_rank(values, row)} of {total}",
+            delta_color="off",
+            delta_arrow="off",
+            help="Mean over the prompt's query positions i ≥ 1 of the weight on "
+            + ("i − 1." if name == "previous_token" else "position 0."),
+        )
+    if scores is None:
+        return
+    meta = scores.meta
+    for name in ("duplicate_token", "induction"):
+        values = np.asarray(scores.columns[name], dtype=float)
+        st.metric(
+            f"{SHORT_NAMES[name]} · probe",
+            f"{values[row]:.3f}",
+            delta=f"rank {_rank(values, row)} of {len(values)}",
+            delta_color="off",
+            delta_arrow="off",
+            help=f"On {meta['probe_length']} seeded random tokens (seed {meta['seed']}) repeated "
+            "twice: mean over the second copy of the weight on the same token one copy back "
+            + ("(duplicate)." if name == "duplicate_token" else "+ 1 (the token after it)."),
+        )
+
+
+def head_section(ctx: PageContext) -> None:
+    """The Head page's "What this head does": a prompt, the head's attention on it (weights or
+    pre-softmax scores), the layer's other heads one click away, and the head's scores."""
+    keep_widgets()
+    st.subheader("What this head does")
+    st.text_area(
+        "Prompt",
+        key=PROMPT_KEY,
+        height=80,
+        max_chars=prompt_characters(),
+        help="The model runs on this text (transformers, eager attention); the heatmap shows "
+        "the tokens as its tokenizer makes them, special tokens included. Ctrl+Enter applies.",
+    )
+    prompt = str(st.session_state[PROMPT_KEY])
+    controls = st.columns([3, 1], vertical_alignment="bottom")
+    with controls[0]:
+        st.segmented_control(
+            f"Heads of layer {ctx.layer}",
+            list(range(ctx.card.n_heads)),
+            default=ctx.head,
+            format_func=lambda h: f"H{h}",
+            key=f"hf_layer_heads:{ctx.spec}:{ctx.layer}:{ctx.head}",
+            on_change=_pick_head,
+            args=(ctx.spec, ctx.layer, ctx.card.n_heads, ctx.head),
+        )
+    with controls[1]:
+        st.toggle(
+            "Pre-softmax scores",
+            key=PRE_SOFTMAX_KEY,
+            help="The softmax's input (scaled q·k plus masks and position biases) instead of the "
+            "attention weights.",
+        )
+    kind = "scores" if st.session_state[PRE_SOFTMAX_KEY] else "weights"
+    pattern = attention_pattern(ctx.spec, prompt)
+    if pattern is None:
+        return
+    if (pattern.n_layers, pattern.n_heads) != (ctx.card.n_layers, ctx.card.n_heads):
+        st.info(
+            f"The forward pass has {pattern.n_layers} layers × {pattern.n_heads} heads, the "
+            f"analysis {ctx.card.n_layers} × {ctx.card.n_heads}: they do not describe the same "
+            "heads.",
+            icon=":material/info:",
+        )
+        return
+    try:
+        values = pattern.array(kind)
+    except HeadformsError as error:
+        st.info(str(error), icon=":material/info:")
+        kind, values = "weights", pattern.weights
+    matrix = values[ctx.layer, ctx.head]
+    scores = head_scores(ctx.spec)
+    left, right = st.columns([3, 1])
+    causal = (
+        "causal: each query sees itself and earlier tokens (grey: masked)"
+        if pattern.causal
+        else ("bidirectional: every query sees every token")
+    )
+    with left:
+        show_figure(
+            figures.attention_figure(
+                pattern.tokens,
+                matrix,
+                f"{ctx.label}: {figures.KINDS[kind]}s on {len(pattern.tokens)} tokens",
+                kind,
+            ),
+            f"Row = query token, column = key token; {causal}. Hover a cell for both tokens and "
+            "the value.",
+            key="behaviour_head_pattern",
+            data=lambda: _pattern_table(pattern, matrix, kind),
+            filename=f"{ctx.spec}_L{ctx.layer}H{ctx.head}_{kind}",
+        )
+    with right:
+        _score_metrics(ctx, pattern, scores)
+    with st.expander(f"Every head of layer {ctx.layer}"):
+        show_figure(
+            figures.layer_attention_figure(values[ctx.layer], ctx.layer, kind),
+            f"The {ctx.card.n_heads} heads of layer {ctx.layer} on the same prompt and scale.",
+            key="behaviour_layer_patterns",
+        )
+
+
+def _pick_head(spec: str, layer: int, n_heads: int, current: int) -> None:
+    """Callback of the layer's head picker: select the head picked (the same one: no change)."""
+    picked = st.session_state.get(f"hf_layer_heads:{spec}:{layer}:{current}")
+    head = guard.whole_number(picked, 0, n_heads - 1)
+    if head is not None:
+        state.select_head(spec, layer, head)
