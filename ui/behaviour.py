@@ -78,6 +78,10 @@ class ForwardResults:
                 self._items.move_to_end(key)
             return hit
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
     def put(self, key: tuple, value: Any) -> None:
         with self._lock:
             self._items[key] = value

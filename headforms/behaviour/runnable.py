@@ -128,9 +128,10 @@ def parameter_count(located: Located) -> int | None:
     return total
 
 
-FORWARD_BASE_BYTES = 400 * 2**20
-"""Memory of a forward-pass process before its model: Python, torch and transformers (measured
-VmData after their import: 238 MiB), and their working buffers."""
+FORWARD_BASE_BYTES = {"gguf": 400 * 2**20, "directory": 512 * 2**20}
+"""Memory of a forward-pass process besides its model: Python, torch and transformers (VmData
+after their import: 238 MiB) and their working buffers; a checkpoint directory also runs
+transformers' loader (a tiny model's pass peaks at 458 MiB)."""
 ATTENTION_BYTES_PER_WEIGHT = 24
 """Bytes per attention weight of a pass: the model's weights and the tapped scores, as torch
 tensors and numpy copies, and the softmax's temporaries."""
@@ -174,7 +175,8 @@ def forward_memory(located: Located, tokens: int) -> int | None:
     if params is None or not all(isinstance(v, int) and v > 0 for v in (layers, heads)):
         return None
     attention = ATTENTION_BYTES_PER_WEIGHT * layers * heads * tokens * tokens
-    return FORWARD_BASE_BYTES + 4 * params + attention + transient
+    base = FORWARD_BASE_BYTES["gguf" if located.format == "gguf" else "directory"]
+    return base + 4 * params + attention + transient
 
 
 # ---------------------------------------------------------------------------------------------
