@@ -56,7 +56,7 @@ model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, attn_imp
 loaded = time.perf_counter()
 with torch.no_grad():
     out = model(**tokenizer(prompt, return_tensors="pt"), output_attentions=True)
-attention = out.attentions[18][0, 6].numpy()
+attention = out.attentions[0][0, 0].numpy()
 print(f"{loaded - start:.3f} {time.perf_counter() - start:.3f}")
 """
 
@@ -66,7 +66,7 @@ start = time.perf_counter()
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file(sys.argv[1], default_timeout=600)
 at.session_state["hf_model"] = sys.argv[2]
-at.session_state["hf_layer"], at.session_state["hf_head"] = 18, 6
+at.session_state["hf_layer"], at.session_state["hf_head"] = 0, 0
 at.session_state["hf_prompt"] = sys.argv[3]
 at.switch_page("pages/head.py")
 at.run()
@@ -121,7 +121,7 @@ def main() -> None:
            "--quiet"], env_warm)  # fmt: skip
     timed([PYTHON, "-m", "headforms", "behaviour", args.model, "--quiet"], env_warm)
     cli = [PYTHON, "-m", "headforms", "attention", args.model, "--prompt", PROMPT, "--layer",
-           "18", "--head", "6", "--no-cache", "--quiet"]  # fmt: skip
+           "0", "--head", "0", "--no-cache", "--quiet"]  # fmt: skip
     rows: dict[str, list[float]] = {k: [] for k in ("notebook", "notebook_load", "cli", "cli_empty",
                                                     "dashboard")}  # fmt: skip
     try:

@@ -6,12 +6,13 @@ import streamlit as st
 
 from headforms.figures import head as figures
 from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
-from ui.behaviour import head_section
+from ui.behaviour import head_section, prefetch
 from ui.tables import require_spectra
 from ui.widgets import number
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Head")
+prefetch(ctx.spec)  # the model for "What this head does" loads while the spectra are drawn
 card, row, spectra = ctx.card, ctx.head_row, ctx.analysis.spectra
 baseline = ctx.analysis.baseline
 base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra

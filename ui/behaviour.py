@@ -14,10 +14,12 @@ On a private server the pass runs in the server process (models stay loaded in i
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,14 +34,18 @@ from headforms.behaviour import (
     AttentionPattern,
     HeadTypeScores,
     attention,
+    cache,
     head_type_scores,
+    runnable,
 )
 from headforms.behaviour.limits import prompt_characters
+from headforms.behaviour.run import locate_runnable
 from headforms.errors import HeadformsError
 from headforms.figures import behaviour as figures
+from headforms.store import ResultStore
 
 from . import guard, state
-from .loading import fingerprint
+from .loading import cached, fingerprint
 from .widgets import show_figure
 
 if TYPE_CHECKING:
@@ -58,18 +64,26 @@ SHORT_NAMES = {
 """Metric labels that fit a quarter of the page at 1280 px."""
 TICK_SECONDS = 0.25
 """How often the progress line is redrawn while a hosted worker runs."""
-MAX_RESULTS = 16
-"""Forward-pass results kept in memory (a pattern of 256 tokens of SmolLM2 is 140 MB; the
-default prompt's 3 MB)."""
+MAX_RESULT_BYTES = 512 * 2**20
+"""Bytes of forward-pass results kept in memory for all sessions (the default prompt's pattern
+of SmolLM2 is 3 MB, one of 256 tokens 140 MB)."""
+
+
+def _nbytes(value: Any) -> int:
+    """Memory held by a pattern (its arrays) or a score table (its columns)."""
+    if isinstance(value, AttentionPattern):
+        return value.weights.nbytes + (0 if value.scores is None else value.scores.nbytes)
+    return sum(np.asarray(c).nbytes for c in value.columns.values())
 
 
 class ForwardResults:
-    """A small thread-safe LRU of forward-pass results (patterns, score tables)."""
+    """A thread-safe LRU of forward-pass results (patterns, score tables) bounded by bytes; the
+    newest is kept even when it alone passes the bound."""
 
-    def __init__(self, max_entries: int = MAX_RESULTS) -> None:
+    def __init__(self, max_bytes: int = MAX_RESULT_BYTES) -> None:
         self._items: OrderedDict[tuple, Any] = OrderedDict()
         self._lock = threading.Lock()
-        self.max_entries = max_entries
+        self.max_bytes = max_bytes
 
     def get(self, key: tuple) -> Any:
         with self._lock:
@@ -86,7 +100,9 @@ class ForwardResults:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
+            while len(self._items) > 1 and sum(map(_nbytes, self._items.values())) > (
+                self.max_bytes
+            ):
                 self._items.popitem(last=False)
 
 
@@ -169,6 +185,38 @@ def head_scores(spec: str, where: Any = None) -> HeadTypeScores | None:
     return _run("scores", spec, probe, label, compute, where)
 
 
+_prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="headforms-prefetch")
+
+
+def prefetch(spec: str) -> None:
+    """Start loading ``spec``'s runnable model on a background thread (a private server, the
+    model not loaded, and the page's prompt or probe not stored), so that torch's and the
+    model's loading overlap the drawing of the page above its heatmap. A failure is left for
+    the page's own call to report."""
+    if guard.is_hosted():
+        return
+    keep_widgets()
+    try:
+        located = locate_runnable(spec)
+        key = runnable.fingerprint(located)
+        if key in runnable.LOADED.keys():
+            return
+        store = ResultStore()
+        prompt = str(st.session_state[PROMPT_KEY])
+        if cache.pattern_key(key, prompt) in store and (
+            cache.scores_key(key, DEFAULT_PROBE_LENGTH, DEFAULT_SEED) in store
+        ):
+            return
+    except HeadformsError:
+        return
+    _prefetcher.submit(_load_quietly, located)
+
+
+def _load_quietly(located: Any) -> None:
+    with contextlib.suppress(Exception):  # the page's own call reports any failure, in one line
+        runnable.runnable(located)
+
+
 def with_head_scores(table: pd.DataFrame, spec: str) -> pd.DataFrame:
     """The per-head table with the head-type score columns joined (unchanged, after one line,
     when the model cannot run)."""
@@ -202,10 +250,20 @@ def _pattern_table(pattern: AttentionPattern, matrix: np.ndarray, kind: str) -> 
     )
 
 
-def _rank(values: np.ndarray, index: int) -> int:
-    """1 + how many heads score higher than head ``index`` (1 = the highest)."""
+def _metric(label: str, values: np.ndarray, index: int, help: str) -> None:
+    """One score of head ``index`` with its rank among the model's heads (1 = the highest)."""
+    value = values[index]
     finite = values[np.isfinite(values)]
-    return int((finite > values[index]).sum()) + 1
+    st.metric(
+        label,
+        f"{value:.3f}" if np.isfinite(value) else "—",
+        delta=f"rank {int((finite > value).sum()) + 1} of {len(values)}"
+        if np.isfinite(value)
+        else "undefined: one token",
+        delta_color="off",
+        delta_arrow="off",
+        help=help,
+    )
 
 
 def _score_metrics(ctx: PageContext, pattern: AttentionPattern, scores: HeadTypeScores | None):
@@ -217,31 +275,26 @@ def _score_metrics(ctx: PageContext, pattern: AttentionPattern, scores: HeadType
         "previous_token": previous_token(pattern.weights).ravel(),
         "first_token": first_token(pattern.weights).ravel(),
     }
-    total = len(on_prompt["previous_token"])
     for name, values in on_prompt.items():
-        st.metric(
+        where = "i − 1." if name == "previous_token" else "position 0."
+        _metric(
             f"{SHORT_NAMES[name]} · prompt",
-            f"{values[row]:.3f}",
-            delta=f"rank {_rank(values, row)} of {total}",
-            delta_color="off",
-            delta_arrow="off",
-            help="Mean over the prompt's query positions i ≥ 1 of the weight on "
-            + ("i − 1." if name == "previous_token" else "position 0."),
+            values,
+            row,
+            f"Mean over the prompt's query positions i ≥ 1 of the weight on {where}",
         )
     if scores is None:
         return
     meta = scores.meta
     for name in ("duplicate_token", "induction"):
-        values = np.asarray(scores.columns[name], dtype=float)
-        st.metric(
+        back = "(duplicate)." if name == "duplicate_token" else "+ 1 (the token after it)."
+        _metric(
             f"{SHORT_NAMES[name]} · probe",
-            f"{values[row]:.3f}",
-            delta=f"rank {_rank(values, row)} of {len(values)}",
-            delta_color="off",
-            delta_arrow="off",
-            help=f"On {meta['probe_length']} seeded random tokens (seed {meta['seed']}) repeated "
+            np.asarray(scores.columns[name], dtype=float),
+            row,
+            f"On {meta['probe_length']} seeded random tokens (seed {meta['seed']}) repeated "
             "twice: mean over the second copy of the weight on the same token one copy back "
-            + ("(duplicate)." if name == "duplicate_token" else "+ 1 (the token after it)."),
+            + back,
         )
 
 
@@ -302,13 +355,14 @@ def head_section(ctx: PageContext) -> None:
         if pattern.causal
         else ("bidirectional: every query sees every token")
     )
+    key = (ctx.spec, prompt, ctx.layer, ctx.head, kind)
+    title = f"{ctx.label}: {figures.KINDS[kind]}s on {len(pattern.tokens)} tokens"
     with left:
         show_figure(
-            figures.attention_figure(
-                pattern.tokens,
-                matrix,
-                f"{ctx.label}: {figures.KINDS[kind]}s on {len(pattern.tokens)} tokens",
-                kind,
+            cached(
+                "behaviour_pattern",
+                key,
+                lambda: figures.attention_figure(pattern.tokens, matrix, title, kind),
             ),
             f"Row = query token, column = key token; {causal}. Hover a cell for both tokens and "
             "the value.",
@@ -320,7 +374,11 @@ def head_section(ctx: PageContext) -> None:
         _score_metrics(ctx, pattern, scores)
     with st.expander(f"Every head of layer {ctx.layer}"):
         show_figure(
-            figures.layer_attention_figure(values[ctx.layer], ctx.layer, kind),
+            cached(
+                "behaviour_layer",
+                key[:3] + (kind,),
+                lambda: figures.layer_attention_figure(values[ctx.layer], ctx.layer, kind),
+            ),
             f"The {ctx.card.n_heads} heads of layer {ctx.layer} on the same prompt and scale.",
             key="behaviour_layer_patterns",
         )

@@ -97,18 +97,9 @@ def _all_shards(located: Located) -> list[Path]:
 
 
 def parameter_count(located: Located) -> int | None:
-    """Parameters of the whole model, from file headers (no weight read); None if unknown.
-
-    GGUF: its tensor table; safetensors: the headers of every shard (on the hub, the hub's
-    safetensors metadata); ``.bin``: None (its header is the whole pickle).
-    """
-    if located.format == "gguf":
-        from ..readers import GGUFReader
-
-        path = located.weights[0].path
-        assert path is not None
-        reader = GGUFReader(path)
-        return int(sum(math.prod(reader.shape(name)) for name in reader.names()))
+    """Parameters of a safetensors checkpoint from its headers (no weight read): every shard's
+    (on the hub, the hub's safetensors metadata); None when they cannot be read (``.bin``, whose
+    header is the whole pickle, or shards not on this machine)."""
     if located.format != "safetensors":
         return None
     if located.hub is not None and not located.hub.offline:
@@ -122,9 +113,12 @@ def parameter_count(located: Located) -> int | None:
     from ..readers import read_safetensors_header
 
     total = 0
-    for path in _all_shards(located):
-        header = read_safetensors_header(path)
-        total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+    try:
+        for path in _all_shards(located):
+            header = read_safetensors_header(path)
+            total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+    except (HeadformsError, OSError):
+        return None
     return total
 
 
@@ -200,7 +194,14 @@ def load(located: Located, progress: Progress | None = None) -> Runnable:
     """A runnable model of ``located`` (not cached in memory: see :func:`runnable`)."""
     say = progress or (lambda message: None)
     say("importing torch and transformers")
-    import torch  # noqa: F401 - imported here so that the message above is true
+    try:
+        import accelerate  # noqa: F401 - the libraries of every forward pass, checked up front
+        import torch  # noqa: F401
+    except ImportError as exc:
+        raise NotRunnableError(
+            f"forward passes need torch and accelerate ({exc.name} is not installed): install "
+            "the CPU build of torch, then `pip install 'headforms[behaviour]'`"
+        ) from exc
 
     _threads()
     with _quiet_transformers():

@@ -11,6 +11,7 @@ tokenizer encodes exactly as transformers' does.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 
 from ..errors import NotRunnableError
 
+UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>)$")
+"""Vocabulary placeholders no text ever produces (BERT's ``[unused7]``, Gemma's ``<unused7>``)."""
 FORMAT = "headforms.tokenizer"
 FORMAT_VERSION = 1
 
@@ -59,10 +62,12 @@ class TextTokenizer:
 
     def ordinary_ids(self, vocab_size: int) -> list[int]:
         """Ids below ``vocab_size`` (the model's embedding rows) that are no special or added
-        token: what a random-token probe draws from."""
+        token and no unused placeholder (BERT's ``[unused7]``): what a random-token probe
+        draws from."""
         size = min(vocab_size, self.backend.get_vocab_size(with_added_tokens=True))
         excluded = self.special_ids | self.added_ids
-        return [i for i in range(size) if i not in excluded]
+        piece = self.backend.id_to_token
+        return [i for i in range(size) if i not in excluded and not UNUSED.match(piece(i) or "")]
 
     def to_json(self) -> str:
         """The tokenizer as stored in the cache (the backend's JSON and the special ids)."""
