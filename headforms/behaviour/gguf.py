@@ -85,9 +85,8 @@ def config_dict(reader: Any) -> dict[str, Any]:
         GGUF_SUPPORTED_ARCHITECTURES
     ):
         raise NotRunnableError(
-            f"transformers cannot run GGUF architecture {architecture!r} (it runs: "
-            + ", ".join(sorted(GGUF_SUPPORTED_ARCHITECTURES))
-            + ")"
+            f"GGUF architecture {architecture!r} is not one transformers' GGUF loader converts "
+            "(it converts: " + ", ".join(sorted(GGUF_SUPPORTED_ARCHITECTURES)) + ")"
         )
     config: dict[str, Any] = {
         "tie_word_embeddings": "output.weight" not in reader.names() or architecture in _UNTIED

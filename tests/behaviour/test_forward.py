@@ -200,3 +200,44 @@ def test_a_llama_gguf_runs_as_the_model_it_was_written_from(gguf_files: dict) ->
     np.testing.assert_allclose(
         reference_weights(ours, ids), reference_weights(model, ids), atol=FLOAT32, rtol=0
     )
+
+
+@pytest.mark.parametrize("layout", ["safetensors", "sharded"])
+def test_a_hub_model_runs_from_its_snapshot(
+    layout: str, fake_hub, checkpoints: dict, tmp_path: Path
+) -> None:
+    """Every weight file (a sharded checkpoint: all shards, not only those holding Q/K) and the
+    tokenizer files are downloaded into the hub cache's snapshot, which transformers loads."""
+    directory, model = checkpoints["llama"]
+    fake_hub.add_model("org/tiny-llama", directory, layout)
+    text = tiny_runnable.words([7, 8, 9, 7, 8, 9])
+    pattern = attention("org/tiny-llama", text, use_cache=False)
+    assert pattern.token_ids == [7, 8, 9, 7, 8, 9]
+    np.testing.assert_allclose(
+        pattern.weights, reference_weights(model, pattern.token_ids), atol=FLOAT32, rtol=0
+    )
+    if layout == "sharded":
+        shards = {
+            r.filename for r in fake_hub.requests if (r.filename or "").endswith(".safetensors")
+        }
+        assert len(shards) == 3  # every shard, the embeddings' too
+
+
+def test_a_gguf_transformers_cannot_convert_is_one_line(tmp_path: Path) -> None:
+    import gguf
+
+    from headforms.errors import NotRunnableError
+
+    path = tmp_path / "rwkv.gguf"
+    writer = gguf.GGUFWriter(str(path), "rwkv6")
+    writer.add_block_count(1)
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((8, 8), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(NotRunnableError) as info:
+        build_model(GGUFReader(path), "rwkv.gguf")
+    assert str(info.value).startswith(
+        "GGUF architecture 'rwkv6' is not one transformers' GGUF loader converts (it converts: "
+    )
