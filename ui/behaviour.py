@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 
 PROMPT_KEY = "hf_prompt"
 PRE_SOFTMAX_KEY = "hf_pre_softmax"
-KEPT_KEYS = (PROMPT_KEY, PRE_SOFTMAX_KEY)
+LAYER_VIEW_KEY = "hf_layer_view"
+KEPT_KEYS = (PROMPT_KEY, PRE_SOFTMAX_KEY, LAYER_VIEW_KEY)
 """Widget keys of this module kept across pages."""
 SHORT_NAMES = {
     "previous_token": "previous token",
@@ -231,6 +232,7 @@ def keep_widgets() -> None:
     ss = st.session_state
     ss.setdefault(PROMPT_KEY, DEFAULT_PROMPT)
     ss.setdefault(PRE_SOFTMAX_KEY, False)
+    ss.setdefault(LAYER_VIEW_KEY, False)
     for key in KEPT_KEYS:
         ss[key] = ss[key]
 
@@ -372,7 +374,11 @@ def head_section(ctx: PageContext) -> None:
         )
     with right:
         _score_metrics(ctx, pattern, scores)
-    with st.expander(f"Every head of layer {ctx.layer}"):
+    if st.toggle(
+        f"Every head of layer {ctx.layer} side by side",
+        key=LAYER_VIEW_KEY,
+        help="The layer's heads as small heatmaps on the same prompt and scale.",
+    ):
         show_figure(
             cached(
                 "behaviour_layer",
