@@ -325,6 +325,7 @@ def test_the_memory_limit_stops_an_analysis_and_spares_the_server(
     assert nothing_stored(spec)
 
 
+@pytest.mark.slow
 def test_a_bin_model_is_not_charged_its_file_size_against_the_memory_limit(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
