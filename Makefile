@@ -30,11 +30,13 @@ test: install-dev
 	$(PY) -m pytest
 
 # The fast lane: lint and every test without the heavy markers (pyproject.toml): no browser,
-# Docker image, wheel build, install run, fuzzing or other slow test. CHECK_ARGS adds options.
+# Docker image, wheel build, install run, fuzzing or other slow test. Two xdist workers, each
+# taking whole files (module fixtures are built once); CHECK_ARGS adds options ("-n 0": one
+# process).
 FAST := not (browser or image or package or fuzz or slow)
 check: install-dev
 	$(PY) -m ruff check .
-	$(PY) -m pytest -m "$(FAST)" $(CHECK_ARGS)
+	$(PY) -m pytest -m "$(FAST)" -n 2 --dist loadfile $(CHECK_ARGS)
 
 # Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).
 bench: install-dev

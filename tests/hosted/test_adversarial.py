@@ -39,8 +39,9 @@ import page_runner
 import psutil
 import pytest
 import tiny_models
-from hostile_files import gguf_file, slow_gguf, wide_model
-from hostile_files import patched as gguf_patched
+from hostile_files import slow_gguf, wide_model
+from model_files import gguf_file
+from model_files import patched as gguf_patched
 from streamlit.testing.v1 import AppTest
 
 from headforms import DEFAULT_MODEL, contained, engine, sources
@@ -325,6 +326,7 @@ def test_the_memory_limit_stops_an_analysis_and_spares_the_server(
     assert nothing_stored(spec)
 
 
+@pytest.mark.slow
 def test_a_bin_model_is_not_charged_its_file_size_against_the_memory_limit(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

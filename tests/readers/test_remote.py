@@ -315,6 +315,7 @@ print(json.dumps({"reader": type(source.reader).__name__,
 """
 
 
+@pytest.mark.slow
 def test_hub_spec_with_ranges_reads_only_headers_and_qk(
     checkpoint: Path, server: _Server, tmp_path: Path
 ) -> None:

@@ -209,6 +209,7 @@ def test_paper_preset_through_the_fake_hub(fake_hub: FakeHub, tiny_dirs, tmp_pat
         np.testing.assert_allclose(rows["energy"], analyze(str(tiny_dirs[family])).heads["energy"])
 
 
+@pytest.mark.slow
 def test_paper_preset_offline_fails_in_one_line_each(tmp_path: Path):
     done = cli(
         "--preset",
