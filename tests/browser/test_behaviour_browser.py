@@ -27,7 +27,8 @@ POINTS_JS = """
   const full = gd._fullLayout, rect = gd.getBoundingClientRect(), points = [];
   gd._fullData.forEach((trace) => {
     if (!trace.meta || trace.meta.role !== "heads") return;
-    const xa = full[trace.xaxis.replace("x", "xaxis")], ya = full[trace.yaxis.replace("y", "yaxis")];
+    const xa = full[trace.xaxis.replace("x", "xaxis")];
+    const ya = full[trace.yaxis.replace("y", "yaxis")];
     for (let i = 0; i < trace.x.length; i++) {
       points.push({
         x: rect.left + xa._offset + xa.l2p(trace.x[i]),

@@ -73,8 +73,19 @@ def test_a_model_too_large_is_refused_before_any_worker(
     ("prompt", "env", "error", "message"),
     [
         ("", {}, OptionError, "the prompt is empty"),
-        ("w5 " * 100, {"HEADFORMS_PROMPT_CHARACTERS": "99"}, OptionError, "at most 99 are accepted"),
-        ("w5 " * 100, {"HEADFORMS_PROMPT_TOKENS": "50"}, OptionError, "100 tokens long"),
+        (
+            "w5 " * 100,
+            {"HEADFORMS_PROMPT_CHARACTERS": "99"},
+            OptionError,
+            "at most 99 are accepted",
+        ),
+        pytest.param(  # counted in the worker, which loads the model: over 5 s
+            "w5 " * 100,
+            {"HEADFORMS_PROMPT_TOKENS": "50"},
+            OptionError,
+            "100 tokens long",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_prompts_are_capped(

@@ -47,7 +47,8 @@ def decoded(values) -> np.ndarray:
 
 
 def head_page(model: str, **session) -> AppTest:
-    at = run_app("head", **{state.MODEL_KEY: model, state.LAYER_KEY: 1, state.HEAD_KEY: 2, **session})
+    selection = {state.MODEL_KEY: model, state.LAYER_KEY: 1, state.HEAD_KEY: 2}
+    at = run_app("head", **selection, **session)
     assert_clean(at)
     return at
 
