@@ -224,7 +224,11 @@ def with_head_scores(table: pd.DataFrame, spec: str) -> pd.DataFrame:
     scores = head_scores(spec)
     if scores is None:
         return table
-    return table.merge(scores.table, on=["layer", "head"], how="left", validate="one_to_one")
+    joined = table.merge(scores.table, on=["layer", "head"], how="left", validate="one_to_one")
+    added = [c for c in scores.table.columns if c not in ("layer", "head")]
+    rest = [c for c in table.columns if c not in added]
+    at = rest.index("parity") + 1 if "parity" in rest else len(rest)
+    return joined[[*rest[:at], *added, *rest[at:]]]  # beside parity, in view without scrolling
 
 
 def keep_widgets() -> None:

@@ -176,8 +176,14 @@ def layer_attention_figure(matrices: np.ndarray, layer: int, kind: str = "weight
             row=row + 1,
             col=col + 1,
         )
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
+    fig.update_yaxes(
+        showticklabels=False,
+        showgrid=False,
+        zeroline=False,
+        autorange="reversed",
+        constrain="domain",
+    )
     for h in range(heads):
         fig.update_yaxes(scaleanchor=f"x{h + 1 if h else ''}", row=h // cols + 1, col=h % cols + 1)
     fig.update_layout(
@@ -189,8 +195,8 @@ def layer_attention_figure(matrices: np.ndarray, layer: int, kind: str = "weight
             "colorbar": {"title": {"text": KINDS[kind], "side": "right"}, "thickness": 12},
         },
         plot_bgcolor=MASKED_COLOR,
-        height=int(190 * rows + 60),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        height=int(190 * rows + 90),
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},  # subplot titles below the toolbar
         uirevision=UIREVISION,
     )
     return fig
