@@ -23,13 +23,13 @@ from .errors import HeadformsError, OptionError
 OUTPUT_FORMATS = (".csv", ".json", ".parquet")
 
 
-def check_output_path(path: Path) -> str:
-    """The table format of ``path`` (its lower-case suffix); a clear error before any work."""
+def check_output_path(path: Path, formats: Sequence[str] = OUTPUT_FORMATS) -> str:
+    """The format of ``path`` (its lower-case suffix, one of ``formats``: by default the table
+    formats); a clear error before any work."""
     suffix = path.suffix.lower()
-    if suffix not in OUTPUT_FORMATS:
+    if suffix not in formats:
         raise OptionError(
-            f"--out {path}: unknown extension {suffix or '(none)'}; accepted: "
-            + ", ".join(OUTPUT_FORMATS)
+            f"--out {path}: unknown extension {suffix or '(none)'}; accepted: " + ", ".join(formats)
         )
     if not path.parent.is_dir():
         raise OptionError(f"--out {path}: directory {path.parent} does not exist")
@@ -346,8 +346,6 @@ PATTERN_FORMATS = (".json", ".npz")
 
 def _pattern_selection(pattern: Any, layer: int | None, head: int | None) -> list[tuple[int, int]]:
     """The (layer, head) pairs asked for: one head, one layer's heads, or every head."""
-    if head is not None and layer is None:
-        raise OptionError("--head needs --layer (the head's layer)")
     pattern.check_head(layer, head)
     layers = [layer] if layer is not None else range(pattern.n_layers)
     heads = [head] if head is not None else range(pattern.n_heads)
@@ -407,18 +405,6 @@ def write_pattern(pattern: Any, pairs: list[tuple[int, int]], kind: str, out: Pa
         raise OptionError(f"--out {out}: cannot write: {exc.strerror or exc}") from exc
 
 
-def _check_out(out: Path | None, formats: tuple[str, ...]) -> None:
-    if out is None:
-        return
-    if out.suffix.lower() not in formats:
-        raise OptionError(
-            f"--out {out}: unknown extension {out.suffix or '(none)'}; accepted: "
-            + ", ".join(formats)
-        )
-    if not out.parent.is_dir():
-        raise OptionError(f"--out {out}: directory {out.parent} does not exist")
-
-
 def _say(quiet: bool) -> Any:
     if quiet:
         return None
@@ -428,7 +414,8 @@ def _say(quiet: bool) -> Any:
 def cmd_attention(args: argparse.Namespace) -> int:
     from .behaviour import attention
 
-    _check_out(args.out, PATTERN_FORMATS)
+    if args.out is not None:
+        check_output_path(args.out, PATTERN_FORMATS)
     if args.head is not None and args.layer is None:
         raise OptionError("--head needs --layer (the head's layer)")
     pattern = attention(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TypeVar
 
 from ..errors import NotRunnableError, OptionError
 from ..sources import Located, locate
@@ -23,6 +24,7 @@ from .runnable import fingerprint, runnable
 from .scores import first_token, previous_token
 from .scores import head_type_scores as probe_scores
 
+T = TypeVar("T")
 Progress = Callable[[str], None]
 """``progress(message)``: what is happening now (loading the model, running it)."""
 
@@ -51,19 +53,36 @@ def attention(
     prompt = check_prompt(prompt)
     located = locate_runnable(spec)
     key_fingerprint = fingerprint(located)
-    if not use_cache:
+
+    def compute() -> AttentionPattern:
         return _attention(located, key_fingerprint, prompt, progress)
-    store = store or ResultStore()
+
+    if not use_cache:
+        return compute()
     key = cache.pattern_key(key_fingerprint, prompt)
-    hit = cache.get_pattern(store, key)
-    if hit is None:
+    found = _stored(store, key, cache.get_pattern, cache.put_pattern, compute)
+    found.model = located.spec
+    return found
+
+
+def _stored(
+    store: ResultStore | None,
+    key: str,
+    get: Callable[[ResultStore, str], T | None],
+    put: Callable[[ResultStore, str, T], None],
+    compute: Callable[[], T],
+) -> T:
+    """The stored result under ``key``, or ``compute()``'d and stored (once across threads and
+    processes: the key's lock)."""
+    store = store or ResultStore()
+    found = get(store, key)
+    if found is None:
         with key_lock(key):
-            hit = cache.get_pattern(store, key)
-            if hit is None:
-                hit = _attention(located, key_fingerprint, prompt, progress)
-                cache.put_pattern(store, key, hit)
-    hit.model = located.spec
-    return hit
+            found = get(store, key)
+            if found is None:
+                found = compute()
+                put(store, key, found)
+    return found
 
 
 def _attention(
@@ -106,18 +125,15 @@ def head_type_scores(
         prompt = check_prompt(prompt)
     located = locate_runnable(spec)
     key_fingerprint = fingerprint(located)
+
+    def compute() -> HeadTypeScores:
+        return _probe_scores(located, key_fingerprint, probe_length, seed, progress)
+
     if use_cache:
-        store = store or ResultStore()
         key = cache.scores_key(key_fingerprint, probe_length, seed)
-        found = cache.get_scores(store, key)
-        if found is None:
-            with key_lock(key):
-                found = cache.get_scores(store, key)
-                if found is None:
-                    found = _probe_scores(located, key_fingerprint, probe_length, seed, progress)
-                    cache.put_scores(store, key, found)
+        found = _stored(store, key, cache.get_scores, cache.put_scores, compute)
     else:
-        found = _probe_scores(located, key_fingerprint, probe_length, seed, progress)
+        found = compute()
     found.model = located.spec
     if prompt is None:
         return found
