@@ -150,40 +150,46 @@ def _run(kind: str, spec: str, options: tuple, label: str, compute: Compute, whe
     return value
 
 
+def _forward(spec: str, progress: Callable[[str], None], tick: Callable[[], None], **task: Any):
+    """One forward pass of ``spec`` (``prompt=`` or ``probe=(R, seed)``): in hosted mode in a
+    contained worker, counted against the session's forward passes; else in this process."""
+    if guard.is_hosted():
+        return contained.forward_pass(
+            spec,
+            progress=lambda done, total, message: progress(message),
+            check=tick,
+            on_new=lambda: guard.spend("prompts"),
+            **task,
+        )
+    if "prompt" in task:
+        return attention(spec, task["prompt"], progress=progress)
+    length, seed = task["probe"]
+    return head_type_scores(spec, probe_length=length, seed=seed, progress=progress)
+
+
 def attention_pattern(spec: str, prompt: str, where: Any = None) -> AttentionPattern | None:
     """Every head's attention on ``prompt`` (None after one line saying why not)."""
-
-    def compute(progress: Callable[[str], None], tick: Callable[[], None]) -> AttentionPattern:
-        if guard.is_hosted():
-            return contained.forward_pass(
-                spec,
-                prompt=prompt,
-                progress=lambda done, total, message: progress(message),
-                check=tick,
-                on_new=lambda: guard.spend("prompts"),
-            )
-        return attention(spec, prompt, progress=progress)
-
-    return _run("attention", spec, (prompt,), f"Running {spec} on the prompt", compute, where)
+    return _run(
+        "attention",
+        spec,
+        (prompt,),
+        f"Running {spec} on the prompt",
+        lambda progress, tick: _forward(spec, progress, tick, prompt=prompt),
+        where,
+    )
 
 
 def head_scores(spec: str, where: Any = None) -> HeadTypeScores | None:
     """Every head's head-type scores on the default probe (None after one line saying why)."""
     probe = (DEFAULT_PROBE_LENGTH, DEFAULT_SEED)
-
-    def compute(progress: Callable[[str], None], tick: Callable[[], None]) -> HeadTypeScores:
-        if guard.is_hosted():
-            return contained.forward_pass(
-                spec,
-                probe=probe,
-                progress=lambda done, total, message: progress(message),
-                check=tick,
-                on_new=lambda: guard.spend("prompts"),
-            )
-        return head_type_scores(spec, probe_length=probe[0], seed=probe[1], progress=progress)
-
-    label = f"Scoring every head of {spec} on the repeated-token probe"
-    return _run("scores", spec, probe, label, compute, where)
+    return _run(
+        "scores",
+        spec,
+        probe,
+        f"Scoring every head of {spec} on the repeated-token probe",
+        lambda progress, tick: _forward(spec, progress, tick, probe=probe),
+        where,
+    )
 
 
 _prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="headforms-prefetch")

@@ -55,6 +55,29 @@ def token_label(text: str) -> str:
     return shown
 
 
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise FigureInputError(f"unknown pattern kind {kind!r}; accepted: weights, scores")
+
+
+def _masked(matrix: np.ndarray, kind: str) -> np.ndarray:
+    """A causal pattern's weights with the keys above the diagonal (which no query sees) as
+    NaN, drawn as masked like the NaN of the pre-softmax scores."""
+    values = np.asarray(matrix, dtype=float)
+    if kind == "weights" and np.all(np.triu(values, 1) == 0):
+        return np.where(np.triu(np.ones_like(values, bool), 1), np.nan, values)
+    return values
+
+
+def _scale(kind: str, values: np.ndarray) -> tuple[list, float, float]:
+    """``(colorscale, low, high)``: weights on a fixed 0-1 scale, scores on their own range."""
+    if kind == "weights":
+        return WEIGHTS_SCALE, 0.0, 1.0
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    return CONTINUOUS_SCALE, low, high
+
+
 def _tick_labels(tokens: Sequence[str]) -> list[str]:
     return [f"{token_label(t)} ·{i}" for i, t in enumerate(tokens)]
 
@@ -66,24 +89,16 @@ def attention_figure(
     labelled with its token; hover gives both tokens and the value. Weights on a fixed 0-1 scale;
     pre-softmax scores on their own range; cells a query cannot see (NaN scores, or the zero
     weights above the diagonal of a causal pattern) are grey."""
-    if kind not in KINDS:
-        raise FigureInputError(f"unknown pattern kind {kind!r}; accepted: weights, scores")
-    values = np.asarray(matrix, dtype=float)
+    _check_kind(kind)
     length = len(tokens)
-    if values.shape != (length, length):
-        raise FigureInputError(f"a {values.shape} matrix for {length} tokens")
-    if kind == "weights" and np.all(np.triu(values, 1) == 0):
-        values = np.where(np.triu(np.ones_like(values, bool), 1), np.nan, values)
+    if np.shape(matrix) != (length, length):
+        raise FigureInputError(f"a {np.shape(matrix)} matrix for {length} tokens")
+    values = _masked(matrix, kind)
     labels = _tick_labels(tokens)
     hover = np.empty((length, length, 2), dtype=object)
     hover[:, :, 0] = np.array(labels, dtype=object)[:, None]
     hover[:, :, 1] = np.array(labels, dtype=object)[None, :]
-    finite = values[np.isfinite(values)]
-    if kind == "weights":
-        scale, low, high = WEIGHTS_SCALE, 0.0, 1.0
-    else:
-        scale = CONTINUOUS_SCALE
-        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    scale, low, high = _scale(kind, values)
     fig = go.Figure(
         go.Heatmap(
             z=values,
@@ -139,8 +154,7 @@ def attention_figure(
 def layer_attention_figure(matrices: np.ndarray, layer: int, kind: str = "weights") -> go.Figure:
     """Every head of one layer as a small heatmap (titled ``L·H``) on one shared scale; hover
     gives the query and key positions (the large heatmap names their tokens)."""
-    if kind not in KINDS:
-        raise FigureInputError(f"unknown pattern kind {kind!r}; accepted: weights, scores")
+    _check_kind(kind)
     heads = len(matrices)
     cols = min(heads, 6)
     rows = math.ceil(heads / cols)
@@ -152,21 +166,12 @@ def layer_attention_figure(matrices: np.ndarray, layer: int, kind: str = "weight
         horizontal_spacing=0.02,
         vertical_spacing=0.06 if rows > 1 else 0.0,
     )
-    values = np.asarray(matrices, dtype=float)
-    finite = values[np.isfinite(values)]
-    if kind == "weights":
-        scale, low, high = WEIGHTS_SCALE, 0.0, 1.0
-    else:
-        scale = CONTINUOUS_SCALE
-        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    scale, low, high = _scale(kind, np.asarray(matrices, dtype=float))
     for h in range(heads):
-        matrix = values[h]
-        if kind == "weights" and np.all(np.triu(matrix, 1) == 0):
-            matrix = np.where(np.triu(np.ones_like(matrix, bool), 1), np.nan, matrix)
         row, col = divmod(h, cols)
         fig.add_trace(
             go.Heatmap(
-                z=matrix,
+                z=_masked(matrices[h], kind),
                 coloraxis="coloraxis",
                 hoverongaps=False,
                 name=titles[h],

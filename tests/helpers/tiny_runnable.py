@@ -51,8 +51,9 @@ GGUF_ARCH = {"llama": "llama", "qwen2": "qwen2", "gemma3_text": "gemma3"}
 """Tiny families written as GGUF, and their llama.cpp architecture names."""
 
 
-def _permute(weights: np.ndarray, n_head: int) -> np.ndarray:
-    """llama.cpp's ``LlamaModel.permute`` of attn_q / attn_k rows (and biases)."""
+def llama_cpp_permute(weights: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp's convert_hf_to_gguf ``LlamaModel.permute`` of attn_q / attn_k rows (and
+    biases): rows interleaved per head."""
     shape = weights.shape
     return (
         weights.reshape(n_head, 2, shape[0] // n_head // 2, *shape[1:])
@@ -99,7 +100,7 @@ def write_gguf(model: Any, path: Path) -> None:
         values = tensor.detach().float().numpy().copy()
         if arch == "llama" and name.endswith(("attn_q", "attn_k")):
             heads = config.num_attention_heads if name.endswith("q") else config.num_key_value_heads
-            values = _permute(values, heads)
+            values = llama_cpp_permute(values, heads)
         if arch == "gemma3" and name.endswith("norm"):
             values = values + 1.0  # llama.cpp stores Gemma's norm gains as 1 + w
         writer.add_tensor(f"{name}.{suffix}", values.astype(np.float32))
