@@ -21,11 +21,16 @@ install-dev:
 run: install
 	VENV=$(VENV) HOST=$(HOST) PORT=$(PORT) scripts/start.sh
 
+# ruff for Python; eslint (node_modules/, pinned by package-lock.json) for ui/*.js and ui/*.css.
+ESLINT := node_modules/.bin/eslint
+
 lint: install-dev
 	$(PY) -m ruff check .
+	$(ESLINT) ui
 
 test: install-dev
 	$(PY) -m ruff check .
+	$(ESLINT) ui
 	$(PY) -m pytest
 
 # Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).
