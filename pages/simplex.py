@@ -17,6 +17,7 @@ from ui import (
     fit_to_column,
     go_to_head_box,
     jump_toggle,
+    links,
     model_label,
     page_context,
     select_from_customdata,
@@ -25,6 +26,7 @@ from ui import (
 from ui.loading import baselines_of, load_models
 
 FRAME_LABELS = {"heads": "Fit to heads", "simplex": "Whole simplex"}
+BASELINE_KEY = "simplex_baseline"
 
 ctx = page_context()
 st.title("Profiles on the simplex")
@@ -36,6 +38,7 @@ st.caption(
 )
 
 controls = st.columns([5, 3, 2], vertical_alignment="bottom")
+links.bind(links.specs("overlay", state.OVERLAY_KEY, label="overlaid"))
 extra = controls[0].multiselect(
     "Overlay other models",
     list(dict.fromkeys([*BUNDLED_MODELS, *st.session_state[state.OVERLAY_KEY]])),
@@ -46,6 +49,11 @@ extra = controls[0].multiselect(
     help="Extra models drawn on the same simplex and triangle (at RoPE position 0), each in its "
     "own colour and marker family; a published per-head table (.csv/.parquet) adds all its "
     "models; the sidebar's model is always drawn.",
+)
+links.bind(
+    links.choice(
+        "view", state.FRAME_KEY, list(FRAME_LABELS), "heads", "a 3D view", FRAME_LABELS.get
+    )
 )
 frame = controls[1].segmented_control(
     "3D view",
@@ -61,9 +69,10 @@ with controls[2]:
     go_to_head_box(ctx)
 with st.container(horizontal=True, gap="large"):
     jump_toggle()
+    links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline"))
     show_baseline = st.toggle(
         "Gaussian baseline",
-        key="simplex_baseline",
+        key=BASELINE_KEY,
         help="Also draw, in grey, independent Gaussian K, Q of the same n, N as each model's "
         "heads: they sit at Θ's midpoint a = b = 1/2.",
     )
