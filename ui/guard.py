@@ -189,6 +189,33 @@ def whole_numbers(values: Iterable[Any], low: int, high: int, limit: int, what: 
     return out[:limit]
 
 
+CAMERA_PARTS = ("eye", "center", "up")
+CAMERA_BOUND = 100.0
+"""Largest coordinate accepted in a 3D camera (the scenes' axes span about 1)."""
+Camera = dict[str, dict[str, float]]
+"""A plotly 3D camera: ``{"eye": {"x": .., "y": .., "z": ..}, "center": ..., "up": ...}``."""
+
+
+def camera(value: Any) -> Camera | None:
+    """A 3D camera sent by the browser, if it is one (finite numbers within
+    :data:`CAMERA_BOUND`, an ``up`` and an ``eye`` away from the ``center``), else None."""
+    if not isinstance(value, dict) or set(value) != set(CAMERA_PARTS):
+        return None
+    out: Camera = {}
+    for part in CAMERA_PARTS:
+        point = value[part]
+        if not isinstance(point, dict) or set(point) != set("xyz"):
+            return None
+        numbers = {axis: finite_number(point[axis], -CAMERA_BOUND, CAMERA_BOUND) for axis in "xyz"}
+        if None in numbers.values():
+            return None
+        out[part] = numbers  # type: ignore[assignment]
+    eye, center, up = (out[part] for part in CAMERA_PARTS)
+    if all(eye[a] == center[a] for a in "xyz") or not any(up.values()):
+        return None
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Loaded models and clicks
 

@@ -22,6 +22,7 @@ not drawn), so a page's options are still there when the visitor comes back.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,16 @@ SHOWN_CHARACTERS = 40
 """Characters of a link's value echoed in a notice."""
 STREAMLIT_PARAMETERS = frozenset({"embed", "embed_options"})
 """Query parameters that belong to Streamlit itself (left alone)."""
+SEPARATOR = "~"
+"""Between the parts of one value (``camera=1.3~0.9~0.6~...``): a character URLs leave as it
+is (a comma or a colon would be written %2C, %3A). Lists of options are repeated parameters
+(``parity=II&parity=I-``). Reading, a comma separates as well (a link typed by hand)."""
+PARTS = re.compile(r"[~,]")
+
+
+def parts(values: Iterable[str]) -> list[str]:
+    """The non-empty parts of a link's values, split at :data:`SEPARATOR` (or a comma)."""
+    return [part.strip() for value in values for part in PARTS.split(value) if part.strip()]
 
 
 class Refused(Exception):
@@ -404,11 +415,11 @@ def specs(name: str, key: str, default: Sequence[str] = (), label: str = "models
 def subset(
     name: str, key: str, options: Sequence[str], default: Sequence[str], what: str
 ) -> StateLink:
-    """Some of ``options``, comma-separated in one value (``parity=I+,II``)."""
+    """Some of ``options``, one value each (``parity=II&parity=I-``)."""
     default_list = list(default)
 
-    def read(text: str) -> list[str]:
-        chosen = [item.strip() for item in text.split(",") if item.strip()]
+    def read(values: list[str]) -> list[str]:
+        chosen = parts(values)
         known = [item for item in options if item in chosen]
         if len(known) < len(chosen):
             unknown = [item for item in chosen if item not in options]
@@ -422,8 +433,8 @@ def subset(
         name,
         key,
         default_list,
-        _single(read),
-        lambda v: [",".join(v)],
+        read,
+        list,
         lambda v: f"{name} {', '.join(v)}",
         normal=lambda v: [item for item in options if item in v],
     )
@@ -432,16 +443,16 @@ def subset(
 def wholes(
     name: str, key: str, low: int, high: int, limit: int, default: Sequence[int], what: str
 ) -> StateLink:
-    """At most ``limit`` distinct whole numbers in ``[low, high]``, comma-separated and
-    increasing (``n=16,256``)."""
+    """At most ``limit`` distinct whole numbers in ``[low, high]``, one value each, increasing
+    (``n=16&n=256``)."""
     default_list = sorted(default)
     accepted = f"has values that are not {what} (at most {limit}, each from {low} to {high})"
 
-    def read(text: str) -> list[int]:
-        parts = [part.strip() for part in text.split(",") if part.strip()]
-        numbers = [guard.whole_number(part, low, high) for part in parts]
-        kept = list(dict.fromkeys(n for n in numbers if n is not None))[:limit]
-        if len(kept) < len(parts):
+    def read(values: list[str]) -> list[int]:
+        items = parts(values)
+        numbers = [guard.whole_number(item, low, high) for item in items]
+        kept = sorted(dict.fromkeys(n for n in numbers if n is not None))[:limit]
+        if len(kept) < len(items):
             raise corrected(accepted, kept or default_list)
         return kept
 
@@ -449,8 +460,8 @@ def wholes(
         name,
         key,
         default_list,
-        _single(read),
-        lambda v: [",".join(str(int(n)) for n in v)],
+        read,
+        lambda v: [str(int(n)) for n in v],
         lambda v: f"{what} {', '.join(str(n) for n in v)}",
         normal=lambda v: sorted(
             {n for n in (guard.whole_number(item, low, high) for item in v) if n is not None}
@@ -486,15 +497,47 @@ def whole_range(
 
 
 def numbers(text: str, count: Iterable[int], bound: float) -> list[float] | None:
-    """Comma-separated finite numbers within ``[-bound, bound]``, as many as one of ``count``
-    (else None)."""
-    parts = text.split(",")
-    if len(parts) not in set(count):
+    """Finite numbers within ``[-bound, bound]`` separated by :data:`SEPARATOR` (or commas), as
+    many as one of ``count`` (else None)."""
+    items = PARTS.split(text)
+    if len(items) not in set(count):
         return None
     try:
-        values = [float(part) for part in parts]
+        values = [float(item) for item in items]
     except ValueError:
         return None
     if not all(math.isfinite(v) and abs(v) <= bound for v in values):
         return None
     return values
+
+
+def camera(name: str, key: str) -> StateLink:
+    """A 3D camera as nine numbers, eye, center and up (``camera=1.3~0.9~0.6~0~0~0~0~0~1``);
+    by default None: the figure's own."""
+    accepted = "is not a camera (nine numbers: eye x y z, center x y z, up x y z)"
+
+    def read(text: str) -> guard.Camera:
+        values = numbers(text, {9}, guard.CAMERA_BOUND)
+        checked = None
+        if values is not None:
+            checked = guard.camera(
+                {
+                    part: dict(zip("xyz", values[3 * i : 3 * i + 3], strict=True))
+                    for i, part in enumerate(guard.CAMERA_PARTS)
+                }
+            )
+        if checked is None:
+            raise Refused(accepted)
+        return checked
+
+    def write(value: guard.Camera) -> list[str]:
+        return [
+            SEPARATOR.join(
+                f"{value[part][axis]:.4g}" for part in guard.CAMERA_PARTS for axis in "xyz"
+            )
+        ]
+
+    def show(value: guard.Camera | None) -> str:
+        return "the figure's own camera" if value is None else "that camera"
+
+    return StateLink(name, key, None, _single(read), write, show)

@@ -33,6 +33,7 @@ import streamlit as st
 
 from headforms.figures.export import figure_table
 
+from . import guard
 from .static import GL3D_TRACE_TYPES, ensure_plotly_js
 
 COMPONENT_NAME = "headforms.plot"
@@ -121,6 +122,8 @@ def clickable_plot(
     data: TableSource = None,
     filename: str | None = None,
     scroll_zoom: bool = False,
+    camera: guard.Camera | None = None,
+    on_camera: Callable[[guard.Camera], None] | None = None,
 ) -> None:
     """Draw ``figure``; a click on a point with customdata calls ``on_click(customdata)``.
 
@@ -130,7 +133,9 @@ def clickable_plot(
     the figure's ``layout.height``. Below the plot: ``caption`` and a CSV download of ``data``
     (a table or a function returning one; default: the figure's points, see
     :meth:`PlotPayload.table`), named ``filename`` (default: the key). ``scroll_zoom``: the
-    mouse wheel zooms the plot (else it scrolls the page).
+    mouse wheel zooms the plot (else it scrolls the page). A 3D figure is first drawn with
+    ``camera`` (``{"eye": {x, y, z}, "center": ..., "up": ...}``, e.g. a link's) instead of its
+    own; ``on_camera(camera)`` runs (a callback) after each rotation or zoom of the visitor's.
     """
     assets = ensure_plotly_js()
     payload = figure if isinstance(figure, PlotPayload) else PlotPayload.of(figure)
@@ -143,6 +148,14 @@ def clickable_plot(
         if on_click is not None and value is not None:
             on_click(value)
 
+    def moved() -> None:
+        state = st.session_state.get(key)
+        value = guard.camera(state.get("camera") if hasattr(state, "get") else None)
+        if on_camera is not None and value is not None:
+            on_camera(value)
+
+    listeners = {"on_camera_change": moved} if on_camera is not None else {}
+
     _component(
         key=key,
         data={
@@ -153,6 +166,8 @@ def clickable_plot(
             "filename": stem,
             "scroll_zoom": bool(scroll_zoom),
             "pick_radius": PICK_RADIUS_PX,
+            "camera": camera,
+            "report_camera": on_camera is not None,
             "plotly": {
                 "full": url_path(assets.full),
                 "gl3d": url_path(assets.gl3d) if assets.gl3d else None,
@@ -161,6 +176,7 @@ def clickable_plot(
         },
         height=height,
         on_clicked_change=clicked,
+        **listeners,
     )
 
     def csv() -> str:

@@ -146,9 +146,10 @@ def short_bound(value: float, values: Any, low: bool) -> str:
 
 @dataclass
 class RangeFilters(links.Link):
-    """The ``range`` parameter: one value per filtered column, ``energy:0.2:0.8`` (an empty
-    bound: the column's own end; ``energy`` alone: the whole range). It fills the multiselect
-    of filtered columns (``columns_key``) and each column's slider (``slider_key(column)``)."""
+    """The ``range`` parameter: one value per filtered column, ``energy~0.2~0.8`` (an empty
+    bound: the column's own end; ``energy`` alone: the whole range; ``:`` separates too). It
+    fills the multiselect of filtered columns (``columns_key``) and each column's slider
+    (``slider_key(column)``)."""
 
     name: str
     columns_key: str
@@ -166,14 +167,15 @@ class RangeFilters(links.Link):
         chosen: dict[str, tuple[float, float]] = {}
         problems: list[str] = []
         for text in values:
-            column, _, ends = text.strip().partition(":")
+            text = text.strip().replace(":", links.SEPARATOR)
+            column, _, ends = text.partition(links.SEPARATOR)
             if column not in self.numeric:
                 problems.append(f"{links.shown([column])} is not a numeric column")
                 continue
             bounds = value_bounds(self.table[column])
             low, high = self._ends(ends, bounds)
             if low is None or high is None:
-                problems.append(f"{links.shown([text])} is not column:low:high")
+                problems.append(f"{links.shown([text])} is not column~low~high")
                 low, high = bounds
             elif low > high:
                 problems.append(f"{column}'s low end {low:g} is above its high end {high:g}")
@@ -194,8 +196,8 @@ class RangeFilters(links.Link):
 
     @staticmethod
     def _ends(text: str, bounds: tuple[float, float]) -> tuple[float | None, float | None]:
-        """``low:high`` (either empty: that end of ``bounds``) as numbers; None where not one."""
-        parts = text.split(":") if text else ["", ""]
+        """``low~high`` (either empty: that end of ``bounds``) as numbers; None where not one."""
+        parts = text.split(links.SEPARATOR) if text else ["", ""]
         if len(parts) != 2:
             return None, None
         out: list[float | None] = []
@@ -212,7 +214,7 @@ class RangeFilters(links.Link):
         values = self.table[column]
         low = "" if ends[0] <= bounds[0] else short_bound(ends[0], values, low=True)
         high = "" if ends[1] >= bounds[1] else short_bound(ends[1], values, low=False)
-        return f"{column}:{low}:{high}" if low or high else column
+        return links.SEPARATOR.join((column, low, high)) if low or high else column
 
     def values(self) -> list[str] | None:
         state = st.session_state
