@@ -6,9 +6,6 @@ Wires the pages and the shared sidebar; everything else lives in ``pages/`` and 
 from __future__ import annotations
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
-from streamlit.navigation.page import StreamlitPage
-from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from ui import guard, links, notices, state
 from ui.sidebar import render_sidebar, tab_title
@@ -53,26 +50,18 @@ def main() -> None:
 
     page = st.navigation(pages)
     notices.begin(page.url_path)
+    links.start_page(page.title)
     top = st.container()  # notices: a link's corrected values, a model that failed to load
     context = render_sidebar()
+    notices.show(top)
     st.set_page_config(page_title=tab_title(page.title, context))
     if context is None:  # not even the last good model loads: its error is shown, no page runs
-        notices.show(top, page.url_path)
+        links.finish(page_ran=False)
         st.stop()
     if state.take_pending_jump() and page.url_path != head_page.url_path:
         st.switch_page(head_page, query_params=links.query())
-    try:
-        page.run()
-    except StopException:  # the page stopped itself (st.stop): it has run
-        finish(top, page)
-        raise
-    finish(top, page)
-
-
-def finish(top: DeltaGenerator, page: StreamlitPage) -> None:
-    """After the page: the URL from this run's state, then the notices above the page."""
-    links.finish(page.title)
-    notices.show(top, page.url_path)
+    page.run()
+    links.finish()  # a page that ended early (ui.stop_page) has done this already
 
 
 # Streamlit runs this file as __main__ (and leaves it installed as sys.modules["__main__"]): a

@@ -9,7 +9,7 @@ import streamlit as st
 from headforms import HeadformsError
 from headforms.analyses import fits
 from headforms.figures import paper as figures_paper
-from ui import cached, page_context, show_figure
+from ui import cached, links, page_context, show_figure
 from ui.fits import lobe_fit_errors
 from ui.fits import lobe_fits as fitted_lobes
 from ui.tables import require_spectra
@@ -57,7 +57,7 @@ try:
     obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(ctx.analysis.spectra))
 except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
-    st.stop()
+    links.stop_page()
 obs6_errors = cached(
     "fits_obs6_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, obs6))
 )

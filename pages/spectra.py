@@ -42,7 +42,7 @@ if not ks:
         f"Clustering the spectra needs at least 3 heads; {ctx.spec} has {len(eig_s)}.",
         icon=":material/info:",
     )
-    st.stop()
+    links.stop_page()
 scan = cached("spectra_silhouette_scan", model_key, lambda: sp.silhouette_scan(eig_s))
 best = sp.best_k_or_none(scan)
 

@@ -73,13 +73,13 @@ if None in checked:
         "2³² - 1.",
         icon=":material/error:",
     )
-    st.stop()
+    links.stop_page()
 mu, nu, k, reps, seed = checked
 n_values = guard.whole_numbers(sizes, 1, theorem5.MAX_EIGENVALUES, MAX_SIZES, "values of n")
 key = (mu, nu, k, tuple(sorted(n_values)), reps, seed)
 if not key[3]:
     st.info("Choose at least one n (a positive integer).", icon=":material/info:")
-    st.stop()
+    links.stop_page()
 try:
     theorem5.check_sample_size(key[3], key[4])  # before the session's budget is spent
     samples = cached(
@@ -93,7 +93,7 @@ try:
     limit = theorem5.limit_profile(mu, nu)
 except HeadformsError as error:
     st.error(str(error), icon=":material/error:")
-    st.stop()
+    links.stop_page()
 
 _, zero = theorem5.limit_edge(limit)
 show_figure(

@@ -12,8 +12,10 @@ sort, the 3D view and its camera...).
   link can therefore ask for nothing the widgets could not.
 - At the end of each run (:func:`finish`) the URL is rewritten from the state: the parameters
   bound in that run (the sidebar's and the page's), each only where it differs from its default,
-  so that links stay short and readable. A parameter of the opening link that no widget of the
-  opened page took is named in a notice.
+  so that links stay short and readable (one change of the URL, one entry in the browser's
+  history, per run). A parameter of the opening link that no widget of the opened page took is
+  named in a notice. After ``st.stop()`` nothing reaches the browser any more: a page that ends
+  early calls :func:`stop_page` instead, which writes the URL first.
 
 Bound keys are kept when the visitor opens another page (Streamlit drops the state of widgets
 not drawn), so a page's options are still there when the visitor comes back.
@@ -25,7 +27,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 
@@ -38,6 +40,8 @@ PENDING_KEY = "_hf_link_pending"
 CAPTURED_KEY = "_hf_link_captured"
 RUN_KEY = "_hf_link_run"
 """Session state: the links bound in this run, by name (what :func:`finish` writes)."""
+PAGE_KEY = "_hf_link_page"
+"""Session state: the title of this run's page (for a notice), or None once finished."""
 KEPT_KEY = "_hf_link_kept"
 """Session state: the session keys of every bound widget (kept across pages)."""
 
@@ -45,7 +49,7 @@ MAX_PARAMETERS = 32
 """Parameters read from a link (the dashboard has fewer); the rest are ignored, with a notice."""
 MAX_VALUES = 40
 """Values of one parameter read from a link (a range filter per numeric column at most)."""
-MAX_VALUE_CHARACTERS = 4096
+MAX_VALUE_CHARACTERS = 8192
 """Longest value read from a link (specs are checked against their own, shorter limit)."""
 SHOWN_CHARACTERS = 40
 """Characters of a link's value echoed in a notice."""
@@ -138,7 +142,8 @@ class StateLink(Link):
             value = refused.replacement if refused.has_replacement else self.default
             notices.add(
                 f"The link's {self.name}={shown(values)} {refused.problem}: showing "
-                f"{self.show(value)}."
+                f"{self.show(value)}.",
+                about=(self.key, _copy(value)),
             )
         st.session_state[self.key] = _copy(value)
 
@@ -225,22 +230,40 @@ def query() -> dict[str, str | list[str]]:
     return out
 
 
-def finish(page_title: str) -> None:
-    """Call when the page has run (to its end or to an ``st.stop``): the opening link's
-    parameters no widget took are named in a notice, and the URL is rewritten from the state."""
+def start_page(title: str) -> None:
+    """Call before the page runs (``app.py``): its title, for :func:`finish`."""
+    st.session_state[PAGE_KEY] = title
+
+
+def finish(page_ran: bool = True) -> None:
+    """Call when the page has run (``app.py``; :func:`stop_page`): the opening link's
+    parameters no widget took are named in a notice (``page_ran``: else they wait for the page),
+    and the URL is rewritten from the state. Once per run."""
     state = st.session_state
-    left = state.pop(PENDING_KEY, None)
-    state[PENDING_KEY] = {}
+    title = state.pop(PAGE_KEY, None)
+    if title is None:
+        return
+    left = state.get(PENDING_KEY) if page_ran else None
+    if page_ran:
+        state[PENDING_KEY] = {}
     if left:
         names = ", ".join(shown([name]) for name in left)
         verb = "is not an option" if len(left) == 1 else "are not options"
-        notices.add(f"The link's {names} {verb} of the {page_title} page: ignored.")
+        notices.add(f"The link's {names} {verb} of the {title} page: ignored.")
     wanted = query()
     params = st.query_params
     have = {name: params.get_all(name) for name in params if name not in STREAMLIT_PARAMETERS}
     normal = {name: value if isinstance(value, list) else [value] for name, value in wanted.items()}
     if have != normal:
         params.from_dict(wanted)
+
+
+def stop_page() -> NoReturn:
+    """End the page here, as ``st.stop()`` does, once the URL is written (use it instead of
+    ``st.stop()`` in a page: after that, nothing reaches the browser)."""
+    finish()
+    st.stop()
+    raise AssertionError("unreachable")  # st.stop raises at its yield point
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 corrected, a model that could not be opened (and which one is shown instead).
 
 A toast vanishes after a few seconds, and one raised in a run that is followed by a rerun is never
-seen; these stay on the page they were raised on (every rerun draws them again) until the visitor
-closes them or opens another page. ``app.py`` calls :func:`begin` first in each run and draws them
-above the page with :func:`show` last.
+seen; these stay on the page they were raised on (every run draws them again) until the visitor
+closes them, opens another page, or changes the value a notice is about. ``app.py`` calls
+:func:`begin` first in each run and :func:`show` once the sidebar is drawn, with the container at
+the top of the page; a notice the page adds is drawn there at once (after ``st.stop`` nothing
+more can be drawn).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import Any
 import streamlit as st
 
 NOTICES_KEY = "_hf_notices"
-"""Session state: ``{"page": url path shown on, or None until drawn, "items": [(kind, text)]}``."""
+"""Session state: ``{"page": url path they belong to, "items": [(kind, text, about)]}``."""
+SLOT_KEY = "_hf_notices_slot"
+"""Session state: ``(run number, container of the notices, container of the close button)``."""
+RUN_KEY = "_hf_notices_run"
 
 KINDS = ("warning", "error")
 MARKDOWN = re.compile(r"([\\`*_\[\]<>$~:|#])")
@@ -31,44 +36,67 @@ def _notices() -> dict[str, Any]:
     return st.session_state.setdefault(NOTICES_KEY, {"page": None, "items": []})
 
 
-def add(text: str, kind: str = "warning") -> None:
-    """Keep one line (``kind``: ``warning`` for a corrected value, ``error`` for a refusal)."""
+def begin(page: str) -> None:
+    """Call first in each run: ``page`` is this run's url path (notices of another page are
+    dropped)."""
+    state = st.session_state
+    notices = _notices()
+    if notices["page"] != page:
+        notices["page"], notices["items"] = page, []
+    state[RUN_KEY] = state.get(RUN_KEY, 0) + 1
+    state[SLOT_KEY] = None
+
+
+def show(container: Any) -> None:
+    """Draw the notices in ``container`` (the top of the main area), once the sidebar has set
+    this run's values: a notice whose value the visitor has changed since is dropped. Notices
+    added after this are drawn there at once."""
+    state = st.session_state
+    notices = _notices()
+    notices["items"] = [item for item in notices["items"] if _still_true(item[2])]
+    state[SLOT_KEY] = (state[RUN_KEY], container.container(), container.container(), [])
+    for kind, text, _ in notices["items"]:
+        _draw(kind, text)
+
+
+def _still_true(about: tuple[str, Any] | None) -> bool:
+    """Whether the value a notice is about is still the one it names."""
+    return about is None or st.session_state.get(about[0]) == about[1]
+
+
+def add(text: str, kind: str = "warning", about: tuple[str, Any] | None = None) -> None:
+    """Keep one line (``kind``: ``warning`` for a corrected value, ``error`` for a refusal) and
+    draw it at the top of the page. ``about``: ``(session key, value shown)``: the notice goes
+    once the visitor changes that value."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
     items = _notices()["items"]
-    if (kind, text) not in items:
-        items.append((kind, text))
+    if not any(item[:2] == (kind, text) for item in items):
+        items.append((kind, text, about))
+        _draw(kind, text)
 
 
 def clear() -> None:
     """Forget every notice (the close button)."""
-    st.session_state[NOTICES_KEY] = {"page": None, "items": []}
+    _notices()["items"] = []
 
 
 def current() -> list[tuple[str, str]]:
     """The notices kept now, as ``(kind, text)``."""
-    return list(_notices()["items"])
+    return [item[:2] for item in _notices()["items"]]
 
 
-def begin(page: str) -> None:
-    """Call at the start of each run: notices drawn on another page than ``page`` (this run's
-    url path) are dropped."""
-    if _notices()["page"] not in (None, page):
-        clear()
-
-
-def show(container: Any, page: str) -> None:
-    """Draw the notices in ``container`` (the top of the main area), at the end of the run, so
-    that those raised by the page itself are drawn too."""
-    notices = _notices()
-    if not notices["items"]:
+def _draw(kind: str, text: str) -> None:
+    """Draw one notice in this run's container (none yet: the next run draws it)."""
+    slot = st.session_state.get(SLOT_KEY)
+    if slot is None or slot[0] != st.session_state.get(RUN_KEY):
         return
-    notices["page"] = page
-    with container:
-        for kind, text in notices["items"]:
-            icon = ":material/error:" if kind == "error" else ":material/info:"
-            getattr(st, kind)(as_text(text), icon=icon)
-        st.button(
+    _, items, close, drawn = slot
+    icon = ":material/error:" if kind == "error" else ":material/info:"
+    getattr(items, kind)(as_text(text), icon=icon)
+    if not drawn:
+        drawn.append(True)
+        close.button(
             "Close these notices",
             key="_hf_close_notices",
             on_click=clear,

@@ -265,7 +265,7 @@ def _load_or_fall_back(
     if st.session_state.get(key) == fallback:
         st.error(message, icon=":material/error:")
         return None
-    notices.add(f"{message} (showing {shown} instead)", "error")
+    notices.add(f"{message} (showing {shown} instead)", "error", about=(key, fallback))
     st.session_state[REVERT_KEY] = {key: fallback}
     st.rerun()
 

@@ -70,7 +70,7 @@ def require_spectra(analysis: ModelAnalysis, page: str) -> None:
             "published per-head table, which has only the profiles and scores.",
             icon=":material/info:",
         )
-        st.stop()
+        links.stop_page()
 
 
 def baseline_heads(analysis: ModelAnalysis) -> pd.DataFrame | None:
@@ -191,7 +191,8 @@ class RangeFilters(links.Link):
                 f"The link's {self.name}={links.shown(values)} was corrected "
                 f"({'; '.join(problems)}): showing "
                 + (", ".join(self._write(c, e) for c, e in chosen.items()) or "no range filter")
-                + "."
+                + ".",
+                about=(self.columns_key, list(chosen)),
             )
 
     @staticmethod
@@ -259,7 +260,8 @@ class SortOrder(links.Link):
             st.session_state[self.descending_key] = False
             notices.add(
                 f"The link's {self.name}={links.shown(values)} is not a column of the table "
-                "(with - before it to sort decreasing): showing the table's own order."
+                "(with - before it to sort decreasing): showing the table's own order.",
+                about=(self.column_key, ""),
             )
 
     def values(self) -> list[str] | None:
