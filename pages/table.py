@@ -60,17 +60,14 @@ layers = controls[1].slider(
     "Layers", 0, last_layer, key=layers_key, disabled=ctx.card.n_layers == 1
 )
 toggles = st.container(horizontal=True, gap="large")
-with toggles:
-    has_baseline = baseline_heads(ctx.analysis) is not None  # a published table may have none
-    if has_baseline:
-        links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline columns"))
-    with_baseline = has_baseline and st.toggle(
-        "Gaussian baseline columns",
-        key=BASELINE_KEY,
-        help=f"Add each metric of the Gaussian form of the same shapes as "
-        f"`{BASELINE_PREFIX}<metric>`.",
-    )
-    jump_toggle()
+has_baseline = baseline_heads(ctx.analysis) is not None  # a published table may have none
+if has_baseline:
+    links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline columns"))
+with_baseline = has_baseline and toggles.toggle(
+    "Gaussian baseline columns",
+    key=BASELINE_KEY,
+    help=f"Add each metric of the Gaussian form of the same shapes as `{BASELINE_PREFIX}<metric>`.",
+)
 table = ctx.analysis.table(baseline=with_baseline)
 numeric = [
     c
@@ -99,16 +96,17 @@ range_columns = controls[2].multiselect(
 )
 sortable = [c for c in table.columns if c != "kv_head"]
 links.bind(SortOrder("sort", SORT_KEY, DESCENDING_KEY, sortable))
-with controls[3]:
-    sort_by = st.selectbox(
-        "Sort by",
-        ["", *sortable],
-        key=SORT_KEY,
-        format_func=lambda c: c or "layer, head",
-        help="The order of the rows (a shared link keeps it); clicking a column header sorts "
-        "this view only.",
-    )
-    descending = st.toggle("Decreasing", key=DESCENDING_KEY, disabled=not sort_by)
+sort_by = controls[3].selectbox(
+    "Sort by",
+    ["", *sortable],
+    key=SORT_KEY,
+    format_func=lambda c: c or "layer, head",
+    help="The order of the rows (a shared link keeps it); clicking a column header sorts this "
+    "view only.",
+)
+descending = toggles.toggle("Decreasing", key=DESCENDING_KEY, disabled=not sort_by)
+with toggles:
+    jump_toggle()
 
 keep = table["parity"].isin(chosen_parities or parities) & table["layer"].between(*layers)
 if range_columns:
