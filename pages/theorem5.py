@@ -45,11 +45,13 @@ for link in (
 ):
     links.bind(link)
 cols = st.columns(5)
-mu = cols[0].number_input("μ (negative lobe)", value=None, max_value=-0.01, step=0.1, key="t5_mu")
-nu = cols[1].number_input("ν (positive lobe)", value=None, min_value=0.01, step=0.1, key="t5_nu")
-k = cols[2].number_input("gamma shape k", value=None, min_value=0.1, step=0.5, key="t5_k")
-reps = cols[3].number_input("spectra per n", value=None, min_value=1, step=10, key="t5_spectra")
-seed = cols[4].number_input("seed", value=None, min_value=0, step=1, key="t5_seed")
+mu = cols[0].number_input(
+    "μ (negative lobe)", min_value=-LOBE_SCALE, max_value=-0.01, step=0.1, key="t5_mu"
+)
+nu = cols[1].number_input("ν (positive lobe)", min_value=0.01, step=0.1, key="t5_nu")
+k = cols[2].number_input("gamma shape k", min_value=0.1, step=0.5, key="t5_k")
+reps = cols[3].number_input("spectra per n", min_value=1, step=10, key="t5_spectra")
+seed = cols[4].number_input("seed", min_value=0, step=1, key="t5_seed")
 sizes = st.multiselect(
     "eigenvalues per side n",
     sorted(

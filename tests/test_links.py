@@ -338,7 +338,7 @@ def test_a_notice_stays_until_closed_its_value_changed_or_another_page() -> None
     assert len(shown_notices(at)) == 1
     at.sidebar.selectbox(key=state.COLOR_KEY).set_value("layer").run()
     assert len(shown_notices(at)) == 1  # still there after the visitor's next change
-    at.button(key="_hf_close_notices").click().run()
+    next(b for b in at.button if b.key.startswith(notices.CLOSE_KEY)).click().run()
     assert not shown_notices(at)
     at = run_app(None, {"head": "-3"})
     at.sidebar.number_input(key=state.HEAD_KEY).set_value(5).run()

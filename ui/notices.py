@@ -19,8 +19,10 @@ import streamlit as st
 NOTICES_KEY = "_hf_notices"
 """Session state: ``{"page": url path they belong to, "items": [(kind, text, about)]}``."""
 SLOT_KEY = "_hf_notices_slot"
-"""Session state: ``(run number, container of the notices, container of the close button)``."""
+"""Session state: ``(run number, the placeholder the notices are drawn in)``."""
 RUN_KEY = "_hf_notices_run"
+CLOSE_KEY = "_hf_close_notices"
+"""Key prefix of the close button (one key per redraw within a run)."""
 
 KINDS = ("warning", "error")
 MARKDOWN = re.compile(r"([\\`*_\[\]<>$~:|#])")
@@ -54,9 +56,8 @@ def show(container: Any) -> None:
     state = st.session_state
     notices = _notices()
     notices["items"] = [item for item in notices["items"] if _still_true(item[2])]
-    state[SLOT_KEY] = (state[RUN_KEY], container.container(), container.container(), [])
-    for kind, text, _ in notices["items"]:
-        _draw(kind, text)
+    state[SLOT_KEY] = (state[RUN_KEY], container.empty())
+    _draw()
 
 
 def _still_true(about: tuple[str, Any] | None) -> bool:
@@ -73,7 +74,7 @@ def add(text: str, kind: str = "warning", about: tuple[str, Any] | None = None) 
     items = _notices()["items"]
     if not any(item[:2] == (kind, text) for item in items):
         items.append((kind, text, about))
-        _draw(kind, text)
+        _draw()
 
 
 def clear() -> None:
@@ -86,20 +87,29 @@ def current() -> list[tuple[str, str]]:
     return [item[:2] for item in _notices()["items"]]
 
 
-def _draw(kind: str, text: str) -> None:
-    """Draw one notice in this run's container (none yet: the next run draws it)."""
+def _draw() -> None:
+    """Draw every notice in this run's placeholder (none yet: the next run draws them): one box
+    per kind, a line per notice, and a button that closes them all."""
     slot = st.session_state.get(SLOT_KEY)
     if slot is None or slot[0] != st.session_state.get(RUN_KEY):
         return
-    _, items, close, drawn = slot
-    icon = ":material/error:" if kind == "error" else ":material/info:"
-    getattr(items, kind)(as_text(text), icon=icon)
-    if not drawn:
-        drawn.append(True)
-        close.button(
-            "Close these notices",
-            key="_hf_close_notices",
+    items = _notices()["items"]
+    if not items:
+        slot[1].empty()
+        return
+    with slot[1].container(gap="small"):
+        row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+        with row.container(gap="small"):
+            for kind in KINDS:
+                lines = [as_text(text) for k, text, _ in items if k == kind]
+                if lines:
+                    icon = ":material/error:" if kind == "error" else ":material/info:"
+                    getattr(st, kind)("  \n".join(lines), icon=icon)
+        row.button(
+            "",
+            key=f"{CLOSE_KEY}_{len(items)}",
             on_click=clear,
             type="tertiary",
             icon=":material/close:",
+            help="Close these notices",
         )
