@@ -43,7 +43,7 @@ BUDGET_KEY = "_hf_budget"
 MAX_EXTRA_MODELS = 8
 """Models a page may load besides the sidebar's (overlays, comparisons)."""
 MAX_INDEX = 10**6
-"""Largest layer or head index accepted from a URL before the model is known."""
+"""Largest layer or head index taken from a typed value before it is clamped to the model."""
 SHOWN_CHARACTERS = 40
 """Characters of a refused value echoed in its message."""
 
@@ -137,19 +137,6 @@ def spec_or_none(value: Any) -> str | None:
     except ModelSpecError as error:
         st.toast(f"Ignored a model spec: {error}.", icon=":material/block:")
         return None
-
-
-def url_number(param: str, value: str, low: int, high: int) -> int | None:
-    """A URL parameter as a whole number clamped to ``[low, high]``, or None (after one toast
-    line) when it is not a whole number."""
-    number = whole_number(value, -(10**19), 10**19)
-    if number is None:
-        st.toast(
-            f"Ignored the URL's {param}={shown(value)}: not a whole number.",
-            icon=":material/block:",
-        )
-        return None
-    return min(max(number, low), high)
 
 
 def extra_models(specs: Iterable[Any]) -> list[str]:

@@ -82,11 +82,6 @@ def clear() -> None:
     _notices()["items"] = []
 
 
-def current() -> list[tuple[str, str]]:
-    """The notices kept now, as ``(kind, text)``."""
-    return [item[:2] for item in _notices()["items"]]
-
-
 def _draw() -> None:
     """Draw every notice in this run's placeholder (none yet: the next run draws them): one box
     per kind, a line per notice, and a button that closes them all."""

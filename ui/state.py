@@ -64,7 +64,7 @@ def init_state() -> None:
 
 
 def clamp_selection(n_layers: int, n_heads: int) -> str | None:
-    """Keep layer and head inside the loaded model (after a model switch, a stale URL or a
+    """Keep layer and head inside the loaded model (after a model switch, or a
     number typed out of range); returns what was changed, for a notice, or None."""
     state = st.session_state
     notes = []
