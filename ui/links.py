@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -67,20 +68,25 @@ def parts(values: Iterable[str]) -> list[str]:
     return [part.strip() for value in values for part in PARTS.split(value) if part.strip()]
 
 
+DEFAULT: Any = object()
+"""What a refused link value is replaced by unless it says otherwise: the link's default."""
+
+
 class Refused(Exception):
     """A link's value no widget could hold. ``problem`` completes "The link's name=value ...";
-    ``replacement`` is what is shown instead (default: the link's default)."""
+    ``replacement`` is what is shown instead (e.g. a number brought into range; by default the
+    link's default)."""
 
-    def __init__(self, problem: str, replacement: Any = None, has_replacement: bool = False):
+    def __init__(self, problem: str, replacement: Any = DEFAULT):
         super().__init__(problem)
         self.problem = problem
         self.replacement = replacement
-        self.has_replacement = has_replacement
 
 
-def corrected(problem: str, replacement: Any) -> Refused:
-    """A refusal that shows ``replacement`` (e.g. a number clamped into range)."""
-    return Refused(problem, replacement, has_replacement=True)
+def correction(name: str, values: Sequence[str], problem: str, showing: str, about: Any) -> None:
+    """The one-line notice of a corrected link value: ``The link's name=values problem: showing
+    ...``; ``about``: ``(session key, value shown)`` (the notice goes when that changes)."""
+    notices.add(f"The link's {name}={shown(values)} {problem}: showing {showing}.", about=about)
 
 
 def shown(values: Sequence[str]) -> str:
@@ -90,26 +96,26 @@ def shown(values: Sequence[str]) -> str:
     return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
 
 
-class Link:
+class Link(ABC):
     """One URL parameter bound to session state (subclasses: how it is read and written)."""
 
     name: str
 
+    @abstractmethod
     def keys(self) -> tuple[str, ...]:
         """The session keys this parameter fills (kept across pages)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def restore(self, values: list[str]) -> None:
         """Put the link's ``values`` into the state (a refused value: a notice and a fallback)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def ensure(self) -> None:
         """Fill the state with the default where it holds nothing yet."""
-        raise NotImplementedError
 
+    @abstractmethod
     def values(self) -> list[str] | None:
         """The parameter's values for the state now; None: at its default (not written)."""
-        raise NotImplementedError
 
 
 def _copy(value: Any) -> Any:
@@ -139,11 +145,9 @@ class StateLink(Link):
         try:
             value = self.read(values)
         except Refused as refused:
-            value = refused.replacement if refused.has_replacement else self.default
-            notices.add(
-                f"The link's {self.name}={shown(values)} {refused.problem}: showing "
-                f"{self.show(value)}.",
-                about=(self.key, _copy(value)),
+            value = self.default if refused.replacement is DEFAULT else refused.replacement
+            correction(
+                self.name, values, refused.problem, self.show(value), (self.key, _copy(value))
             )
         st.session_state[self.key] = _copy(value)
 
@@ -276,7 +280,7 @@ def _single(read: Callable[[str], Any]) -> Callable[[list[str]], Any]:
     def reader(values: list[str]) -> Any:
         value = read(values[-1].strip())
         if len(values) > 1:
-            raise corrected(f"is given {len(values)} times (once is accepted)", value)
+            raise Refused(f"is given {len(values)} times (once is accepted)", value)
         return value
 
     return reader
@@ -344,7 +348,7 @@ def whole(
         if number is None:
             raise Refused(accepted)
         if not low <= number <= high:
-            raise corrected(accepted, min(max(number, low), high))
+            raise Refused(accepted, min(max(number, low), high))
         return number
 
     return StateLink(
@@ -372,7 +376,7 @@ def number(
         if not math.isfinite(value):
             raise Refused(accepted)
         if not low <= value <= high:
-            raise corrected(accepted, min(max(value, low), high))
+            raise Refused(accepted, min(max(value, low), high))
         return value
 
     return StateLink(
@@ -423,7 +427,7 @@ def specs(name: str, key: str, default: Sequence[str] = (), label: str = "models
             problems.append(f"{len(out)} models, at most {guard.MAX_EXTRA_MODELS}")
             out = out[: guard.MAX_EXTRA_MODELS]
         if problems:
-            raise corrected(f"has values that are not accepted ({'; '.join(problems)})", out)
+            raise Refused(f"has values that are not accepted ({'; '.join(problems)})", out)
         return out
 
     def write(value: list[str]) -> list[str]:
@@ -446,7 +450,7 @@ def subset(
         known = [item for item in options if item in chosen]
         if len(known) < len(chosen):
             unknown = [item for item in chosen if item not in options]
-            raise corrected(
+            raise Refused(
                 f"names {', '.join(unknown)}, not {what} here ({', '.join(options)})",
                 known or default_list,
             )
@@ -476,7 +480,7 @@ def wholes(
         numbers = [guard.whole_number(item, low, high) for item in items]
         kept = sorted(dict.fromkeys(n for n in numbers if n is not None))[:limit]
         if len(kept) < len(items):
-            raise corrected(accepted, kept or default_list)
+            raise Refused(accepted, kept or default_list)
         return kept
 
     return StateLink(
@@ -506,7 +510,7 @@ def whole_range(
         start, stop = sorted(ends)  # type: ignore[type-var]
         inside = (min(max(start, low), high), min(max(stop, low), high))
         if inside != (start, stop):
-            raise corrected(accepted, inside)
+            raise Refused(accepted, inside)
         return inside
 
     return StateLink(

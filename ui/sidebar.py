@@ -243,7 +243,7 @@ def _rope_link(card: ModelCard) -> links.StateLink:
 
     def read(values: list[str]) -> int:
         if read_whole(values):
-            raise links.corrected(
+            raise links.Refused(
                 f"applies to RoPE models only ({links.shown([card.spec])} uses "
                 f"{card.positional} positions)",
                 0,

@@ -26,7 +26,7 @@ from headforms.errors import UnavailableDataError
 from headforms.sources.specs import split_spec
 from headforms.tables import expand_table_spec, table_spec
 
-from . import guard, links, notices
+from . import guard, links
 
 
 def expand_models(specs: Iterable[str]) -> list[str]:
@@ -187,12 +187,13 @@ class RangeFilters(links.Link):
         for column, ends in chosen.items():
             st.session_state[self.slider_key(column)] = ends
         if problems:
-            notices.add(
-                f"The link's {self.name}={links.shown(values)} was corrected "
-                f"({'; '.join(problems)}): showing "
-                + (", ".join(self._write(c, e) for c, e in chosen.items()) or "no range filter")
-                + ".",
-                about=(self.columns_key, list(chosen)),
+            showing = ", ".join(self._write(c, e) for c, e in chosen.items()) or "no range filter"
+            links.correction(
+                self.name,
+                values,
+                f"was corrected ({'; '.join(problems)})",
+                showing,
+                (self.columns_key, list(chosen)),
             )
 
     @staticmethod
@@ -258,10 +259,12 @@ class SortOrder(links.Link):
         else:
             st.session_state[self.column_key] = ""
             st.session_state[self.descending_key] = False
-            notices.add(
-                f"The link's {self.name}={links.shown(values)} is not a column of the table "
-                "(with - before it to sort decreasing): showing the table's own order.",
-                about=(self.column_key, ""),
+            links.correction(
+                self.name,
+                values,
+                "is not a column of the table (with - before it to sort decreasing)",
+                "the table's own order",
+                (self.column_key, ""),
             )
 
     def values(self) -> list[str] | None:
