@@ -27,6 +27,7 @@ from ui.loading import baselines_of, load_models
 
 MODELS_KEY = "compare_models"
 HEATMAP_KEY = "compare_heatmap"
+CAMERA_KEY = "compare_camera"
 
 ctx = page_context()
 st.title("Compare models")
@@ -54,7 +55,10 @@ simplex = cached(
         simplex_figures.simplex_figure(models, color_by="model", selected=ctx.selected)
     ),
 )
-clickable_plot(simplex, key="compare_simplex", on_click=select_from_customdata)
+links.bind(links.camera("camera", CAMERA_KEY))
+clickable_plot(
+    simplex, key="compare_simplex", on_click=select_from_customdata, camera_key=CAMERA_KEY
+)
 st.caption("Profiles of every compared model on one simplex, coloured by model; click a head.")
 
 table = cached(

@@ -67,13 +67,6 @@ frame = controls[1].segmented_control(
 )
 camera_key = f"simplex_camera:{frame}"  # each view keeps its own camera
 links.bind(links.camera("camera", camera_key))
-
-
-def keep_camera(camera: dict) -> None:
-    """The visitor turned or zoomed the 3D view: remember it (and put it in the URL)."""
-    st.session_state[camera_key] = camera
-
-
 with controls[2]:
     go_to_head_box(ctx)
 with st.container(horizontal=True, gap="large"):
@@ -133,8 +126,7 @@ with left:
         data=profiles,
         filename=f"{ctx.spec}_simplex",
         scroll_zoom=True,
-        camera=st.session_state[camera_key],
-        on_camera=keep_camera,
+        camera_key=camera_key,
     )
 with right:
     clickable_plot(

@@ -134,7 +134,11 @@ projection_plot = cached(
         )
     ),
 )
-clickable_plot(projection_plot, key="spectra_fig5", on_click=select_from_customdata)
+camera_key = f"spectra_camera:{projection_kind}"  # each projection keeps its own camera
+links.bind(links.camera("camera", camera_key))
+clickable_plot(
+    projection_plot, key="spectra_fig5", on_click=select_from_customdata, camera_key=camera_key
+)
 if projection_kind == "svd":
     st.caption(
         "Fig 5: each head's unit spectrum x on the uncentred SVD X = U S Vᵀ (coordinates: the "

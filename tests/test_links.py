@@ -262,17 +262,32 @@ def test_a_shared_table_link_shows_the_rows_it_names() -> None:
     assert heads_in_table(at) == list(zip(expected["layer"], expected["head"], strict=True))
 
 
-def test_the_3d_camera_goes_into_the_url_per_view() -> None:
-    """The camera the browser reports (ui.plot's on_camera callback stores it) is the view's;
-    a link gives it back to that view only (4 significant digits)."""
-    at = run_app("simplex", **{"simplex_camera:heads": CAMERA})
+@pytest.mark.parametrize(
+    ("page", "key"),
+    [
+        ("simplex", "simplex_camera:heads"),
+        ("compare", "compare_camera"),
+        ("spectra", "spectra_camera:svd"),
+    ],
+)
+def test_the_3d_camera_goes_into_the_url(page: str, key: str) -> None:
+    """The camera the browser reports (ui.plot stores it under the plot's camera key) goes into
+    the URL and a link gives it back (4 significant digits)."""
+    at = run_app(page, **{key: CAMERA})
     assert_clean(at)
     (written,) = url(at)["camera"]
     assert written == "1.25~-0.75~0.5~0~0~-0.1~0~0~1"
-    reopened = run_app("simplex", dict(at.query_params))
-    assert reopened.session_state["simplex_camera:heads"] == CAMERA
+    reopened = run_app(page, dict(at.query_params))
+    assert_clean(reopened)
+    assert reopened.session_state[key] == CAMERA
+
+
+def test_each_3d_view_of_the_simplex_has_its_own_camera() -> None:
+    at = run_app("simplex", **{"simplex_camera:heads": CAMERA})
     at.button_group(key=state.FRAME_KEY).set_value("simplex").run()
     assert "camera" not in url(at)  # the whole simplex has its own (the figure's) camera
+    at.button_group(key=state.FRAME_KEY).set_value("heads").run()
+    assert url(at)["camera"] == ["1.25~-0.75~0.5~0~0~-0.1~0~0~1"]
 
 
 NOTICE_CASES = [

@@ -122,8 +122,7 @@ def clickable_plot(
     data: TableSource = None,
     filename: str | None = None,
     scroll_zoom: bool = False,
-    camera: guard.Camera | None = None,
-    on_camera: Callable[[guard.Camera], None] | None = None,
+    camera_key: str | None = None,
 ) -> None:
     """Draw ``figure``; a click on a point with customdata calls ``on_click(customdata)``.
 
@@ -133,9 +132,10 @@ def clickable_plot(
     the figure's ``layout.height``. Below the plot: ``caption`` and a CSV download of ``data``
     (a table or a function returning one; default: the figure's points, see
     :meth:`PlotPayload.table`), named ``filename`` (default: the key). ``scroll_zoom``: the
-    mouse wheel zooms the plot (else it scrolls the page). A 3D figure is first drawn with
-    ``camera`` (``{"eye": {x, y, z}, "center": ..., "up": ...}``, e.g. a link's) instead of its
-    own; ``on_camera(camera)`` runs (a callback) after each rotation or zoom of the visitor's.
+    mouse wheel zooms the plot (else it scrolls the page). ``camera_key``: the session key of a
+    3D figure's camera (``{"eye": {x, y, z}, "center": ..., "up": ...}``, or None for the
+    figure's own): the figure is drawn with it, and each rotation or zoom of the visitor's is
+    stored in it (so it survives reruns, and :func:`ui.links.camera` puts it in the URL).
     """
     assets = ensure_plotly_js()
     payload = figure if isinstance(figure, PlotPayload) else PlotPayload.of(figure)
@@ -151,10 +151,10 @@ def clickable_plot(
     def moved() -> None:
         state = st.session_state.get(key)
         value = guard.camera(state.get("camera") if hasattr(state, "get") else None)
-        if on_camera is not None and value is not None:
-            on_camera(value)
+        if camera_key is not None and value is not None:
+            st.session_state[camera_key] = value
 
-    listeners = {"on_camera_change": moved} if on_camera is not None else {}
+    listeners = {"on_camera_change": moved} if camera_key is not None else {}
 
     _component(
         key=key,
@@ -166,8 +166,8 @@ def clickable_plot(
             "filename": stem,
             "scroll_zoom": bool(scroll_zoom),
             "pick_radius": PICK_RADIUS_PX,
-            "camera": camera,
-            "report_camera": on_camera is not None,
+            "camera": st.session_state.get(camera_key) if camera_key else None,
+            "report_camera": camera_key is not None,
             "plotly": {
                 "full": url_path(assets.full),
                 "gl3d": url_path(assets.gl3d) if assets.gl3d else None,
