@@ -199,7 +199,13 @@ CASES: dict[str, tuple[str, Action, dict[str, list[str]], list[str]]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
+HEAVY = {"compared models"}
+"""Cases that analyse another model first (Gemma-3: about 15 s, more on a busy machine)."""
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=[pytest.mark.slow] if c in HEAVY else []) for c in CASES]
+)
 def test_each_option_goes_into_the_url_and_a_link_brings_it_back(case: str) -> None:
     page, act, params, keys = CASES[case]
     at = run_app(page)
