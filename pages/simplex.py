@@ -52,7 +52,12 @@ extra = controls[0].multiselect(
 )
 links.bind(
     links.choice(
-        "view", state.FRAME_KEY, list(FRAME_LABELS), "heads", "a 3D view", FRAME_LABELS.get
+        "view",
+        state.FRAME_KEY,
+        list(FRAME_LABELS),
+        state.DEFAULTS[state.FRAME_KEY],
+        "a 3D view",
+        FRAME_LABELS.get,
     )
 )
 frame = controls[1].segmented_control(
