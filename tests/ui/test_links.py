@@ -22,6 +22,8 @@ from ui import guard, links, notices, state
 from ui.tables import MIN_DIGITS, short_bound
 
 OTHER = "minilm-l6"
+VIEW = state.DEFAULTS[state.FRAME_KEY]
+OTHER_VIEW = next(view for view in ("heads", "simplex") if view != VIEW)
 SLIDER = f"table_range:{DEFAULT_MODEL}:0:energy"
 CAMERA = {
     "eye": {"x": 1.25, "y": -0.75, "z": 0.5},
@@ -100,8 +102,8 @@ CASES: dict[str, tuple[str, Action, dict[str, list[str]], list[str]]] = {
     ),
     "3D view": (
         "simplex",
-        lambda at: at.button_group(key=state.FRAME_KEY).set_value("simplex"),
-        {"view": ["simplex"]},
+        lambda at: at.button_group(key=state.FRAME_KEY).set_value(OTHER_VIEW),
+        {"view": [OTHER_VIEW]},
         [state.FRAME_KEY],
     ),
     "simplex baseline": (
@@ -248,7 +250,7 @@ def test_a_shared_table_link_shows_the_rows_it_names() -> None:
 @pytest.mark.parametrize(
     ("page", "key"),
     [
-        ("simplex", "simplex_camera:heads"),
+        ("simplex", f"simplex_camera:{VIEW}"),
         ("compare", "compare_camera"),
         ("spectra", "spectra_camera:svd"),
     ],
@@ -266,10 +268,10 @@ def test_the_3d_camera_goes_into_the_url(page: str, key: str) -> None:
 
 
 def test_each_3d_view_of_the_simplex_has_its_own_camera() -> None:
-    at = run_app("simplex", **{"simplex_camera:heads": CAMERA})
-    at.button_group(key=state.FRAME_KEY).set_value("simplex").run()
+    at = run_app("simplex", **{f"simplex_camera:{VIEW}": CAMERA})
+    at.button_group(key=state.FRAME_KEY).set_value(OTHER_VIEW).run()
     assert "camera" not in url(at)  # the whole simplex has its own (the figure's) camera
-    at.button_group(key=state.FRAME_KEY).set_value("heads").run()
+    at.button_group(key=state.FRAME_KEY).set_value(VIEW).run()
     assert url(at)["camera"] == ["1.25~-0.75~0.5~0~0~-0.1~0~0~1"]
 
 
@@ -297,9 +299,9 @@ NOTICE_CASES = [
         {"view": "top"},
         "view=top is not a 3D view (heads, simplex)",
         state.FRAME_KEY,
-        "heads",
+        VIEW,
     ),
-    ("simplex", {"camera": "1~2"}, "camera=1~2 is not a camera", "simplex_camera:heads", None),
+    ("simplex", {"camera": "1~2"}, "camera=1~2 is not a camera", f"simplex_camera:{VIEW}", None),
     ("table", {"parity": "I+,V"}, "parity=I+,V names V, not a parity", "table_parity", ["I+"]),
     (
         "table",
