@@ -10,8 +10,8 @@ from headforms import BUNDLED_MODELS
 from headforms.analyses.lobes import observation5_summary
 from headforms.analyses.parity import theorem3_summary
 from headforms.analyses.theta import theta_summary
+from headforms.figures import distributions
 from headforms.figures import observations as figures_obs
-from headforms.figures import paper as figures_paper
 from headforms.forms import MAX_LOBE_DEPARTURE
 from ui import (
     PlotPayload,
@@ -106,7 +106,7 @@ show_figure(
     cached(
         "obs_departure",
         key,
-        lambda: figures_paper.distribution_figure(
+        lambda: distributions.distribution_figure(
             models,
             "lobe_departure",
             "lobe departure ‖λ₋ − ρλ₊‖/‖λ₋‖",

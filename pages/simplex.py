@@ -10,6 +10,7 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.figures import simplex as figures
+from headforms.figures.camera import FRAMED_SHARE
 from ui import (
     PlotPayload,
     cached,
@@ -53,7 +54,7 @@ frame = controls[1].segmented_control(
     format_func=FRAME_LABELS.__getitem__,
     key=state.FRAME_KEY,
     required=True,
-    help=f"Fit to heads: the camera looks at the region holding {figures.FRAMED_SHARE:.0%} of "
+    help=f"Fit to heads: the camera looks at the region holding {FRAMED_SHARE:.0%} of "
     "the heads, so crowded heads pull apart. Whole simplex: the tetrahedron as in the paper's "
     "Figure 1.",
 )
@@ -96,7 +97,7 @@ profiles = cached("profile_table", key[:2], lambda: figures.profile_table(models
 overlays = " Overlaid models: their own colour and marker shapes." if len(models) > 1 else ""
 overlays += " Grey dots: Gaussian K, Q of the same n, N." if baselines else ""
 framed = (
-    f"Framed: the {figures.FRAMED_SHARE:.0%} of the heads nearest their median profile (the "
+    f"Framed: the {FRAMED_SHARE:.0%} of the heads nearest their median profile (the "
     'camera turns about it); the rest and the vertices are a scroll away (the "→ toward" '
     "hints point to them), or choose Whole simplex."
     if frame == "heads"

@@ -8,7 +8,7 @@ import streamlit as st
 
 from headforms.analyses import spectra as sp
 from headforms.analyses.theta import theta_frame
-from headforms.figures import paper as figures_paper
+from headforms.figures import spectra as figures
 from ui import (
     PlotPayload,
     cached,
@@ -21,7 +21,6 @@ from ui import (
 from ui.tables import require_spectra
 
 AUTO = "best silhouette"
-PROJECTIONS = {"svd": "uncentred SVD (paper)", "pca": "centred PCA"}
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Spectra")
@@ -58,8 +57,8 @@ k_choice = controls[0].selectbox(
 )
 projection_kind = controls[1].radio(
     "Projection",
-    list(PROJECTIONS),
-    format_func=PROJECTIONS.__getitem__,
+    list(figures.PROJECTION_NAMES),
+    format_func=figures.PROJECTION_NAMES.__getitem__,
     key="spectra_projection",
     help="The paper projects X on its uncentred SVD (component 1 is the common shape); the "
     "centred PCA's PC1-3 are the SVD's components 2-4.",
@@ -96,7 +95,7 @@ projection_plot = cached(
     "spectra_projection_fig",
     plot_key,
     lambda: PlotPayload.of(
-        figures_paper.projection_figure(
+        figures.projection_figure(
             frame, ctx.spec, projection, plane, levels, color_by, ctx.selected, clusters.types
         )
     ),
@@ -125,7 +124,7 @@ show_figure(
     cached(
         "spectra_fig4",
         (*model_key, k),
-        lambda: figures_paper.cluster_spectra_figure(
+        lambda: figures.cluster_spectra_figure(
             summary,
             means,
             ctx.spec,
@@ -164,7 +163,7 @@ show_figure(
     cached(
         "spectra_fig3",
         model_key,
-        lambda: figures_paper.mean_spectrum_figure(
+        lambda: figures.mean_spectrum_figure(
             sp.mean_unit_spectrum(eig_s),
             sp.mean_unit_spectrum(ctx.analysis.baseline.spectra["eig_s"]),
             ctx.spec,
@@ -177,7 +176,7 @@ show_figure(
     cached(
         "spectra_silhouette",
         (*model_key, k),
-        lambda: figures_paper.silhouette_figure(scan, clusters.k),
+        lambda: figures.silhouette_figure(scan, clusters.k),
     ),
     f"Silhouette of k-means for each k (on the first {sp.SILHOUETTE_COMPONENTS} principal "
     f"coordinates of X): "

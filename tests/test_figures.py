@@ -16,8 +16,10 @@ from plotly.colors import hex_to_rgb
 from headforms import HeadformsError, analyze
 from headforms.analyses.parity import parity_by_layer
 from headforms.engine import ALL_SPECTRA
+from headforms.figures import camera as FC
 from headforms.figures import head as FH
 from headforms.figures import heatmaps as FM
+from headforms.figures import parity as FP
 from headforms.figures import simplex as FS
 from headforms.figures import style as FT
 from headforms.forms import PARITY_LABELS, head_forms
@@ -391,7 +393,7 @@ def head_points(fig: go.Figure) -> np.ndarray:
 
 def on_screen(fig: go.Figure, cartesian: np.ndarray) -> np.ndarray:
     camera = fig.layout.scene.camera.to_plotly_json()
-    return look_at_projection(scene_points(fig, cartesian), camera, FS.VIEW_ASPECT)
+    return look_at_projection(scene_points(fig, cartesian), camera, FC.VIEW_ASPECT)
 
 
 def visible(screen: np.ndarray) -> np.ndarray:
@@ -415,7 +417,7 @@ def test_fit_to_heads_frames_most_heads_and_pulls_the_crowd_apart(request, model
         on_screen(fig, vertex_coords(FS.simplex_figure({"m": heads}, frame="simplex")))
     ).all()
     fig = FS.simplex_figure({"m": heads}, frame="heads")
-    assert visible(screens["heads"]).mean() >= FS.FRAMED_SHARE  # what the caption promises
+    assert visible(screens["heads"]).mean() >= FC.FRAMED_SHARE  # what the caption promises
     # the camera turns about the heads' median profile
     xyz = head_points(fig)
     centre = np.median(xyz, axis=0)
@@ -664,15 +666,22 @@ def test_singular_values_figure_keeps_distinct_values(minilm):
     )
 
 
-def test_parity_by_layer_bars_stack_to_100(minilm):
-    frame = parity_by_layer(minilm.heads)
-    fig = FM.parity_by_layer_figure(frame)
-    assert fig.layout.barmode == "stack"
-    assert [t.marker.color for t in fig.data] == [FT.PARITY_COLORS[p] for p in PARITY_LABELS]
-    totals = np.sum([np.asarray(t.y) for t in fig.data], axis=0)
-    np.testing.assert_allclose(totals, 100.0)
-    counts = minilm.heads.groupby("layer")["parity"].apply(lambda s: (s == "I+").mean() * 100)
-    np.testing.assert_allclose(fig.data[0].y, counts.to_numpy())
+def test_figure_12_is_a_white_to_black_grid_of_each_layers_parity_shares(minilm, smollm):
+    """Figure 12 as the paper draws it: per model a type x layer grid, one shared scale from
+    white (0%) to black (100%), each layer's column the percent of its heads of each type."""
+    frames = {"minilm": parity_by_layer(minilm.heads), "smollm": parity_by_layer(smollm.heads)}
+    fig = FP.parity_by_layer_figure(frames)
+    grids = [t for t in fig.data if t.type == "heatmap"]
+    assert [t.name for t in grids] == list(frames)
+    scale = fig.layout.coloraxis
+    assert (scale.cmin, scale.cmax) == (0, 100)
+    assert [tuple(stop) for stop in scale.colorscale] == [(0.0, "#ffffff"), (1.0, "#000000")]
+    assert all(t.coloraxis == "coloraxis" for t in grids)  # one scale for every model
+    for trace, analysis in zip(grids, (minilm, smollm), strict=True):
+        z = np.asarray(trace.z, dtype=float)
+        np.testing.assert_allclose(z.sum(axis=0), 100.0)
+        share = analysis.heads.groupby("layer")["parity"].apply(lambda s: (s == "I+").mean() * 100)
+        np.testing.assert_allclose(z[list(PARITY_LABELS).index("I+")], share.to_numpy())
 
 
 def test_profile_bar_figure_uses_the_baseline_columns(minilm):
@@ -694,7 +703,7 @@ def all_figures(analysis) -> dict[str, go.Figure]:
         "lobes": FH.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], bsp["eig_s"][0]),
         "singular": FH.singular_values_figure(sp["sv_a"][0], bsp["sv_a"][0]),
         "heatmap": FM.heatmap_pair_figure(heads, base, "pairing", "m"),
-        "parity": FM.parity_by_layer_figure(parity_by_layer(heads)),
+        "parity": FP.parity_by_layer_figure({"m": parity_by_layer(heads)}),
         "profile": FH.profile_bar_figure(heads.iloc[0], base.iloc[0]),
     }
 
@@ -721,8 +730,10 @@ def test_figures_serialise_to_json(smollm):
     import base64
 
     def decoded(values: object) -> np.ndarray:
-        if isinstance(values, dict):  # a typed array: {"dtype": ..., "bdata": base64}
-            return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+        if isinstance(values, dict):  # a typed array: {"dtype": ..., "bdata": base64[, "shape"]}
+            flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+            shape = [int(n) for n in str(values.get("shape", len(flat))).split(",")]
+            return flat.reshape(shape)
         return np.asarray(values)
 
     for name, fig in all_figures(smollm).items():
@@ -782,7 +793,7 @@ def test_figure_table_reads_back_every_data_point(minilm):
 
 def test_fit_head_figure_frames_the_lobe_not_its_farthest_eigenvalue():
     from headforms.analyses import fits
-    from headforms.figures.paper import FIT_VIEW_MASS, fit_head_figure
+    from headforms.figures.fits import FIT_VIEW_MASS, fit_head_figure
 
     rng = np.random.default_rng(3)
     lobe = np.sort(rng.gamma(2.0, 1.0, 64))[::-1]
@@ -808,7 +819,8 @@ def test_fit_head_figure_frames_the_lobe_not_its_farthest_eigenvalue():
 
 
 def test_comparison_table_counts_heads_and_the_size_plot_draws_no_trend(minilm, smollm):
-    from headforms.figures.paper import fit_error_vs_size_figure, parity_comparison_table
+    from headforms.figures.fits import fit_error_vs_size_figure
+    from headforms.figures.parity import parity_comparison_table
 
     models = {"minilm": minilm.heads, "smollm2": smollm.heads}
     table = parity_comparison_table(models)

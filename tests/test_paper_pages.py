@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
 from headforms import analyze
-from headforms.figures import paper as figures_paper
+from headforms.figures import distributions, parity
 from ui import state
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -96,13 +96,13 @@ def test_theorem5_page_opened_without_the_app_draws_the_sidebar():
 
 
 def test_comparison_figures_and_table(models):
-    table = figures_paper.parity_comparison_table(models)
+    table = parity.parity_comparison_table(models)
     assert list(table["source"]).count("paper, Table 2") == 6
     assert set(table.loc[table["source"] == "computed here", "model"]) == set(models)
     figures = (
-        figures_paper.parity_comparison_figure(table),
-        figures_paper.distribution_figure(models, "pairing"),
-        figures_paper.distribution_figure(models, "energy", "symmetric energy"),
+        parity.parity_comparison_figure(table),
+        distributions.distribution_figure(models, "pairing"),
+        distributions.distribution_figure(models, "energy", "symmetric energy"),
     )
     for fig in figures:
         assert fig.layout.title.text

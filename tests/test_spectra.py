@@ -12,7 +12,7 @@ from sklearn.metrics import adjusted_rand_score
 from headforms import analyze
 from headforms.analyses import spectra as sp
 from headforms.errors import HeadformsError
-from headforms.figures.paper import (
+from headforms.figures.spectra import (
     cluster_spectra_figure,
     mean_spectrum_figure,
     projection_figure,

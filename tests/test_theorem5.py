@@ -7,7 +7,7 @@ import pytest
 
 from headforms.analyses import theorem5
 from headforms.errors import HeadformsError
-from headforms.figures.paper import theorem5_figure
+from headforms.figures.theorem5 import theorem5_figure
 from headforms.forms import profile_from_lobes
 
 

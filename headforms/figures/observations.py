@@ -15,16 +15,12 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analyses.theta import theta_frame
-from .style import BASELINE_COLOR, MODEL_COLORS, TEMPLATE, UIREVISION, head_customdata
+from .style import BASELINE_COLOR, TEMPLATE, UIREVISION, head_customdata, model_color
 
 THETA_POSITION_TITLE = "position along Θ (c − d: +1 vertex c, −1 vertex d)"
 THETA_DISTANCE_TITLE = "distance to Θ (barycentric, log scale)"
 DISTANCE_FLOOR = 1e-5
 """Distances below this are drawn at it (a log axis has no 0; exact rank-one forms are at 0)."""
-
-
-def _color(index: int) -> str:
-    return MODEL_COLORS[index % len(MODEL_COLORS)]
 
 
 def _position_extent(frames: list[pd.DataFrame]) -> float:
@@ -70,7 +66,7 @@ def _trained_points(
         x=heads[x],
         y=y,
         mode="markers",
-        marker={"color": _color(index), "size": 7, "opacity": 0.8},
+        marker={"color": model_color(index), "size": 7, "opacity": 0.8},
         name=f"{name}: trained heads",
         customdata=head_customdata(heads, name),
         hovertemplate=f"layer %{{customdata[1]}}, head %{{customdata[2]}}<br>{hover}"
@@ -185,7 +181,7 @@ def theta_distribution_figure(
                         x=x,
                         y=y,
                         mode="lines",
-                        line={"color": _color(i), "dash": dash, "width": 2},
+                        line={"color": model_color(i), "dash": dash, "width": 2},
                         name=f"{label} ({medians})",
                         legendgroup=label,
                         showlegend=col == 1,

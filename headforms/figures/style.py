@@ -58,6 +58,12 @@ MODEL_COLORS: tuple[str, ...] = (
 far from the parity colours and (the first ones) from :data:`CONTINUOUS_SCALE`, so an overlaid
 model never reads as a parity type or a value of the colour scale."""
 
+
+def model_color(index: int) -> str:
+    """The colour of the ``index``-th model (or series) of a figure: :data:`MODEL_COLORS` cycled."""
+    return MODEL_COLORS[index % len(MODEL_COLORS)]
+
+
 HEAD_COLOR = "#d62728"
 BASELINE_COLOR = "#555555"
 POSITIVE_COLOR = "#C0392B"
