@@ -109,12 +109,10 @@ def test_simplex_vertices_form_a_regular_tetrahedron():
     np.testing.assert_allclose(distances, distances[0], rtol=1e-12)
     assert distances[0] > 0
     labels = [a for a in fig.layout.scene.annotations if a.name == "vertex"]
-    assert [a.text for a in labels] == [
-        "a = 1 antisymmetric",
-        "b = 1 hyperbolic",
-        "c = 1 PSD",
-        "d = 1 NSD",
-    ]
+    # each vertex says which one it is and what lies over it (Table 3)
+    meanings = ("antisymmetric", "H", "P (PSD)", "−P (NSD)")
+    for label, letter, meaning in zip(labels, "abcd", meanings, strict=True):
+        assert label.text.startswith(f"{letter} = 1") and meaning in label.text
     np.testing.assert_allclose([[a.x, a.y, a.z] for a in labels], vertices)
 
 
@@ -235,10 +233,32 @@ def test_simplex_traces_are_per_parity_with_palette_and_symbols(minilm):
     assert len(head_traces) == len(set(minilm.heads["parity"]) & set(PARITY_LABELS))
     symbols = {t.meta["parity"]: t.marker.symbol for t in head_traces}
     assert len(set(symbols.values())) == len(symbols)
+    # 3D markers are text glyphs: + for Type I+ and an open circle for Type II, as the
+    # captions draw them; never "x" (an emoji glyph, a blank box without an emoji font)
+    assert symbols["I+"] == "cross" and symbols["II"] == "circle-open"
+    assert all("x" not in symbol.split("-") for symbol in symbols.values())
     for trace in head_traces:
         assert trace.marker.color == FT.PARITY_COLORS[trace.meta["parity"]]
-        assert trace.marker.symbol in {"circle", "diamond", "square", "cross"}
         assert "layer" in trace.text[0] and "energy" in trace.text[0]
+
+
+PLUS, OPEN_CIRCLE, DASH = "cross-thin-open", "circle-open", "line-ew-open"
+"""plotly's 2D symbols that draw a thin +, an open circle and a horizontal dash in the marker
+colour (the captions' markers of Type I+, II and I-)."""
+
+
+@pytest.mark.parametrize("overlay", [False, True])
+def test_2d_parity_markers_are_plus_open_circle_and_dash_for_every_model(minilm, smollm, overlay):
+    """Figures 2, 8 and 9: + Type I+, open circle Type II, dash Type I-, for every model of the
+    figure (an overlaid model keeps the meaning of each shape), drawn with a visible stroke."""
+    models = {"smollm2": smollm.heads, **({"minilm": minilm.heads} if overlay else {})}
+    fig = FS.triangle_figure(models)
+    expected = {"I+": PLUS, "II": OPEN_CIRCLE, "I-": DASH}
+    for trace in traces_with(fig, "heads"):
+        assert trace.marker.symbol == expected[trace.meta["parity"]], trace.name
+        assert trace.marker.line.width >= 1.5  # line symbols vanish without a stroke
+    legend = {t.meta["parity"]: t.name for t in traces_with(fig, "heads")}
+    assert legend == {p: FT.PARITY_NAMES[p] for p in legend}
 
 
 @pytest.mark.parametrize("color_by", ["layer", "energy", "pairing"])
@@ -304,7 +324,9 @@ def is_reddish(color: str) -> bool:
 
 @pytest.mark.parametrize("three_d", [True, False])
 @pytest.mark.parametrize("color_by", ["parity", "energy", "model"])
-def test_each_overlaid_model_has_its_own_colour_and_markers(minilm, smollm, three_d, color_by):
+def test_each_overlaid_model_has_its_own_colour_and_the_same_shapes(
+    minilm, smollm, three_d, color_by
+):
     models = {"smollm2": smollm.heads, "minilm": minilm.heads, "again": minilm.heads}
     build = FS.simplex_figure if three_d else FS.triangle_figure
     fig = build(models, color_by=color_by)
@@ -320,12 +342,12 @@ def test_each_overlaid_model_has_its_own_colour_and_markers(minilm, smollm, thre
         assert colour.lower() not in {c.lower() for c in FT.PARITY_COLORS.values()}
         overlay_colours.append(colour)
     assert len(set(overlay_colours)) == 2
+    # models are told apart by colour: each parity type has one shape whatever the model
     symbols = {n: {t.meta["parity"]: t.marker.symbol for t in by_model[n]} for n in models}
-    assert symbols["smollm2"] != symbols["minilm"] != symbols["again"]
+    for parity in PARITY_LABELS:
+        assert len({m[parity] for m in symbols.values() if parity in m}) <= 1, parity
     for mapping in symbols.values():  # parity types stay apart within a model
         assert len(set(mapping.values())) == len(mapping)
-    if three_d:  # Scatter3d draws "x" as an emoji glyph: a blank box without an emoji font
-        assert all("x" not in s.split("-") for m in symbols.values() for s in m.values())
     if color_by == "model":
         assert not is_reddish(by_model["smollm2"][0].marker.color)
 
@@ -413,9 +435,8 @@ def test_fit_to_heads_frames_most_heads_and_pulls_the_crowd_apart(request, model
             low, high = fig.layout.scene[f"{axis}axis"].range
             assert (xyz[:, i] >= low).all() and (xyz[:, i] <= high).all()
     assert visible(screens["simplex"]).all()
-    assert visible(
-        on_screen(fig, vertex_coords(FS.simplex_figure({"m": heads}, frame="simplex")))
-    ).all()
+    whole = FS.simplex_figure({"m": heads}, frame="simplex")
+    assert visible(on_screen(whole, vertex_coords(whole))).all()
     fig = FS.simplex_figure({"m": heads}, frame="heads")
     assert visible(screens["heads"]).mean() >= FC.FRAMED_SHARE  # what the caption promises
     # the camera turns about the heads' median profile
@@ -465,26 +486,44 @@ def test_fit_to_heads_points_to_the_vertices_out_of_view(smollm):
         FS.simplex_figure({"m": smollm.heads}, frame="zoomed")
 
 
-def test_selected_head_is_highlighted(minilm):
+@pytest.mark.parametrize("frame", ["simplex", "heads"])
+def test_selected_head_is_ringed_larger_and_labelled_inside_the_frame(minilm, frame):
     heads = minilm.heads
-    fig = FS.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5))
+    fig = FS.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5), frame=frame)
     row = heads[(heads["layer"] == 2) & (heads["head"] == 5)][PROFILE].to_numpy(float)
     where = (row @ vertex_coords(fig))[0]
     (label,) = [a for a in fig.layout.scene.annotations if a.name == "selected"]
-    assert label.text == "L2·H5" and label.showarrow
+    assert "L2·H5" in label.text and label.showarrow and label.font.size >= 11
     np.testing.assert_allclose([label.x, label.y, label.z], where)
-    sizes = {}
-    for trace in traces_with(fig, "heads"):
-        size = np.broadcast_to(np.asarray(trace.marker.size, float), (len(trace.customdata),))
-        for (_, layer, head), value in zip(trace.customdata, size, strict=True):
-            sizes[(layer, head)] = value
-    others = {v for k, v in sizes.items() if k != (2, 5)}
-    assert len(others) == 1 and sizes[(2, 5)] > others.pop()  # drawn larger than every other
+    # the label's box lies toward the middle of the view from the head: inside the frame
+    x, y, _ = on_screen(fig, where[None, :])[0]
+    assert np.sign(label.ax) == -np.sign(x) or abs(x) < 0.2
+    assert np.sign(label.ay) == np.sign(y) or abs(y) < 0.3  # screen y grows downward
+    # every head marker has one size per trace (plotly.js shrinks per-point size arrays);
+    # the selected head gets a larger black ring of its own, clickable like its marker
+    head_sizes = {float(t.marker.size) for t in traces_with(fig, "heads")}
+    assert all(np.ndim(t.marker.size) == 0 for t in traces_with(fig, "heads"))
+    (ring,) = traces_with(fig, "selected")
+    assert tuple(ring.customdata[0]) == ("minilm", 2, 5)
+    np.testing.assert_allclose(points(ring)[0], where)
+    assert ring.marker.size > max(head_sizes) and ring.marker.symbol == "circle-open"
     plain = FS.simplex_figure({"minilm": heads})
     assert not [a for a in plain.layout.scene.annotations if a.name == "selected"]
     other = FS.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
     assert not [a for a in other.layout.scene.annotations if a.name == "selected"]
-    assert all(np.ndim(t.marker.size) == 0 for t in traces_with(other, "heads"))
+    assert not traces_with(other, "selected")
+
+
+def test_the_whole_tetrahedron_is_the_default_view(smollm):
+    """The default 3D view shows every vertex and every head, with the faces labelled."""
+    fig = FS.simplex_figure({"m": smollm.heads})
+    assert fig.layout.meta["frame"] == "simplex"
+    assert visible(on_screen(fig, vertex_coords(fig))).all()
+    assert visible(on_screen(fig, head_points(fig))).all()
+    faces = {a.text.split(":")[0] for a in fig.layout.scene.annotations if a.name == "facet"}
+    assert faces == {"a = 0", "b = 0", "c = 0", "d = 0"}
+    (mesh,) = traces_with(fig, "faces")
+    assert mesh.opacity <= 0.1  # faint: the heads behind a face stay visible
 
 
 def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):
@@ -503,9 +542,12 @@ def test_triangle_geometry_band_and_points(minilm):
     assert all(isinstance(t, go.Scatter) for t in fig.data)
     vertices = vertex_coords(fig)
     labels = [a.text for a in fig.layout.annotations if a.name == "vertex"]
-    # b bottom left, c bottom right, d on top (as in the paper's Figure 10)
+    # as Figure 10 draws the edge {d = 0}: c = 1 left, b = 1 right, horizontal; d on top
     assert [label.split(" = ")[0] for label in labels] == ["b_S", "c_S", "d_S"]
-    assert vertices[0, 0] < vertices[1, 0] and vertices[0, 1] == vertices[1, 1] < vertices[2, 1]
+    vb, vc, vd = vertices
+    assert vc[0] < vb[0] and vc[1] == vb[1] < vd[1]
+    edges = {a.text.split(":")[0] for a in fig.layout.annotations if a.name == "edge"}
+    assert edges == {"d_S = 0", "c_S = 0", "b_S = 0"}  # labelled as in Figure 7
     sides = [np.linalg.norm(p - q) for p, q in itertools.combinations(vertices, 2)]
     np.testing.assert_allclose(sides, sides[0], rtol=1e-12)
     ends = np.vstack([points(t) for t in traces_with(fig, "edges")])
@@ -523,10 +565,11 @@ def test_triangle_geometry_band_and_points(minilm):
     )
     (sel,) = traces_with(fig, "selected")
     assert tuple(sel.customdata[0]) == ("minilm", 1, 2)
-    # every Type II head lies inside the band polygon (b_S >= 0.98)
+    # every Type II head lies inside the band polygon (b_S >= 0.98), beside the vertex b = 1
+    # on the right
     for trace in traces_with(fig, "heads"):
         if trace.meta["parity"] == "II":
-            assert (points(trace)[:, 0] <= corners[1, 0] + 1e-12).all()
+            assert (points(trace)[:, 0] >= corners[1:, 0].min() - 1e-12).all()
 
 
 def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):

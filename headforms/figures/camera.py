@@ -8,6 +8,11 @@ import numpy as np
 
 from .geometry import SIMPLEX_LABELS, SIMPLEX_VERTICES
 
+FRAMES: dict[str, str] = {"simplex": "Whole simplex", "heads": "Zoom to heads"}
+"""What the 3D view frames, by the names the dashboard gives them: ``"simplex"`` the whole
+tetrahedron (the default, as in the paper's Figures 2 and 8), ``"heads"`` the camera zoomed
+onto where most heads are."""
+
 FRAMED_SHARE = 0.75
 """Share of the heads that the ``"heads"`` frame keeps in view (the rest is a scroll away). In
 trained models half the heads sit within 0.01-0.04 of their median profile, near the middle of
@@ -40,11 +45,13 @@ ASPECT_RATIO = (AXIS_RANGES[:, 1] - AXIS_RANGES[:, 0]) / np.exp(
 unit is the same on every axis, so the regular tetrahedron stays regular."""
 
 WHOLE_SIMPLEX_CAMERA = {
-    "eye": {"x": 0.55, "y": -1.75, "z": 0.75},
-    "center": {"x": 0.0, "y": 0.0, "z": -0.1},
+    "eye": {"x": 0.45, "y": -1.5, "z": 0.6},
+    "center": {"x": 0.0, "y": 0.0, "z": -0.08},
     "up": {"x": 0.0, "y": 0.0, "z": 1.0},
 }
-"""The whole-simplex view (scene coordinates), as in the paper's Figure 1."""
+"""The whole-simplex view (scene coordinates), as in the paper's Figure 1: from the front-right,
+a little above, nearly along the edge a-b, so that both branches of Theta and the heads along
+them spread across the view while every vertex stays in it."""
 
 
 def scene_coordinates(points: np.ndarray) -> np.ndarray:

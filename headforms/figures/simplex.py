@@ -14,13 +14,18 @@ from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD
 from .camera import (
     ASPECT_RATIO,
     AXIS_RANGES,
+    FRAMES,
     WHOLE_SIMPLEX_CAMERA,
     fitted_camera,
     heads_view,
     vertex_annotations,
+    view_coordinates,
 )
 from .geometry import (
+    FACES,
     SIMPLEX_VERTICES,
+    THETA_LABEL,
+    TRIANGLE_EDGES,
     TRIANGLE_LABELS,
     TRIANGLE_VERTICES,
     barycentric_points,
@@ -32,11 +37,13 @@ from .style import (
     COLUMN_TITLES,
     CONTINUOUS_SCALE,
     EDGE_COLOR,
-    MARKER_FAMILIES_2D,
-    MARKER_FAMILIES_3D,
-    MODEL_COLORS,
+    MARKER_SIZE_2D,
+    MARKER_SIZE_3D,
     PARITY_COLORS,
+    PARITY_LINE_WIDTH,
     PARITY_NAMES,
+    PARITY_SYMBOLS,
+    PARITY_SYMBOLS_3D,
     SELECTED_COLOR,
     TEMPLATE,
     THETA_COLOR,
@@ -46,6 +53,8 @@ from .style import (
     head_choice_labels,
     head_customdata,
     head_name,
+    label_position,
+    model_color,
     selected_marker,
     selected_row,
 )
@@ -53,9 +62,9 @@ from .style import (
 EDGE_DASHES = 9
 """Dashes drawing the edge {a = b = 0} of the 3D simplex."""
 
-FRAMES = ("heads", "simplex")
-"""What the 3D view frames: ``"heads"`` (the camera zooms onto where most heads are) or
-``"simplex"`` (the whole tetrahedron)."""
+FACE_COLOR = "#8a8a8a"
+FACE_OPACITY = 0.06
+"""The facets' tint: enough to read depth, too faint to hide the heads behind them."""
 
 
 def _lines(segments: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -129,58 +138,51 @@ def _coloraxis(color_by: str, cmin: float, cmax: float, y: float) -> dict:
     }
 
 
-SELECTED_SIZE_3D = 13
-"""Marker size of the selected head in the 3D scene (the others: 5)."""
-
-
 def _head_traces(
     models: Mapping[str, pd.DataFrame],
     columns: Sequence[str],
     vertices: np.ndarray,
     color_by: str,
     three_d: bool,
-    selected: Selected = None,
 ) -> list[dict]:
     """One marker trace per (model, parity type), grouped in the legend by model (as dicts:
-    validated once, when added to the figure). The first model is coloured by ``color_by``;
-    every other model (an overlay) has its own colour and marker family. In 3D the selected
-    head is drawn larger in its own trace (another WebGL trace for a ring costs a draw)."""
+    validated once, when added to the figure). Parity is the marker's shape, the same for every
+    model (:data:`PARITY_SYMBOLS`, :data:`PARITY_SYMBOLS_3D`); the first model is coloured by
+    ``color_by``, every other model (an overlay) in its own colour. One size per trace: every
+    head is drawn at the same legible size (the selected one gets a ring of its own)."""
     traces = []
-    size = 5 if three_d else 7
-    families = MARKER_FAMILIES_3D if three_d else MARKER_FAMILIES_2D
+    symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
     for index, (model, heads) in enumerate(models.items()):
         valid = _valid(heads, columns)
-        family = families[index % len(families)]
         for parity in PARITY_LABELS:
             part = valid[valid["parity"] == parity]
             if part.empty:
                 continue
             xyz = barycentric_points(part[list(columns)].to_numpy(), vertices)
-            marker: dict = {"symbol": family[parity], "size": size, "opacity": 0.85}
-            if three_d and selected is not None and selected[0] == model:
-                chosen = (part["layer"] == int(selected[1])) & (part["head"] == int(selected[2]))
-                if chosen.any():
-                    marker["size"] = np.where(chosen.to_numpy(), SELECTED_SIZE_3D, size)
+            marker: dict = {
+                "symbol": symbols[parity],
+                "size": MARKER_SIZE_3D if three_d else MARKER_SIZE_2D,
+                "opacity": 0.9,
+            }
             if color_by == "model" or index > 0:
-                marker["color"] = MODEL_COLORS[index % len(MODEL_COLORS)]
+                marker["color"] = model_color(index)
             elif color_by == "parity":
                 marker["color"] = PARITY_COLORS[parity]
             else:
                 marker["color"] = part[color_by].to_numpy(dtype=float)
                 marker["coloraxis"] = "coloraxis"
-            if not three_d:
-                marker["line"] = {"width": 0.5, "color": "white"}
+            if not three_d:  # open and line symbols: the stroke is the marker colour
+                marker["line"] = {"width": PARITY_LINE_WIDTH}
             coords = {"x": xyz[:, 0], "y": xyz[:, 1]}
             if three_d:
                 coords["z"] = xyz[:, 2]
-            label = PARITY_NAMES[parity] if len(models) == 1 else f"{model}: {PARITY_NAMES[parity]}"
             traces.append(
                 {
                     "type": "scatter3d" if three_d else "scatter",
                     **coords,
                     "mode": "markers",
                     "marker": marker,
-                    "name": label,
+                    "name": PARITY_NAMES[parity],
                     "legendgroup": model,
                     "legendgrouptitle": {"text": model},
                     "customdata": head_customdata(part, model),
@@ -238,40 +240,52 @@ def _selected_ring(
     selected: Selected,
     columns: Sequence[str],
     vertices: np.ndarray,
+    camera: dict | None = None,
 ) -> list[go.BaseTraceType]:
-    """A labelled ring around the selected head on the triangle. In 3D the head is drawn larger
-    and labelled by a scene annotation instead."""
+    """A black ring around the selected head, clickable like its marker. On the triangle its
+    name is its text, placed toward the middle of the plot; in 3D (``camera`` given) the name is
+    a scene annotation (:func:`_selected_annotation`)."""
     found = selected_row(models, selected, columns)
     if found is None:
         return []
     row, model = found
-    xy = barycentric_points(row[list(columns)].to_numpy(), vertices)
+    xyz = barycentric_points(row[list(columns)].to_numpy(), vertices)
     hover = _hover_text(row, model, columns)[0] + "<extra>selected</extra>"
-    return [selected_marker(row, model, {"x": xy[:, 0], "y": xy[:, 1]}, hover)]
+    if camera is not None:
+        ring = selected_marker(row, model, dict(zip("xyz", xyz.T, strict=True)), hover)
+        return [ring.update(mode="markers")]
+    (x, y), low, high = xyz[0], vertices.min(axis=0), vertices.max(axis=0)
+    position = label_position(*((np.array([x, y]) - low) / (high - low)))
+    return [selected_marker(row, model, {"x": xyz[:, 0], "y": xyz[:, 1]}, hover, position)]
 
 
 def _selected_annotation(
-    models: Mapping[str, pd.DataFrame], selected: Selected, columns: Sequence[str]
+    models: Mapping[str, pd.DataFrame], selected: Selected, columns: Sequence[str], camera: dict
 ) -> list[dict]:
-    """The selected head's name as a 3D scene annotation with an arrow (cheaper than 3D text)."""
+    """The selected head's name as a 3D scene annotation with an arrow (cheaper than 3D text),
+    drawn from the head toward the middle of the view so that it stays inside the frame."""
     found = selected_row(models, selected, columns)
     if found is None:
         return []
     row, _ = found
     ((x, y, z),) = barycentric_points(row[list(columns)].to_numpy(), SIMPLEX_VERTICES)
+    screen_x, screen_y, _ = view_coordinates(np.array([[x, y, z]]), camera)[0]
     return [
         {
             "x": float(x),
             "y": float(y),
             "z": float(z),
-            "text": head_name(row["layer"].iloc[0], row["head"].iloc[0]),
+            "text": f"<b>{head_name(row['layer'].iloc[0], row['head'].iloc[0])}</b>",
             "showarrow": True,
             "arrowhead": 0,
+            "arrowwidth": 1.5,
             "arrowcolor": SELECTED_COLOR,
-            "ax": 22,
-            "ay": -26,
-            "font": {"size": 12, "color": SELECTED_COLOR},
-            "bgcolor": "rgba(255,255,255,0.8)",
+            "ax": -40 if screen_x > 0.2 else 40,
+            "ay": 34 if screen_y > 0.3 else -34,
+            "font": {"size": 13, "color": SELECTED_COLOR},
+            "bgcolor": "rgba(255,255,255,0.85)",
+            "bordercolor": SELECTED_COLOR,
+            "borderwidth": 1,
             "name": "selected",
         }
     ]
@@ -283,25 +297,75 @@ def _title(prefix: str, models: Mapping[str, pd.DataFrame]) -> str:
     return f"{prefix}: {names}"
 
 
+def _faces_trace() -> go.Mesh3d:
+    """The three facets of Delta_3 that forms fill, barely tinted (so depth reads and the heads
+    inside stay visible); the back facet {b = 0}, empty in its interior, stays open."""
+    filled = [f for f in FACES if f.kind == "facet" and f.equations != "b = 0"]
+    corners = [
+        [i for i, letter in enumerate("abcd") if f"{letter} = 0" != f.equations] for f in filled
+    ]
+    return go.Mesh3d(
+        x=SIMPLEX_VERTICES[:, 0],
+        y=SIMPLEX_VERTICES[:, 1],
+        z=SIMPLEX_VERTICES[:, 2],
+        i=[c[0] for c in corners],
+        j=[c[1] for c in corners],
+        k=[c[2] for c in corners],
+        color=FACE_COLOR,
+        opacity=FACE_OPACITY,
+        flatshading=True,
+        lighting={"ambient": 1.0, "diffuse": 0.0, "specular": 0.0},
+        hoverinfo="skip",
+        showlegend=False,
+        name="faces",
+        meta={"role": "faces"},
+    )
+
+
+def _face_annotations() -> list[dict]:
+    """Labels of the edges and facets that Figure 1 and Table 3 name (the vertices are labelled
+    by :func:`headforms.figures.camera.vertex_annotations`), small and grey, at points of
+    :data:`FACES` off Theta."""
+    labels = []
+    for face in FACES:
+        if face.kind == "vertex":
+            continue
+        ((x, y, z),) = barycentric_points(np.array([face.at], dtype=float))
+        labels.append(
+            {
+                "x": float(x),
+                "y": float(y),
+                "z": float(z),
+                "text": f"{face.equations}: {face.short}",
+                "showarrow": False,
+                "font": {"size": 11, "color": "#666666"},
+                "bgcolor": "rgba(255,255,255,0.6)",
+                "name": face.kind,
+            }
+        )
+    return labels
+
+
 def simplex_figure(
     models: Mapping[str, pd.DataFrame],
     color_by: str = "parity",
     selected: Selected = None,
-    frame: str = "heads",
+    frame: str = "simplex",
     baselines: Mapping[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """Head profiles (a, b, c, d) on the 3-simplex Delta_3 drawn as a regular tetrahedron
-    (Figures 1, 2, 8), with its edges, the red segments Theta, and one marker per head;
-    ``baselines`` (model -> baseline table) adds the Gaussian heads in grey.
+    (Figures 1, 2, 8): its edges (the empty one dashed), faintly tinted facets, the red segments
+    Theta, the faces labelled as in Figure 1 and Table 3, and one marker per head (shape:
+    parity); ``baselines`` (model -> baseline table) adds the Gaussian heads in grey.
 
-    ``frame="heads"`` points the camera at the region holding :data:`FRAMED_SHARE` of the heads
-    (:func:`heads_view`; vertices out of view get direction hints); ``"simplex"`` shows the
-    whole tetrahedron. Nothing is clipped either way: the axis ranges are always the simplex's.
-    The selected head is drawn larger and labelled with an arrow.
+    ``frame="simplex"`` (default) shows the whole tetrahedron; ``"heads"`` points the camera at
+    the region holding :data:`FRAMED_SHARE` of the heads (:func:`heads_view`; vertices out of
+    view get direction hints). Nothing is clipped either way: the axis ranges are always the
+    simplex's. The selected head is ringed and labelled with an arrow, inside the frame.
     """
     _check_color_by(color_by)
     if frame not in FRAMES:
-        raise FigureInputError(f"frame must be one of {FRAMES}, got {frame!r}")
+        raise FigureInputError(f"frame must be one of {tuple(FRAMES)}, got {frame!r}")
     vertices = SIMPLEX_VERTICES
     columns = ("a", "b", "c", "d")
     edges = [
@@ -319,7 +383,19 @@ def simplex_figure(
     ]
     solid = _lines(edges + dashes)
     theta = _lines([tuple(seg) for seg in theta_segments()])
+    if frame == "heads":
+        points = [
+            barycentric_points(_valid(h, columns)[list(columns)].to_numpy())
+            for h in models.values()
+        ]
+        centre, radius = heads_view(np.vstack(points) if points else np.empty((0, 3)))
+        camera = fitted_camera(centre, radius)
+        annotations = vertex_annotations(centre, camera)
+    else:
+        camera = WHOLE_SIMPLEX_CAMERA
+        annotations = vertex_annotations(None, camera) + _face_annotations()
     fig = go.Figure()
+    fig.add_trace(_faces_trace())
     fig.add_trace(
         go.Scatter3d(
             x=solid[:, 0],
@@ -339,24 +415,15 @@ def simplex_figure(
             y=theta[:, 1],
             z=theta[:, 2],
             mode="lines",
-            line={"color": THETA_COLOR, "width": 6},
+            line={"color": THETA_COLOR, "width": 5},
             hoverinfo="skip",
-            name="Θ = {a = b, cd = 0} (rank one)",
+            name=THETA_LABEL,
             meta={"role": "theta"},
         )
     )
     fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=True))
-    fig.add_traces(_head_traces(models, columns, vertices, color_by, True, selected))
-    if frame == "heads":
-        points = [
-            barycentric_points(_valid(h, columns)[list(columns)].to_numpy())
-            for h in models.values()
-        ]
-        centre, radius = heads_view(np.vstack(points) if points else np.empty((0, 3)))
-        camera = fitted_camera(centre, radius)
-        annotations = vertex_annotations(centre, camera)
-    else:
-        camera, annotations = WHOLE_SIMPLEX_CAMERA, vertex_annotations(None, WHOLE_SIMPLEX_CAMERA)
+    fig.add_traces(_head_traces(models, columns, vertices, color_by, True))
+    fig.add_traces(_selected_ring(models, selected, columns, vertices, camera))
     axis = {
         "visible": False,
         "showbackground": False,
@@ -377,11 +444,12 @@ def simplex_figure(
             "aspectmode": "manual",
             "aspectratio": dict(zip("xyz", map(float, ASPECT_RATIO), strict=True)),
             "camera": camera,
-            "annotations": annotations + _selected_annotation(models, selected, columns),
+            "annotations": annotations + _selected_annotation(models, selected, columns, camera),
             "uirevision": f"{UIREVISION}:{frame}",
             "dragmode": "orbit",
         },
-        legend={"itemsizing": "constant", "groupclick": "toggleitem"},
+        # legend symbols at the markers' own size, as they are drawn
+        legend={"itemsizing": "trace", "groupclick": "toggleitem"},
         margin={"l": 0, "r": 0, "t": 50, "b": 0 if color_by in ("parity", "model") else 90},
         height=650,
         meta={"frame": frame},
@@ -399,7 +467,9 @@ def triangle_figure(
     baselines: Mapping[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """Symmetric profiles (b_S, c_S, d_S) on the triangle Delta = {a = 0} (Figures 7 right, 9),
-    with the Type II band c_S + d_S <= 1/50 near vertex b and the I+/I- boundary c_S = d_S;
+    oriented as Figure 10 (c = 1 left, b = 1 right, the edge {d_S = 0} horizontal), its vertices
+    and edges labelled as in Figure 7, with the Type II band c_S + d_S <= 1/50 near vertex b and
+    the I+/I- boundary c_S = d_S; markers +, open circle, dash by parity, as in Figure 9;
     ``baselines`` adds the Gaussian heads in grey."""
     _check_color_by(color_by)
     vertices = TRIANGLE_VERTICES
@@ -474,6 +544,25 @@ def triangle_figure(
             name="vertex",
             font={"size": 13},
         )
+    # Edge labels as in Figure 7 (right): S = H + P along {d_S = 0}, S = H - P along {c_S = 0},
+    # each outside its edge, turned along it.
+    centroid = vertices.mean(axis=0)
+    for edge in TRIANGLE_EDGES:
+        ((x, y),) = barycentric_points(np.array([edge.at], dtype=float), vertices)
+        outward = np.array([x, y]) - centroid
+        outward /= np.linalg.norm(outward)
+        ends = [vertices[i] for i, v in enumerate(edge.at) if v]
+        angle = np.degrees(np.arctan2(*(ends[1] - ends[0])[::-1]))
+        angle = (angle + 90) % 180 - 90  # text never upside down
+        fig.add_annotation(
+            x=x + 0.07 * outward[0],
+            y=y + 0.07 * outward[1],
+            text=f"{edge.equations}: {edge.short}",
+            textangle=-angle,
+            showarrow=False,
+            name="edge",
+            font={"size": 11, "color": "#666666"},
+        )
     fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=False))
     fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=False))
     fig.add_traces(_selected_ring(models, selected, columns, vertices))
@@ -496,7 +585,7 @@ def triangle_figure(
             "showgrid": False,
             "zeroline": False,
         },
-        legend={"itemsizing": "constant", "groupclick": "toggleitem"},
+        legend={"itemsizing": "trace", "groupclick": "toggleitem"},
         dragmode="pan",
         height=600 if color_by in ("parity", "model") else 680,
         margin={"b": 80 if color_by in ("parity", "model") else 150},
