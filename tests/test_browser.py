@@ -306,9 +306,10 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     plot.locator(".main-svg").first.wait_for(timeout=PLOT_APPEAR_MS)
     plot.hover()
     with page.expect_download(timeout=HEAD_PAGE_MS) as download:
-        plot.locator('.modebar-btn[data-title="Download SVG"]').click()
+        plot.locator('.modebar-btn[data-title="Download SVG (vector)"]').click()
     svg = Path(download.value.path()).read_text()
     assert svg.lstrip().startswith("<svg") and "Eigenvalues of S" in svg
+    assert "<image" not in svg  # vector: no raster picture inside
     assert download.value.suggested_filename.endswith(".svg")
 
     page.goto(f"{server}/?model={DEFAULT_MODEL}")

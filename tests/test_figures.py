@@ -17,6 +17,7 @@ from headforms import HeadformsError, analyze
 from headforms.analyses.parity import parity_by_layer
 from headforms.engine import ALL_SPECTRA
 from headforms.figures import camera as FC
+from headforms.figures import export as FE
 from headforms.figures import head as FH
 from headforms.figures import heatmaps as FM
 from headforms.figures import parity as FP
@@ -711,20 +712,29 @@ def test_singular_values_figure_keeps_distinct_values(minilm):
 
 def test_figure_12_is_a_white_to_black_grid_of_each_layers_parity_shares(minilm, smollm):
     """Figure 12 as the paper draws it: per model a type x layer grid, one shared scale from
-    white (0%) to black (100%), each layer's column the percent of its heads of each type."""
+    white (0%) to black (100%), each layer's column the percent of its heads of each type, drawn
+    as vector cells."""
     frames = {"minilm": parity_by_layer(minilm.heads), "smollm": parity_by_layer(smollm.heads)}
     fig = FP.parity_by_layer_figure(frames)
-    grids = [t for t in fig.data if t.type == "heatmap"]
+    grids = traces_with(fig, "cells")
     assert [t.name for t in grids] == list(frames)
     scale = fig.layout.coloraxis
     assert (scale.cmin, scale.cmax) == (0, 100)
     assert [tuple(stop) for stop in scale.colorscale] == [(0.0, "#ffffff"), (1.0, "#000000")]
-    assert all(t.coloraxis == "coloraxis" for t in grids)  # one scale for every model
-    for trace, analysis in zip(grids, (minilm, smollm), strict=True):
-        z = np.asarray(trace.z, dtype=float)
-        np.testing.assert_allclose(z.sum(axis=0), 100.0)
-        share = analysis.heads.groupby("layer")["parity"].apply(lambda s: (s == "I+").mean() * 100)
-        np.testing.assert_allclose(z[list(PARITY_LABELS).index("I+")], share.to_numpy())
+    assert all(t.marker.coloraxis == "coloraxis" for t in grids)  # one scale for every model
+    cells = {(s.xref, round(s.x0 + 0.5), round(s.y0 + 0.5)): s.fillcolor for s in fig.layout.shapes}
+    for index, (trace, analysis) in enumerate(zip(grids, (minilm, smollm), strict=True)):
+        heads = analysis.heads
+        xref = "x" if index == 0 else f"x{index + 1}"
+        for layer, row, percent in zip(trace.x, trace.y, trace.marker.color, strict=True):
+            parity = PARITY_LABELS[int(row)]
+            in_layer = heads[heads["layer"] == layer]["parity"]
+            assert percent == pytest.approx(100 * (in_layer == parity).mean())
+            level = round(255 * (1 - percent / 100))  # white at 0 %, black at 100 %
+            assert cells[(xref, int(layer), int(row))] == f"rgb({level},{level},{level})"
+        totals = pd.Series(trace.marker.color).groupby(np.asarray(trace.x)).sum()
+        np.testing.assert_allclose(totals.to_numpy(), 100.0)
+    assert FE.exports_as_vector(fig)
 
 
 def test_profile_bar_figure_uses_the_baseline_columns(minilm):
@@ -765,6 +775,23 @@ def test_every_figure_has_titles_and_the_template(minilm):
         assert {"xaxis", "yaxis"} <= set(axes), name
         titled = [fig.layout[k].title.text for k in axes if fig.layout[k].title.text]
         assert len(titled) >= 2, name
+
+
+def test_2d_figures_export_as_vector_svg_and_3d_ones_as_high_resolution_png(smollm):
+    """The toolbar offers SVG only for figures drawn entirely as SVG elements; a WebGL scene or
+    an image trace would be a raster picture inside the SVG."""
+    from headforms.analyses import spectra as sp
+    from headforms.figures import spectra as FSP
+
+    figures = all_figures(smollm)
+    eig_s = smollm.spectra["eig_s"]
+    clusters = sp.cluster_spectra(eig_s, 3)
+    summary, means = sp.cluster_summary(smollm.heads, eig_s, clusters)
+    figures["fig4"] = FSP.cluster_spectra_figure(summary, means, "m", None, clusters.types)
+    figures["fig3"] = FSP.mean_spectrum_figure(sp.mean_unit_spectrum(eig_s))
+    for name, fig in figures.items():
+        assert FE.exports_as_vector(fig) == (name != "simplex"), name
+    assert not FE.exports_as_vector(go.Figure(go.Heatmap(z=[[1, 2]])))  # an <image> in SVG
 
 
 def test_figures_serialise_to_json(smollm):

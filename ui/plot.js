@@ -45,7 +45,11 @@ function chooseBundle(figure, plotly) {
   return plotly.gl3d;
 }
 
-// Shrink a title whose longest line would overflow the plot (plotly.js does not wrap).
+// Shrink a title whose longest line would overflow the plot (plotly.js does not wrap), never
+// below a legible size: 11 px for every line, so 11 / 0.7 for a title with <sup> lines (plotly
+// draws them at 70 %). Builders wrap their lines to fit; this only trims the last pixels.
+const MIN_TEXT_PX = 11;
+
 function fitTitle(figure, width) {
   const title = figure.layout && figure.layout.title;
   if (!title || !title.text || !width) return;
@@ -57,14 +61,16 @@ function fitTitle(figure, width) {
   const context = canvas.getContext("2d");
   context.font = size + "px " + family;
   let needed = 0;
+  let smallest = 1;
   for (const line of String(title.text).split(/<br\s*\/?>/i)) {
     const small = /<sup>/i.test(line) ? 0.7 : 1;
+    smallest = Math.min(smallest, small);
     const plain = line.replace(/<[^>]+>/g, "");
     needed = Math.max(needed, context.measureText(plain).width * small);
   }
   const available = width * 0.94 - 12;
   if (needed > available) {
-    const fitted = Math.max(9, Math.floor((size * available) / needed));
+    const fitted = Math.max(Math.ceil(MIN_TEXT_PX / smallest), Math.floor((size * available) / needed));
     title.font = Object.assign({}, title.font, { size: fitted });
   }
 }
@@ -199,15 +205,21 @@ function onPlotClick(wrap, gd, event) {
   wrap.hfSend("clicked", Array.from(chosen));
 }
 
-function exportButtons(Plotly, filename) {
-  return [
-    ["svg", Plotly.Icons.disk],
-    ["png", Plotly.Icons.camera],
-  ].map(([format, icon]) => ({
+// Image downloads: a figure whose every trace is drawn as SVG (data.vector, decided in Python)
+// exports as vector SVG and as PNG; one with a WebGL scene or a raster trace would be a picture
+// inside an SVG, so it offers a high-resolution PNG instead, labelled as such.
+function exportButtons(Plotly, filename, vector, pngScale) {
+  const buttons = vector
+    ? [
+        ["svg", Plotly.Icons.disk, "Download SVG (vector)", 1],
+        ["png", Plotly.Icons.camera, "Download PNG", 2],
+      ]
+    : [["png", Plotly.Icons.camera, `Download PNG (high resolution, ${pngScale}×)`, pngScale]];
+  return buttons.map(([format, icon, title, scale]) => ({
     name: "download-" + format,
-    title: "Download " + format.toUpperCase(),
-    icon: icon,
-    click: (gd) => Plotly.downloadImage(gd, { format, filename, scale: format === "png" ? 2 : 1 }),
+    title,
+    icon,
+    click: (gd) => Plotly.downloadImage(gd, { format, filename, scale }),
   }));
 }
 
@@ -267,7 +279,7 @@ async function draw(wrap, gd, Plotly, figure, data) {
     modeBarButtonsToRemove: [
       "toImage", "sendDataToCloud", "sendChartToCloud", "select2d", "lasso2d",
     ],
-    modeBarButtonsToAdd: exportButtons(Plotly, data.filename),
+    modeBarButtonsToAdd: exportButtons(Plotly, data.filename, data.vector, data.png_scale),
   };
   await Plotly.react(gd, figure.data, figure.layout, config);
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py

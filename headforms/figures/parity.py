@@ -78,46 +78,102 @@ def parity_comparison_figure(table: pd.DataFrame, tolerance: float | None = None
 GREY_SCALE = [[0.0, "#ffffff"], [1.0, "#000000"]]
 """Figure 12's shared scale: white at 0%, black at 100%."""
 
+CELL_OUTLINE = "#bbbbbb"
+"""Outline of Figure 12's cells: a 0% cell is white on white without it."""
+
+
+def grey(percent: float) -> str:
+    """The colour of ``percent`` on :data:`GREY_SCALE` (white 0, black 100), as ``rgb(...)``."""
+    level = int(round(255 * (1 - float(np.clip(percent, 0, 100)) / 100)))
+    return f"rgb({level},{level},{level})"
+
 
 def parity_by_layer_figure(
     frames: Mapping[str, pd.DataFrame], tolerance: float | None = None
 ) -> go.Figure:
-    """Figure 12 for several models: per model, a type x layer grid of the percent of each
-    layer's heads of each parity type, one shared scale from white (0%) to black (100%).
+    """Figure 12 for one or several models: per model, a type x layer grid of the percent of
+    each layer's heads of each parity type, one shared scale from white (0%) to black (100%).
 
-    ``frames``: model name -> :func:`headforms.analyses.parity.parity_by_layer` frame.
+    Cells are rectangles (vector in an SVG export, unlike a heatmap's image), with the percent
+    written in them when there is room; an invisible marker per cell carries the hover text and
+    the colour bar. ``frames``: model name -> :func:`headforms.analyses.parity.parity_by_layer`.
     """
     names = list(frames)
     rows = max(len(names), 1)
-    height = 150 + 230 * rows
+    height = 170 + 200 * rows
     fig = make_subplots(
         rows=rows,
         cols=1,
         subplot_titles=names,
-        vertical_spacing=min(0.3, 95 / (height - 150)) if rows > 1 else 0.0,
+        vertical_spacing=min(0.3, 95 / (height - 170)) if rows > 1 else 0.0,
     )
+    types = [PARITY_NAMES[p] for p in PARITY_LABELS]
     for i, name in enumerate(names, start=1):
         frame = frames[name].reindex(columns=list(PARITY_LABELS), fill_value=0.0)
-        values = frame.to_numpy(dtype=float).T
+        values = frame.to_numpy(dtype=float).T  # types x layers
+        layers = frame.index.to_numpy()
+        x, y = np.meshgrid(layers, np.arange(len(types)))
+        suffix = "" if i == 1 else str(i)
+        written = len(layers) <= 24
         fig.add_trace(
-            go.Heatmap(
-                z=values,
-                x=frame.index.to_numpy(),
-                y=[PARITY_NAMES[p] for p in PARITY_LABELS],
-                coloraxis="coloraxis",
-                text=np.round(values).astype(int),
-                texttemplate="%{text}" if len(frame) <= 16 else "",
-                textfont={"size": 9},
-                xgap=1,
-                ygap=1,
+            go.Scatter(
+                x=x.ravel(),
+                y=y.ravel(),
+                mode="markers+text" if written else "markers",
+                marker={
+                    "color": values.ravel(),
+                    "coloraxis": "coloraxis",
+                    "opacity": 0,
+                    "size": 14,
+                },
+                text=[f"{v:.0f}" for v in values.ravel()],
+                textfont={
+                    "size": 11,
+                    "color": ["white" if v > 50 else "black" for v in values.ravel()],
+                },
                 name=name,
-                hovertemplate=f"{name}<br>layer %{{x}}, %{{y}}: %{{z:.1f}}%<extra></extra>",
+                customdata=np.repeat(types, len(layers)),
+                hovertemplate=f"{name}<br>layer %{{x}}, %{{customdata}}: "
+                "%{marker.color:.1f}%<extra></extra>",
+                showlegend=False,
+                meta={"role": "cells", "model": name},
             ),
             row=i,
             col=1,
         )
-        fig.update_xaxes(title_text="layer", dtick=1 if len(frame) <= 32 else None, row=i, col=1)
-        fig.update_yaxes(title_text="parity type", autorange="reversed", row=i, col=1)
+        for (row, col), value in np.ndenumerate(values):
+            fig.add_shape(
+                type="rect",
+                x0=layers[col] - 0.5,
+                x1=layers[col] + 0.5,
+                y0=row - 0.5,
+                y1=row + 0.5,
+                xref=f"x{suffix}",
+                yref=f"y{suffix}",
+                fillcolor=grey(value),
+                line={"color": CELL_OUTLINE, "width": 0.5},
+                layer="below",
+                name="cell",
+            )
+        fig.update_xaxes(
+            title_text="layer",
+            range=[layers.min() - 0.5, layers.max() + 0.5] if len(layers) else None,
+            dtick=1 if len(layers) <= 32 else None,
+            showgrid=False,
+            zeroline=False,
+            row=i,
+            col=1,
+        )
+        fig.update_yaxes(
+            title_text="parity type",
+            tickvals=list(range(len(types))),
+            ticktext=types,
+            range=[len(types) - 0.5, -0.5],
+            showgrid=False,
+            zeroline=False,
+            row=i,
+            col=1,
+        )
     fig.update_layout(
         template=TEMPLATE,
         title={
@@ -129,7 +185,11 @@ def parity_by_layer_figure(
             "colorscale": GREY_SCALE,
             "cmin": 0,
             "cmax": 100,
-            "colorbar": {"title": {"text": "% of layer"}},
+            "colorbar": {
+                "title": {"text": "% of layer"},
+                "outlinecolor": CELL_OUTLINE,
+                "outlinewidth": 1,
+            },
         },
         height=height,
         margin={"t": 100},
