@@ -9,6 +9,7 @@ import streamlit as st
 from headforms.analyses import spectra as sp
 from headforms.analyses.theta import theta_frame
 from headforms.figures import spectra as figures
+from headforms.figures.style import PARITY_NAMES
 from ui import (
     PlotPayload,
     cached,
@@ -51,9 +52,10 @@ k_choice = controls[0].selectbox(
     ],
     key="spectra_k",
     format_func=lambda k: f"{k} (paper)" if k == sp.PAPER_K else str(k),
-    help="k-means on the unit spectra (fixed seed); the paper uses 3, named Type I+, II, I− by "
-    "decreasing mean signed asymmetry. 'best silhouette' picks the k with the largest one. "
-    "Offered: fewer clusters than heads.",
+    help="k-means on the unit spectra (fixed seed); the paper uses 3, which the author ranks as "
+    "Type I+, II, I− by decreasing mean signed asymmetry (rank names of clusters, not the "
+    "parity classes). 'best silhouette' picks the k with the largest one. Offered: fewer "
+    "clusters than heads.",
 )
 projection_kind = controls[1].radio(
     "Projection",
@@ -133,14 +135,16 @@ show_figure(
         ),
     ),
     f"Fig 4: k-means with k = {clusters.k} on the unit spectra; clusters ordered by decreasing "
-    "mean signed asymmetry (positive minus negative energy) and, for k = 3, named Type I+, II, "
-    "I− in that order (a rank, as in the paper: compare the parity column below). Each "
+    "mean signed asymmetry (positive minus negative energy) and, for k = 3, given the author's "
+    "rank names “Type I+”, “Type II”, “Type I−” in that order. They are clusters of spectra, "
+    "not the parity classes: each panel gives its parity make-up, and they are drawn in their "
+    "own colours and shapes, never the parity ones. Each "
     f"histogram is the mean sorted unit spectrum of up to {sp.extreme_count(len(eig_s))} of the "
     f"cluster's most extreme heads ({sp.N_EXTREME} per {sp.HEADS_PER_EXTREME} heads, at least "
     f"{sp.N_EXTREME}; a smaller cluster gives all its heads; column n_extreme below; largest "
-    "projection of x − mean on the cluster's direction), hung from their mean position on Θ, "
-    "unfolded above: vertex c = 1, midpoint, vertex d = 1; ticks: every head's position, by "
-    "cluster.",
+    "projection of x − mean on the cluster's direction), hung from their mean position on Θ "
+    "(the “Type II” cluster from Θ's midpoint, as the paper's caption attaches it), unfolded "
+    "above: vertex c = 1, midpoint, vertex d = 1; ticks: every head's position, by cluster.",
 )
 st.dataframe(
     summary.drop(columns=["cluster"]),
@@ -152,11 +156,16 @@ st.dataframe(
         **{c: st.column_config.NumberColumn(format="%.3f") for c in ("a", "b", "c", "d")},
         "pairing": st.column_config.NumberColumn(format="%.3f"),
         "parity": st.column_config.TextColumn("majority parity (extreme heads)"),
+        **{
+            f"heads {p}": st.column_config.NumberColumn(f"{name} heads")
+            for p, name in PARITY_NAMES.items()
+        },
     },
 )
 st.caption(
     "Clusters: size and mean signed asymmetry; of their extreme heads: the negative energy of "
-    "their mean spectrum, mean Θ position, mean profile, pairing and majority parity."
+    "their mean spectrum, mean Θ position, mean profile, pairing and majority parity; then how "
+    "many of all the cluster's heads have each parity type."
 )
 
 show_figure(

@@ -20,16 +20,20 @@ from ..forms import PARITY_LABELS
 from .head import lobe_bars
 from .style import (
     BASELINE_COLOR,
+    CLUSTER_COLORS,
+    CLUSTER_SYMBOLS,
+    CLUSTER_SYMBOLS_3D,
     PARITY_COLORS,
+    PARITY_LINE_WIDTH,
     PARITY_NAMES,
     PARITY_SYMBOLS,
+    PARITY_SYMBOLS_3D,
     SELECTED_COLOR,
     TEMPLATE,
     THETA_COLOR,
     UIREVISION,
     Selected,
     head_customdata,
-    model_color,
     selected_marker,
     selected_row,
 )
@@ -97,11 +101,30 @@ THETA_RANGE = (1.1, -1.1)
 """x range of the unfolded Theta strip of Fig 4: the vertex c = 1 (+1) on the left."""
 
 
-def _cluster_style(cluster_type: str | None, index: int) -> dict:
-    """Marker colour and symbol of a cluster: its parity type's when named, else a palette one."""
-    if cluster_type is not None:
-        return {"color": PARITY_COLORS[cluster_type], "symbol": PARITY_SYMBOLS[cluster_type]}
-    return {"color": model_color(index), "symbol": "circle"}
+def _cluster_style(index: int, three_d: bool = False) -> dict:
+    """Marker colour and symbol of the ``index``-th cluster: the cluster palette, never a parity
+    colour or glyph (a cluster is not a parity class, whatever its rank name)."""
+    symbols = CLUSTER_SYMBOLS_3D if three_d else CLUSTER_SYMBOLS
+    return {
+        "color": CLUSTER_COLORS[index % len(CLUSTER_COLORS)],
+        "symbol": symbols[index % len(symbols)],
+    }
+
+
+def _make_up(record: Mapping[str, object]) -> str:
+    """A cluster's parity make-up from its summary record: 'parity I+ 22 · II 105 · I− 31'."""
+    counts = " · ".join(
+        f"{PARITY_NAMES[p].removeprefix('Type ')} {record.get(f'heads {p}', '?')}"
+        for p in PARITY_LABELS
+    )
+    return f"parity {counts}"
+
+
+def _anchor(record: Mapping[str, object], cluster_type: str | None) -> float:
+    """Where a cluster's histogram hangs on the unfolded Theta: the caption attaches the Type II
+    cluster to Theta's midpoint (0) and the others to their branches (their extreme heads' mean
+    position)."""
+    return 0.0 if cluster_type == "II" else float(record["theta_position"])
 
 
 def _to_paper(value: float, domain: Sequence[float], span: Sequence[float]) -> float:
@@ -123,21 +146,27 @@ def cluster_spectra_figure(
     Top: Theta unfolded into one segment, vertex c = 1 (left) - midpoint a = b = 1/2 - vertex
     d = 1 (right), by the position ``c - d`` of each head's nearest point of Theta
     (``positions``: columns ``position`` and ``cluster``, drawn as a rug); each histogram hangs
-    from its cluster's extreme heads' mean position. ``types``: parity key per cluster (markers).
+    from its cluster's extreme heads' mean position, the cluster ranked Type II from the
+    midpoint, as the caption attaches it. ``types``: the clusters' rank names (``"I+"``, ...).
+    Clusters are drawn in the cluster palette (never parity colours or glyphs); each panel
+    title gives the cluster's parity make-up.
     """
     k = len(summary)
     types = list(types) if types is not None else [None] * k
+    records = summary.to_dict("records")
+    anchors = [_anchor(r, t) for r, t in zip(records, types, strict=True)]
     titles = [
-        f"<b>{r.name}</b>: {r.size} heads, mean of {r.n_extreme} most extreme<br>"
-        f"negative energy {r.negative_energy:.2f} · Θ position {r.theta_position:+.2f}"
-        for r in summary.itertuples()
+        f"<b>{r['name']}</b><br>{r['size']} heads: {_make_up(r)}<br>"
+        f"histogram: mean of its {r['n_extreme']} most extreme<br>"
+        f"negative energy {r['negative_energy']:.2f} · Θ position {r['theta_position']:+.2f}"
+        for r in records
     ]
     fig = make_subplots(
         rows=2,
         cols=k,
         specs=[[{"colspan": k}] + [None] * (k - 1), [{} for _ in range(k)]],
         row_heights=[0.2, 0.8],
-        vertical_spacing=0.24,
+        vertical_spacing=0.3,
         horizontal_spacing=0.06,
         subplot_titles=["", *titles],
     )
@@ -159,7 +188,7 @@ def cluster_spectra_figure(
     )
     if positions is not None and len(positions):
         for cluster, part in positions.groupby("cluster", sort=True):
-            style = _cluster_style(types[int(cluster)], int(cluster))
+            style = _cluster_style(int(cluster))
             fig.add_trace(
                 go.Scatter(
                     x=part["position"],
@@ -179,10 +208,10 @@ def cluster_spectra_figure(
             )
     edges = _spectrum_edges(list(means), bins)
     for i, (row, spectrum) in enumerate(zip(summary.itertuples(), means, strict=True)):
-        style = _cluster_style(types[i], i)
+        style = _cluster_style(i)
         fig.add_trace(
             go.Scatter(
-                x=[row.theta_position],
+                x=[anchors[i]],
                 y=[0.0],
                 mode="markers",
                 marker={
@@ -192,8 +221,8 @@ def cluster_spectra_figure(
                     "line": {"width": 1.5, "color": "black"},
                 },
                 name=row.name,
-                hovertemplate=f"{row.name}: extreme heads' mean Θ position %{{x:+.3f}}"
-                "<extra></extra>",
+                hovertemplate=f"{row.name}: hung at Θ position %{{x:+.3f}} (extreme heads' "
+                f"mean {row.theta_position:+.3f})<extra></extra>",
                 showlegend=False,
             ),
             row=1,
@@ -209,32 +238,33 @@ def cluster_spectra_figure(
     fig.update_annotations(font_size=11)
     # Connectors: from each cluster's mean position on Theta down to its histogram's title.
     strip_x, strip_y = fig.layout.xaxis.domain, fig.layout.yaxis.domain
-    for i, row in enumerate(summary.itertuples()):
+    for i in range(k):
         panel_x = fig.layout[f"xaxis{i + 2}"].domain
         panel_top = fig.layout[f"yaxis{i + 2}"].domain[1]
         fig.add_shape(
             type="line",
             xref="paper",
             yref="paper",
-            x0=_to_paper(row.theta_position, strip_x, THETA_RANGE),
+            x0=_to_paper(anchors[i], strip_x, THETA_RANGE),
             y0=_to_paper(0.0, strip_y, (-1.0, 1.0)),
             x1=(panel_x[0] + panel_x[1]) / 2,
             y1=panel_top + 0.1,
-            line={"color": _cluster_style(types[i], i)["color"], "width": 1.5, "dash": "dot"},
+            line={"color": _cluster_style(i)["color"], "width": 1.5, "dash": "dot"},
             layer="below",
         )
     fig.update_layout(
         template=TEMPLATE,
         title={
             "text": f"Eigenvalue distributions of the clusters, attached to Θ: {model_name}"
-            "<br><sup>k-means on the unit spectra, clusters by decreasing mean signed asymmetry "
-            "(k = 3: Type I+, II, I−)<br>each histogram: the mean sorted unit spectrum of the "
-            "cluster's most extreme heads, hung from their mean position on Θ</sup>"
+            "<br><sup>k-means clusters of the unit spectra (not the parity classes), by "
+            "decreasing mean signed asymmetry<br>each histogram: the mean sorted unit spectrum "
+            "of the cluster's most extreme heads, hung<br>from their mean position on Θ (a "
+            "“Type II” cluster from Θ's midpoint)</sup>"
         },
         barmode="overlay",
         bargap=0,
-        height=640,
-        margin={"t": 130},
+        height=720,
+        margin={"t": 150},
         legend={"orientation": "h", "y": -0.14},
     )
     return fig
@@ -261,17 +291,19 @@ def _group_traces(
             continue
         if color_by == "parity":
             name = PARITY_NAMES.get(key, str(key))
+            symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
             marker = {
                 "color": PARITY_COLORS.get(key, "#999999"),
-                "symbol": PARITY_SYMBOLS.get(key, "circle"),
+                "symbol": symbols.get(key, "circle"),
             }
         else:
-            cluster_type = types[int(key)] if types is not None else None
             name = f"{part['cluster_name'].iloc[0]} ({len(part)} heads)"
-            marker = _cluster_style(cluster_type, int(key))
+            marker = _cluster_style(int(key), three_d)
         marker["size"] = 4 if three_d else 8
         if not three_d:
-            marker["line"] = {"width": 0.5, "color": "white"}
+            marker["line"] = {"width": PARITY_LINE_WIDTH if color_by == "parity" else 0.5}
+            if color_by != "parity":
+                marker["line"]["color"] = "white"
         coords = dict(zip(("x", "y", "z"), (part[a].to_numpy() for a in axes), strict=False))
         out.append(
             trace(
