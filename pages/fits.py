@@ -8,6 +8,7 @@ import streamlit as st
 
 from headforms import HeadformsError
 from headforms.analyses import fits
+from headforms.analyses.observations import OBSERVATIONS
 from headforms.figures import fits as figures
 from ui import cached, page_context, show_figure
 from ui.fits import lobe_fit_errors
@@ -27,6 +28,7 @@ lobe_fits = fitted_lobes(*model_key, ctx.analysis)
 errors = lobe_fit_errors(*model_key, ctx.analysis)
 
 st.subheader("Spectral lobes λ₊ and λ₋ (Observation 3, Figure 6)")
+st.caption(f"Observation 3: {OBSERVATIONS[3].statement}. **{OBSERVATIONS[3].label}**")
 try:
     head_fig = cached(
         "fits_head",
@@ -53,6 +55,7 @@ show_figure(
 st.dataframe(errors.style.format("{:.4f}"))
 
 st.subheader("|Eigenvalues of L| and singular values of A (Observation 6)")
+st.caption(f"Observation 6: {OBSERVATIONS[6].statement}. **{OBSERVATIONS[6].label}**")
 try:
     obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(ctx.analysis.spectra))
 except HeadformsError as error:

@@ -258,8 +258,9 @@ def test_2d_parity_markers_are_plus_open_circle_and_dash_for_every_model(minilm,
     for trace in traces_with(fig, "heads"):
         assert trace.marker.symbol == expected[trace.meta["parity"]], trace.name
         assert trace.marker.line.width >= 1.5  # line symbols vanish without a stroke
-    legend = {t.meta["parity"]: t.name for t in traces_with(fig, "heads")}
-    assert legend == {p: FT.PARITY_NAMES[p] for p in legend}
+    for trace in traces_with(fig, "heads"):  # the legend names the type (and the model)
+        assert trace.name.endswith(FT.PARITY_NAMES[trace.meta["parity"]])
+        assert (trace.meta["model"] in trace.name) == overlay
 
 
 @pytest.mark.parametrize("color_by", ["layer", "energy", "pairing"])
@@ -775,6 +776,32 @@ def test_every_figure_has_titles_and_the_template(minilm):
         assert {"xaxis", "yaxis"} <= set(axes), name
         titled = [fig.layout[k].title.text for k in axes if fig.layout[k].title.text]
         assert len(titled) >= 2, name
+
+
+def test_one_colour_scale_across_models_white_at_one_half(minilm, smollm):
+    """Figures 13/14 of several models on one scale: the same range for every model's pair,
+    symmetric about 1/2 (white), covering every trained and baseline value; per model, the
+    ranges differ (so the shared scale is what makes colours comparable)."""
+    tables = {"minilm": minilm, "smollm": smollm}
+    for column in ("energy", "pairing"):
+        values = [t.heads[column] for t in tables.values()]
+        values += [t.baseline.heads[column] for t in tables.values()]
+        scale = FM.heatmap_range(values)
+        assert (scale[0] + scale[1]) / 2 == pytest.approx(0.5)
+        own = []
+        for name, analysis in tables.items():
+            heads, base = analysis.heads, analysis.baseline.heads
+            fig = FM.heatmap_pair_figure(heads, base, column, name, color_range=scale)
+            axis = fig.layout.coloraxis
+            assert (axis.cmin, axis.cmax) == scale
+            assert axis.colorscale[len(axis.colorscale) // 2][1].lower() == "#ffffff"
+            for trace in traces_with(fig, "cells"):
+                drawn = np.asarray(trace.marker.color, float)
+                drawn = drawn[np.isfinite(drawn)]
+                assert scale[0] <= drawn.min() and drawn.max() <= scale[1]
+            alone = FM.heatmap_pair_figure(heads, base, column, name).layout.coloraxis
+            own.append((alone.cmin, alone.cmax))
+        assert own[0] != own[1]
 
 
 def test_2d_figures_export_as_vector_svg_and_3d_ones_as_high_resolution_png(smollm):

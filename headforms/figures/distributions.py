@@ -23,10 +23,12 @@ def distribution_figure(
     baselines: Mapping[str, pd.DataFrame] | None = None,
     bins: int = 40,
     value_range: tuple[float, float] = (0.0, 1.0),
+    references: tuple[tuple[float, str], ...] = (),
 ) -> go.Figure:
     """Fig 11 (and the energy analogue): per-model histograms of a per-head column over
     ``value_range``, dashed vertical lines at the model medians, and each model's Gaussian
-    baseline (its table in ``baselines``, by model name) outlined."""
+    baseline (its table in ``baselines``, by model name) outlined. ``references``: values
+    (x, label) marked by a labelled black line, e.g. 1/2 for the symmetric energy."""
     fig = go.Figure()
     low, high = value_range
     edges = np.linspace(low, high, bins + 1)
@@ -65,6 +67,13 @@ def distribution_figure(
                 )
             )
             fig.add_vline(x=base_median, line={"color": color, "dash": "dot", "width": 1})
+    for x, text in references:
+        fig.add_vline(
+            x=x,
+            line={"color": "black", "width": 1.5},
+            annotation={"text": text, "font": {"size": 12}, "bgcolor": "rgba(255,255,255,0.8)"},
+            annotation_position="top left",
+        )
     fig.update_layout(
         template=TEMPLATE,
         title={

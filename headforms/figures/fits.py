@@ -239,7 +239,8 @@ def fit_error_vs_size_figure(
     errors_by_model: Mapping[str, tuple[int | None, pd.DataFrame]],
 ) -> go.Figure:
     """Fig 6: average error of each family against the model's size (parameter count, log
-    scale), one line per family.
+    scale, one tick per decade), one marker per family and model, each model's column of
+    markers named above it.
 
     ``errors_by_model``: model name -> (parameter count or None,
     :func:`headforms.analyses.fits.mean_errors`). Models without a parameter count cannot be
@@ -282,5 +283,34 @@ def fit_error_vs_size_figure(
     )
     if len(frame):  # a quarter decade of room on each side: markers at the ends stay whole
         low, high = np.log10(frame["size"].min()), np.log10(frame["size"].max())
-        fig.update_xaxes(range=[low - 0.25, high + 0.25])
+        decades = np.arange(np.floor(low - 0.25), np.ceil(high + 0.25) + 1)
+        fig.update_xaxes(
+            range=[low - 0.25, high + 0.25],
+            tickvals=[10.0**d for d in decades],  # one labelled tick per decade, never "2 3 ... 9"
+            ticktext=[_count_text(10.0**d) for d in decades],
+        )
+        # each column of dots is one model: name it above its column
+        tops = frame.groupby(["model", "size"], sort=False)["error"].max().reset_index()
+        crowded = len(tops) > 3
+        for row in tops.itertuples():
+            fig.add_annotation(
+                x=float(np.log10(row.size)),  # annotations on a log axis take log10 units
+                y=row.error,
+                text=row.model,
+                showarrow=False,
+                yshift=14,
+                yanchor="bottom",
+                textangle=-30 if crowded else 0,
+                font={"size": 11},
+                name="model",
+            )
+        fig.update_layout(margin={"t": 140 if crowded else 110})
     return fig
+
+
+def _count_text(value: float) -> str:
+    """A parameter count for a tick: 1M, 10M, 100M, 1B, 10B, ..."""
+    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{unit}"
+    return f"{value:g}"

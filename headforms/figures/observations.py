@@ -17,7 +17,8 @@ from plotly.subplots import make_subplots
 from ..analyses.theta import theta_frame
 from .style import BASELINE_COLOR, TEMPLATE, UIREVISION, head_customdata, model_color
 
-THETA_POSITION_TITLE = "position along Θ (c − d: +1 vertex c, −1 vertex d)"
+THETA_POSITION_TITLE = "position along Θ, c − d: ← vertex c (+1) · midpoint · vertex d (−1) →"
+"""The position axis runs from the vertex c (left, as in the triangle and Figure 10) to d."""
 THETA_DISTANCE_TITLE = "distance to Θ (barycentric, log scale)"
 DISTANCE_FLOOR = 1e-5
 """Distances below this are drawn at it (a log axis has no 0; exact rank-one forms are at 0)."""

@@ -182,7 +182,9 @@ def _head_traces(
                     **coords,
                     "mode": "markers",
                     "marker": marker,
-                    "name": PARITY_NAMES[parity],
+                    "name": PARITY_NAMES[parity]
+                    if len(models) == 1
+                    else f"{model}: {PARITY_NAMES[parity]}",
                     "legendgroup": model,
                     "legendgrouptitle": {"text": model},
                     "customdata": head_customdata(part, model),
