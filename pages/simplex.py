@@ -37,7 +37,7 @@ st.caption(
     "head to open it."
 )
 
-controls = st.columns([5, 3, 2], vertical_alignment="bottom")
+controls = st.columns([4, 3, 2], vertical_alignment="bottom")
 extra = controls[0].multiselect(
     "Overlay other models",
     list(dict.fromkeys([*BUNDLED_MODELS, *st.session_state[state.OVERLAY_KEY]])),
@@ -83,6 +83,7 @@ simplex = cached(
             figures.simplex_figure(
                 models, ctx.color_by, ctx.selected, frame=frame, baselines=baselines
             ),
+            1.12 if frame == "simplex" else 1.0,  # vertex labels inside a narrow column
         )
     ),
 )

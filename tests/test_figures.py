@@ -927,3 +927,24 @@ def test_comparison_table_counts_heads_and_the_size_plot_draws_no_trend(minilm, 
     errors = pd.DataFrame({"both": [0.2, 0.3]}, index=["gamma", "weibull"])
     fig = fit_error_vs_size_figure({"a": (72, errors), "b": (270, errors * 0.9)})
     assert all("lines" not in t.mode for t in fig.data)  # two models are two points, not a trend
+
+
+@pytest.mark.parametrize("sizes", [(22_700_000, 134_500_000), (72_000_000, 13_000_000_000)])
+def test_figure_6_names_each_models_column_and_labels_only_round_ticks(sizes):
+    """Every column of dots (one model, one dot per family) is named above it, and the log axis
+    carries only labelled round ticks (1-2-5 on a narrow range): never "2 3 ... 9 100M 2"."""
+    from headforms.figures.fits import fit_error_vs_size_figure
+
+    errors = pd.DataFrame({"both": [0.2, 0.3, 0.25]}, index=["gamma", "weibull", "lognormal"])
+    fig = fit_error_vs_size_figure({"small": (sizes[0], errors), "large": (sizes[1], errors / 2)})
+    names = {a.text: a.x for a in fig.layout.annotations if a.name == "model"}
+    assert names.keys() == {"small", "large"}
+    for name, size in zip(("small", "large"), sizes, strict=True):
+        assert names[name] == pytest.approx(np.log10(size))  # above its own column
+    axis = fig.layout.xaxis
+    assert axis.type == "log" and len(axis.tickvals) >= 2
+    assert len(axis.ticktext) == len(axis.tickvals)
+    for value, text in zip(axis.tickvals, axis.ticktext, strict=True):
+        mantissa = value / 10 ** np.floor(np.log10(value))
+        assert round(mantissa, 9) in (1, 2, 5) and re.fullmatch(r"\d+[kMBT]?", text), text
+        assert axis.range[0] <= np.log10(value) <= axis.range[1]

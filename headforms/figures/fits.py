@@ -283,11 +283,15 @@ def fit_error_vs_size_figure(
     )
     if len(frame):  # a quarter decade of room on each side: markers at the ends stay whole
         low, high = np.log10(frame["size"].min()), np.log10(frame["size"].max())
-        decades = np.arange(np.floor(low - 0.25), np.ceil(high + 0.25) + 1)
+        view = (low - 0.25, high + 0.25)
+        decades = np.arange(np.floor(view[0]), np.ceil(view[1]) + 1)
+        steps = (1, 2, 5) if view[1] - view[0] < 2 else (1,)  # a narrow range: 1-2-5 ticks
+        ticks = [m * 10.0**d for d in decades for m in steps]
+        ticks = [t for t in ticks if view[0] <= np.log10(t) <= view[1]]
         fig.update_xaxes(
-            range=[low - 0.25, high + 0.25],
-            tickvals=[10.0**d for d in decades],  # one labelled tick per decade, never "2 3 ... 9"
-            ticktext=[_count_text(10.0**d) for d in decades],
+            range=list(view),
+            tickvals=ticks,  # labelled ticks only, never plotly's "2 3 ... 9" minor labels
+            ticktext=[_count_text(t) for t in ticks],
         )
         # each column of dots is one model: name it above its column
         tops = frame.groupby(["model", "size"], sort=False)["error"].max().reset_index()
