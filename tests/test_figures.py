@@ -524,8 +524,8 @@ def test_the_whole_tetrahedron_is_the_default_view(smollm):
     assert visible(on_screen(fig, head_points(fig))).all()
     faces = {a.text.split(":")[0] for a in fig.layout.scene.annotations if a.name == "facet"}
     assert faces == {"a = 0", "b = 0", "c = 0", "d = 0"}
-    (mesh,) = traces_with(fig, "faces")
-    assert mesh.opacity <= 0.1  # faint: the heads behind a face stay visible
+    # no filled face: plotly.js would pick it instead of the heads behind it
+    assert all(trace.type == "scatter3d" for trace in fig.data)
 
 
 def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):

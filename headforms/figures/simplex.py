@@ -62,9 +62,9 @@ from .style import (
 EDGE_DASHES = 9
 """Dashes drawing the edge {a = b = 0} of the 3D simplex."""
 
-FACE_COLOR = "#8a8a8a"
-FACE_OPACITY = 0.06
-"""The facets' tint: enough to read depth, too faint to hide the heads behind them."""
+# The facets are not filled: plotly.js picks the nearest WebGL object under the pointer, so even a
+# faint face in front of the heads would take every click and hover meant for them. The edges
+# (the empty one dashed) and the face labels carry the geometry, as in the paper's Figure 1.
 
 
 def _lines(segments: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -299,31 +299,6 @@ def _title(prefix: str, models: Mapping[str, pd.DataFrame]) -> str:
     return f"{prefix}: {names}"
 
 
-def _faces_trace() -> go.Mesh3d:
-    """The three facets of Delta_3 that forms fill, barely tinted (so depth reads and the heads
-    inside stay visible); the back facet {b = 0}, empty in its interior, stays open."""
-    filled = [f for f in FACES if f.kind == "facet" and f.equations != "b = 0"]
-    corners = [
-        [i for i, letter in enumerate("abcd") if f"{letter} = 0" != f.equations] for f in filled
-    ]
-    return go.Mesh3d(
-        x=SIMPLEX_VERTICES[:, 0],
-        y=SIMPLEX_VERTICES[:, 1],
-        z=SIMPLEX_VERTICES[:, 2],
-        i=[c[0] for c in corners],
-        j=[c[1] for c in corners],
-        k=[c[2] for c in corners],
-        color=FACE_COLOR,
-        opacity=FACE_OPACITY,
-        flatshading=True,
-        lighting={"ambient": 1.0, "diffuse": 0.0, "specular": 0.0},
-        hoverinfo="skip",
-        showlegend=False,
-        name="faces",
-        meta={"role": "faces"},
-    )
-
-
 def _face_annotations() -> list[dict]:
     """Labels of the edges and facets that Figure 1 and Table 3 name (the vertices are labelled
     by :func:`headforms.figures.camera.vertex_annotations`), small and grey, at points of
@@ -356,9 +331,9 @@ def simplex_figure(
     baselines: Mapping[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """Head profiles (a, b, c, d) on the 3-simplex Delta_3 drawn as a regular tetrahedron
-    (Figures 1, 2, 8): its edges (the empty one dashed), faintly tinted facets, the red segments
-    Theta, the faces labelled as in Figure 1 and Table 3, and one marker per head (shape:
-    parity); ``baselines`` (model -> baseline table) adds the Gaussian heads in grey.
+    (Figures 1, 2, 8): its edges (the empty one dashed), the red segments Theta, the faces
+    labelled as in Figure 1 and Table 3 (left unfilled, see above), and one marker per head
+    (shape: parity); ``baselines`` (model -> baseline table) adds the Gaussian heads in grey.
 
     ``frame="simplex"`` (default) shows the whole tetrahedron; ``"heads"`` points the camera at
     the region holding :data:`FRAMED_SHARE` of the heads (:func:`heads_view`; vertices out of
@@ -397,7 +372,6 @@ def simplex_figure(
         camera = WHOLE_SIMPLEX_CAMERA
         annotations = vertex_annotations(None, camera) + _face_annotations()
     fig = go.Figure()
-    fig.add_trace(_faces_trace())
     fig.add_trace(
         go.Scatter3d(
             x=solid[:, 0],

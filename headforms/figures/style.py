@@ -119,9 +119,7 @@ simplex and triangle colour heads by layer, energy or pairing over the data's ow
 COLOR_BY_OPTIONS = ("parity", "layer", "energy", "pairing", "model")
 """Values of ``color_by`` for :func:`simplex_figure` and :func:`triangle_figure`."""
 
-DECORATIVE_ROLES = frozenset(
-    {"edges", "faces", "vertices", "theta", "band", "boundary", "selected", "hint"}
-)
+DECORATIVE_ROLES = frozenset({"edges", "vertices", "theta", "band", "boundary", "selected", "hint"})
 """``meta.role`` of traces that draw geometry or highlights, not data (left out of exports)."""
 
 COLUMN_TITLES: dict[str, str] = {
