@@ -158,7 +158,7 @@ def parity_by_layer_figure(
         fig.update_xaxes(
             title_text="layer",
             range=[layers.min() - 0.5, layers.max() + 0.5] if len(layers) else None,
-            dtick=1 if len(layers) <= 32 else None,
+            dtick=1 if len(layers) <= 16 else None,
             showgrid=False,
             zeroline=False,
             row=i,
@@ -177,9 +177,9 @@ def parity_by_layer_figure(
     fig.update_layout(
         template=TEMPLATE,
         title={
-            "text": "Parity by layer (Figure 12): percent of each layer's heads of each type"
-            f"<br><sup>Type II: c_S + d_S ≤ {_tolerance_text(tolerance)}; one shared scale, "
-            "white 0% to black 100%</sup>"
+            "text": "Parity by layer (Figure 12)"
+            "<br><sup>percent of each layer's heads of each type, one shared scale from white "
+            f"(0%) to black (100%); Type II: c_S + d_S ≤ {_tolerance_text(tolerance)}</sup>"
         },
         coloraxis={
             "colorscale": GREY_SCALE,
