@@ -23,6 +23,15 @@ THETA_DISTANCE_TITLE = "distance to Θ (barycentric, log scale)"
 DISTANCE_FLOOR = 1e-5
 """Distances below this are drawn at it (a log axis has no 0; exact rank-one forms are at 0)."""
 
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+_DECADES = range(round(np.log10(DISTANCE_FLOOR)), 1)
+DECADE_TICKS = {
+    "tickvals": [10.0**k for k in _DECADES],
+    "ticktext": [f"10{str(k).translate(_SUPERSCRIPTS)}" for k in _DECADES],
+}
+"""Ticks of the distance axes: one per decade from DISTANCE_FLOOR to 1, written 10⁻³ in the tick
+font itself (plotly's "power" format draws the exponent at 70%, below 11 px)."""
+
 
 def _position_extent(frames: list[pd.DataFrame]) -> float:
     """Half-width of the position axis: the largest |position| drawn, with a margin, in
@@ -120,8 +129,7 @@ def theta_scatter_figure(
         yaxis={
             "title": {"text": THETA_DISTANCE_TITLE},
             "type": "log",
-            "dtick": 1,
-            "exponentformat": "power",
+            **DECADE_TICKS,
         },
         legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
         height=520,
@@ -192,9 +200,7 @@ def theta_distribution_figure(
                     col=col,
                 )
     fig.update_xaxes(title_text=THETA_POSITION_TITLE, range=[extent, -extent], row=1, col=1)
-    fig.update_xaxes(
-        title_text=THETA_DISTANCE_TITLE, type="log", dtick=1, exponentformat="power", row=1, col=2
-    )
+    fig.update_xaxes(title_text=THETA_DISTANCE_TITLE, type="log", **DECADE_TICKS, row=1, col=2)
     fig.update_yaxes(title_text="density of heads", row=1, col=1)
     fig.update_yaxes(title_text="density per decade", row=1, col=2)
     fig.update_layout(

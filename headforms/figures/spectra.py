@@ -377,7 +377,7 @@ def projection_figure(
                             "size": 1.0,
                             "coloring": "none",
                             "showlabels": True,
-                            "labelfont": {"size": 9, "color": "#555555"},
+                            "labelfont": {"size": 11, "color": "#555555"},
                         },
                         line={"color": "#777777", "width": 1, "dash": dash},
                         showscale=False,
