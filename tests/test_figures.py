@@ -497,7 +497,8 @@ def test_selected_head_is_ringed_larger_and_labelled_inside_the_frame(minilm, fr
     (label,) = [a for a in fig.layout.scene.annotations if a.name == "selected"]
     assert "L2·H5" in label.text and label.showarrow and label.font.size >= 11
     np.testing.assert_allclose([label.x, label.y, label.z], where)
-    # the label's box lies toward the middle of the view from the head: inside the frame
+    # the head is in view, its label's box toward the middle of the view: inside the frame
+    assert visible(on_screen(fig, where[None, :]))[0]
     x, y, _ = on_screen(fig, where[None, :])[0]
     assert np.sign(label.ax) == -np.sign(x) or abs(x) < 0.2
     assert np.sign(label.ay) == np.sign(y) or abs(y) < 0.3  # screen y grows downward
@@ -514,6 +515,18 @@ def test_selected_head_is_ringed_larger_and_labelled_inside_the_frame(minilm, fr
     other = FS.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
     assert not [a for a in other.layout.scene.annotations if a.name == "selected"]
     assert not traces_with(other, "selected")
+
+
+def test_zoomed_to_the_heads_the_selected_outlier_stays_in_view(smollm):
+    """The head farthest from the crowd, selected, is inside the zoomed frame."""
+    heads = smollm.heads
+    xyz = heads[PROFILE].to_numpy(float) @ vertex_coords(FS.simplex_figure({"m": heads}))
+    far = int(np.argmax(np.linalg.norm(xyz - np.median(xyz, axis=0), axis=1)))
+    selected = ("m", int(heads["layer"].iloc[far]), int(heads["head"].iloc[far]))
+    plain = FS.simplex_figure({"m": heads}, frame="heads")
+    assert not visible(on_screen(plain, xyz[far][None, :]))[0]  # out of the usual frame
+    fig = FS.simplex_figure({"m": heads}, frame="heads", selected=selected)
+    assert visible(on_screen(fig, xyz[far][None, :]))[0]
 
 
 def test_the_whole_tetrahedron_is_the_default_view(smollm):

@@ -59,6 +59,10 @@ from .style import (
     selected_row,
 )
 
+SELECTED_FRAME_MARGIN = 1.3
+"""Zoomed to the heads, the framed sphere reaches at least this times the selected head's
+distance from the centre: the head and its label stay in view."""
+
 EDGE_DASHES = 9
 """Dashes drawing the edge {a = b = 0} of the 3D simplex."""
 
@@ -366,6 +370,10 @@ def simplex_figure(
             for h in models.values()
         ]
         centre, radius = heads_view(np.vstack(points) if points else np.empty((0, 3)))
+        found = selected_row(models, selected, columns)
+        if found is not None:  # the selected head and its label stay inside the frame
+            (where,) = barycentric_points(found[0][list(columns)].to_numpy())
+            radius = max(radius, SELECTED_FRAME_MARGIN * float(np.linalg.norm(where - centre)))
         camera = fitted_camera(centre, radius)
         annotations = vertex_annotations(centre, camera)
     else:
