@@ -23,6 +23,8 @@ from .style import (
     CLUSTER_COLORS,
     CLUSTER_SYMBOLS,
     CLUSTER_SYMBOLS_3D,
+    MARKER_SIZE_2D,
+    MARKER_SIZE_3D,
     PARITY_COLORS,
     PARITY_LINE_WIDTH,
     PARITY_NAMES,
@@ -299,7 +301,7 @@ def _group_traces(
         else:
             name = f"{part['cluster_name'].iloc[0]} ({len(part)} heads)"
             marker = _cluster_style(int(key), three_d)
-        marker["size"] = 4 if three_d else 8
+        marker["size"] = MARKER_SIZE_3D if three_d else MARKER_SIZE_2D
         if not three_d:
             marker["line"] = {"width": PARITY_LINE_WIDTH if color_by == "parity" else 0.5}
             if color_by != "parity":
