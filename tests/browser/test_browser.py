@@ -460,3 +460,20 @@ def test_the_whole_tetrahedron_is_in_the_default_view(browser, server: str) -> N
         assert point["inView"], point
         assert box["x"] <= point["x"] <= box["x"] + box["width"], point
         assert box["y"] <= point["y"] <= box["y"] + box["height"], point
+
+
+def test_the_3d_figure_exports_a_high_resolution_png_and_no_svg(page, server: str) -> None:
+    """A WebGL scene's SVG would only wrap a picture: its toolbar offers a PNG at 4x the plot's
+    pixels, labelled so, and no SVG."""
+    from PIL import Image
+
+    plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+    plot.hover()
+    assert plot.locator('.modebar-btn[data-title^="Download SVG"]').count() == 0
+    button = plot.locator('.modebar-btn[data-title="Download PNG (high resolution, 4×)"]')
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        button.click()
+    width, height = Image.open(download.value.path()).size
+    box = plot.bounding_box()
+    assert download.value.suggested_filename.endswith(".png")
+    assert width >= 3.9 * box["width"] and height >= 3.9 * box["height"] * 0.9
