@@ -41,6 +41,7 @@ test: install-dev
 FAST := not (browser or image or package or fuzz or slow)
 check: install-dev
 	$(PY) -m ruff check .
+	$(ESLINT) ui
 	$(PY) -m pytest -m "$(FAST)" -n 2 --dist loadfile $(CHECK_ARGS)
 
 # Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).

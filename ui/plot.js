@@ -45,7 +45,46 @@ function chooseBundle(figure, plotly) {
   return plotly.gl3d;
 }
 
-// Shrink a title whose longest line would overflow the plot (plotly.js does not wrap).
+// Fit a title to the plot's width (plotly.js neither wraps nor shrinks titles): shrink it, but
+// never below a legible size (11 px for every line; <sup> lines are drawn at 70 %, so 16 px for a
+// title with them), then wrap each line that still overflows at a space, adding the height the
+// new lines take to the top margin.
+const MIN_TEXT_PX = 11;
+const SUP_SCALE = 0.7;
+const LINE_PX = { normal: 24, sup: 15 }; // as ui/plot.py's clear_of_the_toolbar counts them
+
+// The title's lines with whether each is (inside) a <sup> span: a span may cross <br>s.
+function titleLines(text) {
+  let inSup = false;
+  return String(text)
+    .split(/<br\s*\/?>/i)
+    .map((line) => {
+      const sup = inSup || /<sup>/i.test(line);
+      if (/<sup>/i.test(line)) inSup = true;
+      if (/<\/sup>/i.test(line)) inSup = false;
+      return { plain: line.replace(/<[^>]+>/g, ""), raw: line, sup };
+    });
+}
+
+// Words of `line` in as few lines as fit `available` px at `size` px (a word longer than that
+// gets a line of its own).
+function wrapWords(context, line, size, family, available) {
+  context.font = (line.sup ? size * SUP_SCALE : size) + "px " + family;
+  const out = [];
+  let current = "";
+  for (const word of line.plain.split(" ")) {
+    const next = current ? current + " " + word : word;
+    if (current && context.measureText(next).width > available) {
+      out.push(current);
+      current = word;
+    } else {
+      current = next;
+    }
+  }
+  out.push(current);
+  return out;
+}
+
 function fitTitle(figure, width) {
   const title = figure.layout && figure.layout.title;
   if (!title || !title.text || !width) return;
@@ -56,16 +95,31 @@ function fitTitle(figure, width) {
   const canvas = fitTitle.canvas || (fitTitle.canvas = document.createElement("canvas"));
   const context = canvas.getContext("2d");
   context.font = size + "px " + family;
+  const lines = titleLines(title.text);
   let needed = 0;
-  for (const line of String(title.text).split(/<br\s*\/?>/i)) {
-    const small = /<sup>/i.test(line) ? 0.7 : 1;
-    const plain = line.replace(/<[^>]+>/g, "");
-    needed = Math.max(needed, context.measureText(plain).width * small);
+  for (const line of lines) {
+    needed = Math.max(needed, context.measureText(line.plain).width * (line.sup ? SUP_SCALE : 1));
   }
   const available = width * 0.94 - 12;
-  if (needed > available) {
-    const fitted = Math.max(9, Math.floor((size * available) / needed));
-    title.font = Object.assign({}, title.font, { size: fitted });
+  if (needed <= available) return;
+  const floor = Math.ceil(MIN_TEXT_PX / (lines.some((line) => line.sup) ? SUP_SCALE : 1));
+  const fitted = Math.max(floor, Math.min(size, Math.floor((size * available) / needed)));
+  title.font = Object.assign({}, title.font, { size: fitted });
+  let added = 0;
+  const text = lines.map((line) => {
+    const pieces = wrapWords(context, line, fitted, family, available);
+    if (pieces.length === 1) return line.raw;
+    added += (pieces.length - 1) * (line.sup ? LINE_PX.sup : LINE_PX.normal);
+    const bold = /<b>/i.test(line.raw);
+    return pieces
+      .map((piece) => (bold ? "<b>" + piece + "</b>" : piece))
+      .map((piece) => (line.sup ? "<sup>" + piece + "</sup>" : piece))
+      .join("<br>");
+  });
+  if (added) {
+    title.text = text.join("<br>");
+    const margin = figure.layout.margin || (figure.layout.margin = {});
+    margin.t = (margin.t || 80) + added;
   }
 }
 
@@ -354,15 +408,21 @@ function reportCamera(wrap, gd, update) {
   gd.hfCameraTimer = setTimeout(() => sendCamera(wrap, gd), CAMERA_REPORT_MS);
 }
 
-function exportButtons(Plotly, filename) {
-  return [
-    ["svg", Plotly.Icons.disk],
-    ["png", Plotly.Icons.camera],
-  ].map(([format, icon]) => ({
+// Image downloads: a figure whose every trace is drawn as SVG (data.vector, decided in Python)
+// exports as vector SVG and as PNG; one with a WebGL scene or a raster trace would be a picture
+// inside an SVG, so it offers a high-resolution PNG instead, labelled as such.
+function exportButtons(Plotly, filename, vector, pngScale) {
+  const buttons = vector
+    ? [
+        ["svg", Plotly.Icons.disk, "Download SVG (vector)", 1],
+        ["png", Plotly.Icons.camera, "Download PNG", 2],
+      ]
+    : [["png", Plotly.Icons.camera, `Download PNG (high resolution, ${pngScale}×)`, pngScale]];
+  return buttons.map(([format, icon, title, scale]) => ({
     name: "download-" + format,
-    title: "Download " + format.toUpperCase(),
-    icon: icon,
-    click: (gd) => Plotly.downloadImage(gd, { format, filename, scale: format === "png" ? 2 : 1 }),
+    title,
+    icon,
+    click: (gd) => Plotly.downloadImage(gd, { format, filename, scale }),
   }));
 }
 
@@ -423,7 +483,7 @@ async function draw(wrap, gd, Plotly, figure, data) {
     modeBarButtonsToRemove: [
       "toImage", "sendDataToCloud", "sendChartToCloud", "select2d", "lasso2d",
     ],
-    modeBarButtonsToAdd: exportButtons(Plotly, data.filename),
+    modeBarButtonsToAdd: exportButtons(Plotly, data.filename, data.vector, data.png_scale),
   };
   await Plotly.react(gd, figure.data, figure.layout, config);
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py

@@ -12,9 +12,11 @@ reruns) and:
   (``[model, layer, head]``) is sent with ``setTriggerValue('clicked', ...)``. Several: a small
   list of those heads (``meta.choices`` of their trace: name, parity, profile) opens at the
   pointer, and the chosen one is sent;
-* adds "Download SVG" and "Download PNG" buttons to the plot's toolbar (``Plotly.downloadImage``,
-  in the browser: no server-side image export), and keeps titles clear of that toolbar, shrinking
-  a title that would not fit the plot's width.
+* adds image downloads to the plot's toolbar (``Plotly.downloadImage``, in the browser: no
+  server-side image export): vector SVG and PNG for a figure drawn as SVG, a high-resolution PNG
+  (labelled so) for one with a 3D scene or a raster trace, whose SVG would be a picture; and keeps
+  titles clear of that toolbar, shrinking a title that would not fit the plot's width (never
+  below 11 px).
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from headforms.figures.export import figure_table
+from headforms.figures.export import (
+    HIGH_RESOLUTION_PNG_SCALE,
+    exports_as_vector,
+    figure_table,
+)
 
 from . import guard
 from .static import GL3D_TRACE_TYPES, ensure_plotly_js
@@ -87,6 +93,9 @@ class PlotPayload:
     json: str
     height: int
     title: str = ""
+    vector: bool = True
+    """Whether its SVG export is vector (:func:`headforms.figures.export.exports_as_vector`);
+    otherwise the toolbar offers a high-resolution PNG only."""
 
     @classmethod
     def of(cls, figure: go.Figure) -> PlotPayload:
@@ -97,7 +106,8 @@ class PlotPayload:
         clear_of_the_toolbar(figure)
         first_line = re.split(r"<br\s*/?>", str(figure.layout.title.text or ""))[0]
         title = re.sub(r"<[^>]+>", "", first_line).strip()
-        payload = cls(figure.to_json(), int(figure.layout.height or DEFAULT_HEIGHT), title)
+        height = int(figure.layout.height or DEFAULT_HEIGHT)
+        payload = cls(figure.to_json(), height, title, exports_as_vector(figure))
         figure._hf_payload = payload
         return payload
 
@@ -165,6 +175,8 @@ def clickable_plot(
             "height": height,
             "filename": stem,
             "scroll_zoom": bool(scroll_zoom),
+            "vector": payload.vector,
+            "png_scale": HIGH_RESOLUTION_PNG_SCALE,
             "pick_radius": PICK_RADIUS_PX,
             "camera": st.session_state.get(camera_key) if camera_key else None,
             "report_camera": camera_key is not None,

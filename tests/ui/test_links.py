@@ -297,7 +297,7 @@ NOTICE_CASES = [
     (
         "simplex",
         {"view": "top"},
-        "view=top is not a 3D view (heads, simplex)",
+        "view=top is not a 3D view",
         state.FRAME_KEY,
         VIEW,
     ),
