@@ -178,6 +178,15 @@ CASES: dict[str, tuple[str, Action, dict[str, list[str]], list[str]]] = {
         {"models": [OTHER]},
         ["pairing_models"],
     ),
+    "heatmaps models and scale": (
+        "heatmaps",
+        lambda at: (
+            at.multiselect(key="heatmaps_models").set_value([OTHER]).run(),
+            at.toggle(key="heatmaps_shared_scale").set_value(False),
+        ),
+        {"models": [OTHER], "shared_scale": ["0"]},
+        ["heatmaps_models", "heatmaps_shared_scale"],
+    ),
     "clusters": (
         "spectra",
         lambda at: (
