@@ -1,6 +1,6 @@
 """Geometry against behaviour: every head as a point, a geometric column against a head-type
 score, with their rank correlation; and the simplex coloured by the score. Click a head to open
-it."""
+it. The columns are URL parameters (``geometry``, ``score``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from headforms.analyses.behaviour import (
     rank_correlation,
 )
 from headforms.figures import behaviour as figures
-from ui import cached, clickable_plot, jump_toggle, page_context, select_from_customdata
+from ui import cached, clickable_plot, jump_toggle, links, page_context, select_from_customdata
 from ui.behaviour import head_scores
 
 GEOMETRY_KEY = "hf_behaviour_geometry"
@@ -28,12 +28,16 @@ st.caption(
     "(previous-token, first-token, duplicate-token and induction scores, docs/MATH.md). Spearman's "
     "ρ with a 95% bootstrap interval over heads. Click a head to open it."
 )
-for key, default in ((GEOMETRY_KEY, "c_minus_d"), (SCORE_KEY, "induction")):
-    st.session_state[key] = st.session_state.get(key, default)  # kept across pages
+links.bind(
+    links.choice(
+        "geometry", GEOMETRY_KEY, list(GEOMETRY_COLUMNS), "c_minus_d", "a geometric column"
+    )
+)
+links.bind(links.choice("score", SCORE_KEY, list(BEHAVIOUR_COLUMNS), "induction", "a score"))
 
 scores = head_scores(ctx.spec)
 if scores is None:
-    st.stop()  # the reason is shown, in one line
+    links.stop_page()  # the reason is shown, in one line
 controls = st.columns([2, 2, 1.3], vertical_alignment="bottom")
 geometry = controls[0].selectbox(
     "Geometry (across)",

@@ -17,7 +17,7 @@ card, row, spectra = ctx.card, ctx.head_row, ctx.analysis.spectra
 baseline = ctx.analysis.baseline
 base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
 
-nav = st.columns([6, 1, 1], vertical_alignment="bottom")
+nav = st.columns([5, 1.5, 1.2], vertical_alignment="bottom")  # "Previous" whole at 1280 px
 nav[0].title(ctx.label)
 nav[1].button(
     "Previous",

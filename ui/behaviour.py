@@ -38,13 +38,13 @@ from headforms.behaviour import (
     head_type_scores,
     runnable,
 )
-from headforms.behaviour.limits import prompt_characters
+from headforms.behaviour.limits import PROMPT_CHARACTERS_ENV, prompt_characters
 from headforms.behaviour.run import locate_runnable
 from headforms.errors import HeadformsError
 from headforms.figures import behaviour as figures
 from headforms.store import ResultStore
 
-from . import guard, state
+from . import guard, links, state
 from .loading import cached, fingerprint
 from .widgets import show_figure
 
@@ -54,8 +54,6 @@ if TYPE_CHECKING:
 PROMPT_KEY = "hf_prompt"
 PRE_SOFTMAX_KEY = "hf_pre_softmax"
 LAYER_VIEW_KEY = "hf_layer_view"
-KEPT_KEYS = (PROMPT_KEY, PRE_SOFTMAX_KEY, LAYER_VIEW_KEY)
-"""Widget keys of this module kept across pages."""
 SHORT_NAMES = {
     "previous_token": "previous token",
     "first_token": "first token",
@@ -202,7 +200,7 @@ def prefetch(spec: str) -> None:
     the page's own call to report."""
     if guard.is_hosted():
         return
-    keep_widgets()
+    bind_options()  # the prompt the page will run
     try:
         located = locate_runnable(spec)
         key = runnable.fingerprint(located)
@@ -237,14 +235,33 @@ def with_head_scores(table: pd.DataFrame, spec: str) -> pd.DataFrame:
     return joined[[*rest[:at], *added, *rest[at:]]]  # beside parity, in view without scrolling
 
 
-def keep_widgets() -> None:
-    """Defaults for this module's widgets, kept when a page without them runs."""
-    ss = st.session_state
-    ss.setdefault(PROMPT_KEY, DEFAULT_PROMPT)
-    ss.setdefault(PRE_SOFTMAX_KEY, False)
-    ss.setdefault(LAYER_VIEW_KEY, False)
-    for key in KEPT_KEYS:
-        ss[key] = ss[key]
+def bind_options() -> None:
+    """The Head page's options as URL parameters (``prompt``, ``scores``, ``layer_view``),
+    bound before their widgets (a link's prompt longer than the cap is cut, with a notice)."""
+    links.bind(
+        links.StateLink(
+            "prompt",
+            PROMPT_KEY,
+            DEFAULT_PROMPT,
+            _read_prompt,
+            lambda value: [str(value)],
+            lambda value: f"the prompt {links.shown([str(value)])}",
+        )
+    )
+    links.bind(links.flag("scores", PRE_SOFTMAX_KEY, False, "pre-softmax scores"))
+    links.bind(links.flag("layer_view", LAYER_VIEW_KEY, False, "every head of the layer"))
+
+
+def _read_prompt(values: list[str]) -> str:
+    """A link's prompt: its last value, at most the cap's characters."""
+    text, limit = values[-1], prompt_characters()
+    if len(text) > limit:
+        raise links.Refused(
+            f"is longer than {limit} characters ({PROMPT_CHARACTERS_ENV})", text[:limit]
+        )
+    if len(values) > 1:
+        raise links.Refused(f"is given {len(values)} times (once is accepted)", text)
+    return text
 
 
 def _pattern_table(pattern: AttentionPattern, matrix: np.ndarray, kind: str) -> pd.DataFrame:
@@ -313,7 +330,7 @@ def _score_metrics(ctx: PageContext, pattern: AttentionPattern, scores: HeadType
 def head_section(ctx: PageContext) -> None:
     """The Head page's "What this head does": a prompt, the head's attention on it (weights or
     pre-softmax scores), the layer's other heads one click away, and the head's scores."""
-    keep_widgets()
+    bind_options()
     st.subheader("What this head does")
     st.text_area(
         "Prompt",

@@ -44,7 +44,7 @@ BUDGET_KEY = "_hf_budget"
 MAX_EXTRA_MODELS = 8
 """Models a page may load besides the sidebar's (overlays, comparisons)."""
 MAX_INDEX = 10**6
-"""Largest layer or head index accepted from a URL before the model is known."""
+"""Largest layer or head index taken from a typed value before it is clamped to the model."""
 SHOWN_CHARACTERS = 40
 """Characters of a refused value echoed in its message."""
 
@@ -141,19 +141,6 @@ def spec_or_none(value: Any) -> str | None:
         return None
 
 
-def url_number(param: str, value: str, low: int, high: int) -> int | None:
-    """A URL parameter as a whole number clamped to ``[low, high]``, or None (after one toast
-    line) when it is not a whole number."""
-    number = whole_number(value, -(10**19), 10**19)
-    if number is None:
-        st.toast(
-            f"Ignored the URL's {param}={shown(value)}: not a whole number.",
-            icon=":material/block:",
-        )
-        return None
-    return min(max(number, low), high)
-
-
 def extra_models(specs: Iterable[Any]) -> list[str]:
     """Specs a page should load besides the sidebar's: checked, at most :data:`MAX_EXTRA_MODELS`
     (the rest refused in one toast line)."""
@@ -189,6 +176,33 @@ def whole_numbers(values: Iterable[Any], low: int, high: int, limit: int, what: 
             icon=":material/block:",
         )
     return out[:limit]
+
+
+CAMERA_PARTS = ("eye", "center", "up")
+CAMERA_BOUND = 100.0
+"""Largest coordinate accepted in a 3D camera (the scenes' axes span about 1)."""
+Camera = dict[str, dict[str, float]]
+"""A plotly 3D camera: ``{"eye": {"x": .., "y": .., "z": ..}, "center": ..., "up": ...}``."""
+
+
+def camera(value: Any) -> Camera | None:
+    """A 3D camera sent by the browser, if it is one (finite numbers within
+    :data:`CAMERA_BOUND`, an ``up`` and an ``eye`` away from the ``center``), else None."""
+    if not isinstance(value, dict) or set(value) != set(CAMERA_PARTS):
+        return None
+    out: Camera = {}
+    for part in CAMERA_PARTS:
+        point = value[part]
+        if not isinstance(point, dict) or set(point) != set("xyz"):
+            return None
+        numbers = {axis: finite_number(point[axis], -CAMERA_BOUND, CAMERA_BOUND) for axis in "xyz"}
+        if None in numbers.values():
+            return None
+        out[part] = numbers  # type: ignore[assignment]
+    eye, center, up = (out[part] for part in CAMERA_PARTS)
+    if all(eye[a] == center[a] for a in "xyz") or not any(up.values()):
+        return None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

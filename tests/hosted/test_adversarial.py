@@ -643,25 +643,25 @@ def test_forged_integer_inputs_raise_nothing(
 
 
 @pytest.mark.parametrize(
-    ("params", "toast"),
+    ("params", "notice"),
     [
-        ({"rope": "nan"}, "Ignored the URL's rope='nan': not a whole number."),
-        ({"layer": "1e3"}, "Ignored the URL's layer='1e3': not a whole number."),
-        ({"head": "inf"}, "Ignored the URL's head='inf': not a whole number."),
+        ({"rope": "nan"}, "The link's rope=nan is not a RoPE relative position"),
+        ({"layer": "1e3"}, "The link's layer=1e3 is not a layer of smollm2-135m"),
+        ({"head": "inf"}, "The link's head=inf is not a head of smollm2-135m"),
         ({"model": "m" * 5000}, "model spec is 5000 characters long (at most 512)"),
     ],
     ids=["rope", "layer", "head", "long-model"],
 )
 def test_forged_url_parameters_are_refused_with_one_line(
-    hosted_app: None, params: dict[str, str], toast: str
+    hosted_app: None, params: dict[str, str], notice: str
 ) -> None:
-    """Bad URL parameters are ignored with one toast line; a long spec reaches neither the
+    """Bad URL parameters are corrected with one notice line; a long spec reaches neither the
     state nor the URL (before: it was kept in both)."""
     from ui import state
 
     at = run_app(None, params)
     assert not at.exception and not at.error, visible_messages(at)
-    assert any(toast in t.value for t in at.toast), [t.value for t in at.toast]
+    assert [notice in w.value for w in at.warning] == [True], [w.value for w in at.warning]
     assert at.session_state[state.MODEL_KEY] == DEFAULT_MODEL
     assert all(len(value) <= sources.MAX_SPEC_LENGTH for value in at.query_params.values())
 
@@ -701,12 +701,13 @@ def test_new_rope_positions_per_session_are_limited(
     assert not at.exception and not at.error, visible_messages(at)
     at.number_input(key=state.ROPE_KEY).set_value(1).run()  # 2
     assert not at.error, visible_messages(at)
-    at.number_input(key=state.ROPE_KEY).set_value(2).run()  # 3: refused
-    assert [e.value for e in at.error] == [
+    at.number_input(key=state.ROPE_KEY).set_value(2).run()  # 3: refused, the page stays on d = 0
+    assert [page_runner.plain(e.value) for e in at.error] == [
         "this session has started 2 new analyses (models or RoPE positions), the most one "
         "session may start on this server (HEADFORMS_SESSION_ANALYSES); results already computed "
-        "still open"
+        "still open (showing d = 0 instead)"
     ]
+    assert at.session_state[state.ROPE_KEY] == 0 and at.title
     at.number_input(key=state.ROPE_KEY).set_value(1).run()  # computed: opens
     assert not at.error and not at.exception, visible_messages(at)
 
