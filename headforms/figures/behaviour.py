@@ -19,7 +19,9 @@ from plotly.subplots import make_subplots
 from ..analyses.behaviour import BEHAVIOUR_COLUMNS, GEOMETRY_COLUMNS, Correlation
 from .style import (
     CONTINUOUS_SCALE,
+    MARKER_SIZE_2D,
     PARITY_COLORS,
+    PARITY_LINE_WIDTH,
     PARITY_NAMES,
     PARITY_SYMBOLS,
     TEMPLATE,
@@ -27,7 +29,7 @@ from .style import (
     UIREVISION,
     FigureInputError,
     Selected,
-    head_choice_labels,
+    head_choices,
     head_customdata,
     head_name,
     selected_marker,
@@ -44,7 +46,6 @@ WEIGHTS_SCALE: list[list] = [
 MASKED_COLOR = "#e3e3e3"
 """Background of cells a query cannot see (the causal triangle)."""
 KINDS = {"weights": "attention weight", "scores": "pre-softmax score"}
-MARKER_LINE_WIDTH = 1.5
 
 
 def token_label(text: str) -> str:
@@ -241,9 +242,9 @@ def _parity_traces(
         part = frame[rows]
         marker = {
             "symbol": PARITY_SYMBOLS[parity],
-            "size": 9,
+            "size": MARKER_SIZE_2D,
             "color": PARITY_COLORS[parity],
-            "line": {"width": MARKER_LINE_WIDTH, "color": PARITY_COLORS[parity]},
+            "line": {"width": PARITY_LINE_WIDTH},  # open and line symbols: the marker colour
         }
         traces.append(
             go.Scatter(
@@ -261,7 +262,7 @@ def _parity_traces(
                     "role": "heads",
                     "model": model,
                     "parity": parity,
-                    "choices": head_choice_labels(part, columns),
+                    "choices": head_choices(part, columns),
                 },
             )
         )
@@ -344,7 +345,12 @@ def simplex_plane_figure(
                 x=[None],
                 y=[None],
                 mode="markers",
-                marker={"symbol": PARITY_SYMBOLS[parity], "color": "#555555", "size": 9},
+                marker={
+                    "symbol": PARITY_SYMBOLS[parity],
+                    "color": "#555555",
+                    "size": MARKER_SIZE_2D,
+                    "line": {"width": PARITY_LINE_WIDTH},
+                },
                 name=name,
                 hoverinfo="skip",
                 meta={"role": "hint"},  # decorative: no data to export
@@ -358,10 +364,10 @@ def simplex_plane_figure(
             mode="markers",
             marker={
                 "symbol": symbols,
-                "size": 9,
+                "size": MARKER_SIZE_2D,
                 "color": shown[score],
                 "coloraxis": "coloraxis",
-                "line": {"width": 0.5, "color": "#333333"},
+                "line": {"width": PARITY_LINE_WIDTH},  # the stroke takes the score's colour
             },
             name="heads",
             showlegend=False,
@@ -373,7 +379,7 @@ def simplex_plane_figure(
             meta={
                 "role": "heads",
                 "model": model,
-                "choices": head_choice_labels(shown, ["c_minus_d", "a", score]),
+                "choices": head_choices(shown, ["c_minus_d", "a", score]),
             },
         )
     )

@@ -140,3 +140,58 @@ def test_the_heads_table_gains_the_score_columns(model_dir: str) -> None:
     frame = at.dataframe[0].value
     for column in ("previous_token", "first_token", "duplicate_token", "induction"):
         assert column in frame.columns and frame[column].notna().all()
+
+
+def link(at: AppTest) -> dict[str, str]:
+    """The URL the run wrote (one value per parameter here)."""
+    return {k: v if isinstance(v, str) else v[-1] for k, v in dict(at.query_params).items()}
+
+
+def test_the_head_pages_options_are_in_its_link(model_dir: str) -> None:
+    """A prompt, the pre-softmax switch and the layer view, set through their widgets, are URL
+    parameters; a new session opening that URL shows the same."""
+    at = head_page(model_dir)
+    text = tiny_runnable.words([30, 31, 32, 30, 31, 32])
+    at.text_area(key=behaviour.PROMPT_KEY).input(text).run()
+    at.toggle(key=behaviour.PRE_SOFTMAX_KEY).set_value(True).run()
+    at.toggle(key=behaviour.LAYER_VIEW_KEY).set_value(True).run()
+    assert_clean(at)
+    params = link(at)
+    assert (params["prompt"], params["scores"], params["layer_view"]) == (text, "1", "1")
+    again = run_app("head", params=params)
+    assert_clean(again)
+    assert again.session_state[behaviour.PROMPT_KEY] == text
+    assert again.session_state[behaviour.PRE_SOFTMAX_KEY] is True
+    assert "pre-softmax" in heatmap(again)["layout"]["title"]["text"]
+
+
+def test_a_links_prompt_longer_than_the_cap_is_cut_with_a_notice(
+    model_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from page_runner import notice_lines
+
+    monkeypatch.setenv("HEADFORMS_PROMPT_CHARACTERS", "12")
+    at = run_app("head", params={"model": model_dir, "prompt": "w5 w6 w7 w8 w9 w10"})
+    assert not at.exception
+    assert at.session_state[behaviour.PROMPT_KEY] == "w5 w6 w7 w8 "
+    assert any(
+        "prompt" in line and "longer than 12 characters" in line for line in notice_lines(at)
+    )
+
+
+def test_the_geometry_pages_and_the_tables_options_are_in_their_links(model_dir: str) -> None:
+    at = run_app("behaviour", **{state.MODEL_KEY: model_dir})
+    at.selectbox(key="hf_behaviour_geometry").select("energy").run()
+    at.selectbox(key="hf_behaviour_score").select("duplicate_token").run()
+    assert_clean(at)
+    params = link(at)
+    assert (params["geometry"], params["score"]) == ("energy", "duplicate_token")
+    again = run_app("behaviour", params=params)
+    assert_clean(again)
+    assert (
+        "duplicate-token score against symmetric energy"
+        in figures(again)[0]["layout"]["title"]["text"]
+    )
+    table = run_app("table", params={"model": model_dir, "scores": "1"})
+    assert_clean(table)
+    assert "induction" in table.dataframe[0].value.columns
