@@ -53,7 +53,7 @@ from .results import (
     metric_columns,
     spectra_names,
 )
-from .sources import Located, locate
+from .sources import Located, Policy, locate
 from .sources.specs import is_table_spec
 from .store import Record, ResultStore, cache_key, key_lock
 
@@ -141,24 +141,26 @@ def analyze(
     progress: Progress | None = None,
     store: ResultStore | None = None,
     use_cache: bool = True,
+    policy: Policy | None = None,
 ) -> ModelAnalysis:
     """Analyse every head of a model: locate -> fingerprint -> store -> open -> stream.
 
     ``spectra``: extra spectra to compute besides the core ones (:data:`EXTRA_SPECTRA`); a
     stored result lacking one is recomputed with it. ``use_cache=False`` computes and stores
     nothing. A published per-head table (``FILE.csv::MODEL``, :mod:`headforms.tables`) opens
-    read-only, without spectra. ``spec`` may be a :class:`pathlib.Path`.
+    read-only, without spectra. ``spec`` may be a :class:`pathlib.Path`. ``policy``: what may
+    be opened (a hosted server's :class:`headforms.hosted.Policy`), applied while locating.
     """
     spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
     if is_table_spec(spec):
         from .tables import open_table  # pandas: only for tables
 
-        return open_table(spec, rope_position)
+        return open_table(spec, rope_position, policy)
     wanted = spectra_names(spectra)
     rope_position = check_rope_position(rope_position)
     if progress:
         progress(0, 1, f"locating {spec}")
-    located = locate(spec)
+    located = locate(spec, policy)
     if not use_cache:
         return _compute(located, rope_position, fold_qk_norm, progress, wanted)
     store = store or ResultStore()

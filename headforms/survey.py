@@ -23,10 +23,13 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import HeadformsError, OptionError
 from .store import write_atomic
+
+if TYPE_CHECKING:
+    from .sources import Policy
 
 MANIFEST_VERSION = 1
 MiB = 1 << 20
@@ -98,13 +101,14 @@ def read_model_list(path: Path) -> list[str]:
     ]
 
 
-def survey_specs(models: Iterable[str]) -> list[str]:
-    """The specs of a survey, in order, without repeats; table files expand to their models."""
+def survey_specs(models: Iterable[str], policy: Policy | None = None) -> list[str]:
+    """The specs of a survey, in order, without repeats; table files expand to their models
+    (read where ``policy`` allows)."""
     from .tables import expand_table_spec
 
     specs: list[str] = []
     for model in models:
-        specs.extend(expand_table_spec(model.strip()))
+        specs.extend(expand_table_spec(model.strip(), policy))
     specs = list(dict.fromkeys(s for s in specs if s))
     if not specs:
         raise OptionError("no models to survey: give MODEL..., --list FILE or --preset NAME")
@@ -115,7 +119,7 @@ def survey_specs(models: Iterable[str]) -> list[str]:
 # Memory
 
 
-def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
+def estimate_peak_bytes(spec: str, threads: int = 1, policy: Policy | None = None) -> int:
     """Estimated peak memory of analysing ``spec`` in a fresh process, from declared sizes only.
 
     The model is located (:func:`headforms.sources.locate`: config and file sizes, no weights).
@@ -131,7 +135,7 @@ def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
     if is_table_spec(spec):
         return BASE_GGUF_BYTES
     try:
-        located = locate(spec)
+        located = locate(spec, policy)
     except HeadformsError:
         return BASE_BYTES
     if located.format == "gguf":
@@ -182,9 +186,14 @@ def part_name(spec: str) -> str:
 
 
 def analyse_one(
-    spec: str, options: SurveyOptions, parts_dir: str, threads: int | None = None
+    spec: str,
+    options: SurveyOptions,
+    parts_dir: str,
+    threads: int | None = None,
+    policy: Policy | None = None,
 ) -> Outcome:
-    """Analyse one model and write its per-head rows to ``parts_dir``; never raises.
+    """Analyse one model (within ``policy``) and write its per-head rows to ``parts_dir``;
+    never raises.
 
     Failures come back as an outcome with the one-line message (a :class:`HeadformsError`'s
     own text, or the exception's type and text for anything else).
@@ -197,7 +206,10 @@ def analyse_one(
         from .engine import analyze
 
         result = analyze(
-            spec, rope_position=options.rope_position, fold_qk_norm=options.fold_qk_norm
+            spec,
+            rope_position=options.rope_position,
+            fold_qk_norm=options.fold_qk_norm,
+            policy=policy,
         )
         card = result.card
         rows = survey_rows(spec, result.heads, card.head_dim, card.model_dim)
@@ -312,8 +324,10 @@ def run_survey(
     memory_budget: int | None = None,
     scheduler: str | None = None,
     report: Report | None = None,
+    policy: Policy | None = None,
 ) -> SurveyResult:
-    """Analyse every model not already done (see the module docstring); return the tables."""
+    """Analyse every model not already done (see the module docstring), within ``policy``;
+    return the tables."""
     out = Path(out)
     parts = parts_dir(out)
     parts.mkdir(parents=True, exist_ok=True)
@@ -330,9 +344,9 @@ def run_survey(
 
     if todo:
         if scheduler:
-            _run_dask(todo, options, parts, scheduler, record)
+            _run_dask(todo, options, parts, scheduler, record, policy)
         else:
-            _run_local(todo, options, parts, jobs, memory_budget, record)
+            _run_local(todo, options, parts, jobs, memory_budget, record, policy)
     return collect(specs, manifest, parts)
 
 
@@ -356,6 +370,7 @@ def _run_local(
     jobs: int | None,
     budget: int | None,
     record: Callable[[Outcome], None],
+    policy: Policy | None = None,
 ) -> None:
     """A process pool: at most ``jobs`` models at once, their estimated peaks within budget."""
     import multiprocessing
@@ -366,7 +381,7 @@ def _run_local(
     jobs = max(1, jobs or cores)
     threads = max(1, cores // jobs)
     budget = budget or default_memory_budget()
-    estimates = {spec: estimate_peak_bytes(spec, threads) for spec in todo}
+    estimates = {spec: estimate_peak_bytes(spec, threads, policy) for spec in todo}
     pending = list(todo)
     running: dict[Future, str] = {}
     context = multiprocessing.get_context("spawn")
@@ -395,7 +410,7 @@ def _run_local(
                     continue
                 if used + estimates[spec] <= budget:
                     pending.remove(spec)
-                    future = pool.submit(analyse_one, spec, options, str(parts), threads)
+                    future = pool.submit(analyse_one, spec, options, str(parts), threads, policy)
                     running[future] = spec
                     used += estimates[spec]
             if not running:
@@ -433,6 +448,7 @@ def _run_dask(
     parts: Path,
     address: str,
     record: Callable[[Outcome], None],
+    policy: Policy | None = None,
 ) -> None:
     """Each model a task on the Dask cluster at ``address``; workers write the parts."""
     try:
@@ -453,6 +469,8 @@ def _run_dask(
                 spec,
                 options,
                 str(parts.resolve()),
+                None,
+                policy,
                 pure=False,
             ): spec
             for spec in todo

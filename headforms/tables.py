@@ -11,21 +11,32 @@ no spectra, and a Gaussian baseline only when the table gives the model dim N.
 Spec syntax: ``FILE::MODEL`` (FILE ending in .csv, .parquet or .json), or a bare ``FILE`` ending
 in .csv or .parquet when the table holds exactly one model (:func:`expand_table_spec` lists a
 table's models as specs).
+
+A table is bounded before it is parsed (:class:`TableLimits`): its file's size, its rows (a
+parquet file's metadata: rows, columns and uncompressed size, before any data is read; a CSV
+is read at most one row past the limit), and, once read, its models. Only the columns this
+module knows are read. Read tables are kept in memory within :data:`CACHE_BYTES`.
 """
 
 from __future__ import annotations
 
-from functools import cached_property, lru_cache
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .baseline import Baseline
+from .bounded import ByteLRU
 from .engine import METRIC_COLUMNS, TABLE_COLUMNS, ModelAnalysis, ModelCard, gaussian_baseline
+from .env import human_bytes
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
 from .forms import parity_labels
-from .sources import files_fingerprint, hosted
+from .sources import Policy, files_fingerprint
 from .sources.specs import SEPARATOR, split_spec
 
 ALIASES = {"symmetric_energy": "energy", "dim": "head_dim"}
@@ -36,59 +47,174 @@ REQUIRED = ("layer", "head", "a", "b", "c", "d", "b_sym", "c_sym", "d_sym")
 
 SOURCE_KIND = "table"
 
+KNOWN_COLUMNS = frozenset(
+    {"model", "head_dim", "model_dim", "parity", *REQUIRED, *TABLE_COLUMNS, *ALIASES}
+)
+"""The columns read from a table file (any other is never used, so never parsed)."""
+
+MAX_BYTES_ENV = "HEADFORMS_MAX_TABLE_BYTES"
+MAX_ROWS_ENV = "HEADFORMS_MAX_TABLE_ROWS"
+MAX_MODELS_ENV = "HEADFORMS_MAX_TABLE_MODELS"
+MAX_COLUMNS = 512
+"""Columns a table file may declare (a per-head table has a few dozen)."""
+CACHE_BYTES = 64 * 2**20
+"""Bytes of read tables kept in memory."""
+
+
+@dataclass(frozen=True)
+class TableLimits:
+    """Bounds on one table file: bytes (the file; a parquet file's uncompressed data too),
+    rows and models. Defaults hold a survey of hundreds of models; the variables raise them."""
+
+    max_bytes: int = 64 * 2**20
+    max_rows: int = 250_000
+    max_models: int = 1_000
+
+    @classmethod
+    def from_env(cls) -> TableLimits:
+        """The limits, with ``HEADFORMS_MAX_TABLE_BYTES``/``_ROWS``/``_MODELS`` when set."""
+        values = {}
+        for field, name in (
+            ("max_bytes", MAX_BYTES_ENV),
+            ("max_rows", MAX_ROWS_ENV),
+            ("max_models", MAX_MODELS_ENV),
+        ):
+            raw = os.environ.get(name, "").strip()
+            if raw:
+                if not raw.isdigit() or int(raw) <= 0:
+                    raise OptionError(f"{name}={raw[:40]!r} is not a positive whole number")
+                values[field] = int(raw)
+        return cls(**values)
+
 
 def table_spec(path: Path | str, model: str) -> str:
     """The spec of ``model`` in the table at ``path``."""
     return f"{path}{SEPARATOR}{model}"
 
 
-def expand_table_spec(spec: str) -> list[str]:
+def expand_table_spec(spec: str, policy: Policy | None = None) -> list[str]:
     """A bare table file -> one spec per model it holds; any other spec -> ``[spec]``."""
     parts = split_spec(spec)
     if parts is None or parts[1] is not None:
         return [spec]
-    return [table_spec(parts[0], model) for model in table_models(parts[0])]
+    return [table_spec(parts[0], model) for model in table_models(parts[0], policy)]
 
 
-def table_models(path: Path) -> list[str]:
+def table_models(path: Path, policy: Policy | None = None) -> list[str]:
     """The models of a table, in the order they first appear."""
-    return list(dict.fromkeys(read_table(path)["model"]))
+    return list(_table(path, policy).rows)
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """The normalised table of a file (cached while the file is unchanged)."""
-    path = _checked_path(Path(path))
-    stat = path.stat()
-    return _read_table(str(path), stat.st_mtime_ns, stat.st_size)
+def read_table(path: Path, policy: Policy | None = None) -> pd.DataFrame:
+    """The normalised table of a file (cached while the file is unchanged), read only where
+    ``policy`` allows (a shared server: under its model roots) and within its bounds."""
+    return _table(path, policy).frame
 
 
-def _checked_path(path: Path) -> Path:
-    if hosted.enabled():  # a shared server reads tables only under its model roots
-        path = hosted.within_roots(path, str(path), hosted.Policy.from_env())
-    if not path.is_file():
+@dataclass(frozen=True)
+class _Table:
+    """A read table: its normalised rows and, per model in order of appearance, its rows."""
+
+    frame: pd.DataFrame
+    rows: dict[str, np.ndarray]
+
+
+_tables: ByteLRU[_Table] = ByteLRU(CACHE_BYTES)
+
+
+def _table(path: Path, policy: Policy | None) -> _Table:
+    path = Path(path)
+    limits = TableLimits.from_env()
+    info = _checked_file(path, policy, limits)
+    key = (str(path), info.st_ino, info.st_mtime_ns, info.st_size, limits)
+    return _tables.get_or_build(key, lambda: _read_table(path, limits))
+
+
+def _checked_file(path: Path, policy: Policy | None, limits: TableLimits) -> os.stat_result:
+    """The file's status, once it is known to be a regular file within ``policy`` and the
+    size limit; otherwise one line saying what is wrong."""
+    if policy is not None:
+        policy.path_guard(str(path))(path)  # a shared server: only under its model roots
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise ModelSpecError(
+                f"no such table file: {path}; a published table is a .csv, .parquet or .json "
+                "file with one row per head"
+            ) from None
         raise ModelSpecError(
-            f"no such table file: {path}; a published table is a .csv, .parquet or .json file "
-            "with one row per head"
+            f"cannot open the table file {_short(path.name)}: {exc.strerror or type(exc).__name__}"
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelSpecError(f"the table {_short(path.name)} is not a regular file")
+    if info.st_size > limits.max_bytes:
+        raise CorruptFileError(
+            f"{_short(path.name)} is {human_bytes(info.st_size)}, more than the "
+            f"{human_bytes(limits.max_bytes)} a table may have ({MAX_BYTES_ENV})"
         )
-    return path
+    return info
 
 
-@lru_cache(maxsize=8)
-def _read_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
-    name = Path(path).name
-    suffix = Path(path).suffix.lower()
+def _read_table(path: Path, limits: TableLimits) -> _Table:
+    name = _short(path.name)
+    suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            raw = pd.read_parquet(path)
+            raw = _read_parquet(path, name, limits)
         elif suffix == ".json":
             raw = pd.read_json(path, orient="records")
+            raw = raw[[c for c in raw.columns if c in KNOWN_COLUMNS]]
         else:
-            raw = pd.read_csv(path)
+            raw = pd.read_csv(path, usecols=lambda c: c in KNOWN_COLUMNS, nrows=limits.max_rows + 1)
+    except (CorruptFileError, RecursionError, MemoryError):
+        raise
     except Exception as exc:  # pandas/pyarrow raise many types for a malformed file
         raise CorruptFileError(
             f"{name}: cannot read it as a {suffix[1:]} table ({type(exc).__name__})"
         ) from exc
-    return normalise(raw, name)
+    if len(raw) > limits.max_rows:
+        raise CorruptFileError(
+            f"{name} has more than {limits.max_rows} rows, more than a table may have "
+            f"({MAX_ROWS_ENV})"
+        )
+    table = normalise(raw, name)
+    rows = table.groupby("model", sort=False).indices
+    if len(rows) > limits.max_models:
+        raise CorruptFileError(
+            f"{name} holds {len(rows)} models, more than the {limits.max_models} a table may "
+            f"hold ({MAX_MODELS_ENV})"
+        )
+    return _Table(table, {str(m): r for m, r in rows.items()})
+
+
+def _read_parquet(path: Path, name: str, limits: TableLimits) -> pd.DataFrame:
+    """A parquet file's known columns, once its metadata shows it within ``limits`` (its rows,
+    columns and uncompressed size: a small file of constant rows can expand to gigabytes)."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(path).metadata
+    uncompressed = sum(
+        metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)
+    )
+    if metadata.num_rows > limits.max_rows:
+        raise CorruptFileError(
+            f"{name} has {metadata.num_rows} rows, more than the {limits.max_rows} a table may "
+            f"have ({MAX_ROWS_ENV}); nothing was read"
+        )
+    if metadata.num_columns > MAX_COLUMNS or uncompressed > limits.max_bytes:
+        raise CorruptFileError(
+            f"{name} expands to {human_bytes(uncompressed)} in {metadata.num_columns} columns, "
+            f"more than the {human_bytes(limits.max_bytes)} a table may have ({MAX_BYTES_ENV}); "
+            "nothing was read"
+        )
+    columns = [c for c in metadata.schema.names if c in KNOWN_COLUMNS]
+    return pd.read_parquet(path, columns=columns)
+
+
+def _short(name: str, limit: int = 80) -> str:
+    """A file name as a message shows it (a 300-character name cut to ``limit``)."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -139,7 +265,9 @@ class PublishedTableAnalysis(ModelAnalysis):
         return gaussian_baseline(self.card.baseline_shapes)
 
 
-def open_table(spec: str, rope_position: int = 0) -> PublishedTableAnalysis:
+def open_table(
+    spec: str, rope_position: int = 0, policy: Policy | None = None
+) -> PublishedTableAnalysis:
     """The analysis of one model of a published table (``FILE::MODEL``, or a one-model FILE)."""
     if rope_position:
         raise OptionError(
@@ -151,8 +279,8 @@ def open_table(spec: str, rope_position: int = 0) -> PublishedTableAnalysis:
     if parts is None:
         raise ModelSpecError(f"{spec!r} is not a table spec (FILE.csv::MODEL)")
     path, model = parts
-    table = read_table(path)
-    models = list(dict.fromkeys(table["model"]))
+    read = _table(path, policy)
+    table, models = read.frame, list(read.rows)
     if model is None:
         if len(models) != 1:
             raise ModelSpecError(
@@ -160,9 +288,11 @@ def open_table(spec: str, rope_position: int = 0) -> PublishedTableAnalysis:
                 f"MODEL one of: {_listing(models)}"
             )
         model = models[0]
-    rows = table[table["model"] == model]
-    if rows.empty:
-        raise ModelSpecError(f"{path.name} has no model {model!r}; it holds: {_listing(models)}")
+    if model not in read.rows:
+        raise ModelSpecError(
+            f"{_short(path.name)} has no model {model!r}; it holds: {_listing(models)}"
+        )
+    rows = table.iloc[read.rows[model]]
     rows = rows.sort_values(["layer", "head"], kind="stable")
     n_layers, n_heads = int(rows["layer"].max()) + 1, int(rows["head"].max()) + 1
     if len(rows) != n_layers * n_heads or rows.duplicated(["layer", "head"]).any():

@@ -156,11 +156,12 @@ def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message
 
 def test_hosted_mode_reads_tables_only_under_the_model_roots(published, tmp_path, monkeypatch):
     from headforms.errors import NotAllowedError
+    from headforms.hosted import policy_in_force
 
     path, _ = published
     monkeypatch.setenv("HEADFORMS_HOSTED", "1")
     monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(tmp_path / "elsewhere"))
     with pytest.raises(NotAllowedError, match="outside the model directories"):
-        analyze(f"{path}::beta")
+        analyze(f"{path}::beta", policy=policy_in_force())
     monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(path.parent))
-    assert analyze(f"{path}::beta").card.n_heads == 6
+    assert analyze(f"{path}::beta", policy=policy_in_force()).card.n_heads == 6

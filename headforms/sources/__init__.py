@@ -2,22 +2,21 @@
 
 :func:`locate` classifies a spec (:mod:`.specs`), finds the model's files (:mod:`.bundled`,
 :mod:`.local`, :mod:`.hub`), chooses the weight files to read (:mod:`.files`, the one
-choice) and fingerprints them; in hosted mode (:mod:`.hosted`) it refuses what the server's
-policy forbids, on the spec's text first and on the located files second. Opening the files is
-the next stage's work (:mod:`headforms.models.source`).
+choice) and fingerprints them. A caller's :class:`Policy` (a hosted server's,
+:mod:`headforms.hosted.policy`; this package never imports it) is applied while locating: on
+the spec's text first, to every path before it is opened, and on the located files second.
+Opening the files is the next stage's work (:mod:`headforms.models.source`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from . import hosted
 from .bundled import BUNDLED_MODELS, DEFAULT_MODEL, BundledModel
-from .files import choose_weight_files, files_fingerprint, open_regular
-from .hub import fetch_hub_files, locate_hub
+from .files import MAX_INDEX_BYTES, choose_weight_files, files_fingerprint, open_regular
+from .hub import MAX_HUB_FILES, fetch_hub_files, locate_hub
 from .local import locate_path
-from .located import HubLocation, Located, LocatedFile
+from .located import HubLocation, Located, LocatedFile, Policy
 from .specs import HUB_ID_PATTERN, MAX_SPEC_LENGTH, Spec, parse_spec
 
 __all__ = [
@@ -29,6 +28,7 @@ __all__ = [
     "HubLocation",
     "Located",
     "LocatedFile",
+    "Policy",
     "Spec",
     "choose_weight_files",
     "fetch",
@@ -39,42 +39,28 @@ __all__ = [
 ]
 
 
-def locate(spec: str) -> Located:
-    """Find a model's files and fingerprint them (config and index are the only files read)."""
-    policy = None
-    if hosted.enabled():  # a shared server: refuse what its policy forbids, before any read
-        policy = hosted.Policy.from_env()
-        hosted.check_spec(spec, policy)
-    parsed = parse_spec(spec)
+def locate(spec: str, policy: Policy | None = None) -> Located:
+    """Find a model's files and fingerprint them (config and index are the only files read),
+    within ``policy`` when one is given (its refusals before anything is read)."""
+    if policy is not None:
+        policy.check_spec(spec)
+    parsed = parse_spec(spec, probe=policy is None)
+    index_bytes = MAX_INDEX_BYTES if policy is None else policy.max_index_bytes
     if parsed.kind == "bundled":
         model = BUNDLED_MODELS[parsed.value]
         located = locate_path(model.locate(), parsed.text, "bundled", model.title)
     elif parsed.kind == "path":
-        if policy is None:
-            located = locate_path(Path(parsed.value), parsed.text)
-        else:
-            guard = _roots_guard(parsed.text, policy)
-            located = locate_path(Path(parsed.value), parsed.text, guard=guard)
+        guard = {} if policy is None else {"guard": policy.path_guard(parsed.text)}
+        located = locate_path(Path(parsed.value), parsed.text, max_index_bytes=index_bytes, **guard)
     else:
-        located = locate_hub(parsed.text, parsed.value, parsed.revision)
-    if policy is not None:
-        hosted.check_located(located, policy)
-    return located
+        files = MAX_HUB_FILES if policy is None else policy.max_hub_files
+        located = locate_hub(parsed.text, parsed.value, parsed.revision, index_bytes, files)
+    return located if policy is None else policy.check_located(located)
 
 
 def fetch(located: Located) -> Located:
-    """The located model with every weight file on this machine (hub files downloaded; in
-    hosted mode within the server's byte budget)."""
+    """The located model with every weight file on this machine (hub files downloaded, within
+    the byte budget its policy gave it)."""
     if located.hub is None or all(f.path is not None for f in located.weights):
         return located
-    budget = hosted.download_budget() if hosted.enabled() else None
-    return fetch_hub_files(located, budget)
-
-
-def _roots_guard(spec: str, policy: hosted.Policy) -> Callable[[Path], None]:
-    """A guard refusing any path outside the hosted model roots (before it is opened)."""
-
-    def guard(path: Path) -> None:
-        hosted.within_roots(path, spec, policy)
-
-    return guard
+    return fetch_hub_files(located, located.download_budget)

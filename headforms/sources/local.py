@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +24,12 @@ from .files import (
     read_small,
     regular_size,
 )
-from .located import Located, LocatedFile
+from .located import Guard, Located, LocatedFile
 
 ACCEPTED_LOCAL = (
     "accepted: a directory with config.json and *.safetensors or pytorch_model.bin (single or "
     "sharded with its index), or a .gguf file"
 )
-
-
-Guard = Callable[[Path], None]
-"""Called with every path before it is opened (hosted mode: refuses paths outside the roots)."""
 
 
 def _allow(path: Path) -> None:
@@ -47,8 +42,10 @@ def locate_path(
     kind: str = "local",
     display_name: str | None = None,
     guard: Guard = _allow,
+    max_index_bytes: int = MAX_INDEX_BYTES,
 ) -> Located:
-    """Locate a local directory or ``.gguf`` file (see the module doc)."""
+    """Locate a local directory or ``.gguf`` file (see the module doc); ``guard`` sees every
+    path before it is opened."""
     path = Path(path)
     guard(path)
     if not path.exists():
@@ -74,9 +71,9 @@ def locate_path(
 
     def read_index(name: str) -> bytes:
         guard(path / name)
-        return read_small(path / name, MAX_INDEX_BYTES)
+        return read_small(path / name, max_index_bytes)
 
-    choice = choose_weight_files(names, read_index, arch)
+    choice = choose_weight_files(names, read_index, arch, max_index_bytes)
     for name in choice.files:
         guard(path / name)
     weights = tuple(LocatedFile(n, regular_size(path / n), path / n) for n in choice.files)

@@ -6,9 +6,10 @@ happen before anything heavy is opened: locate -> fingerprint -> cache -> open.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class Located:
     :func:`headforms.sources.files.choose_weight_files`); ``config``: the parsed config.json
     (None for GGUF, whose metadata holds it); ``complete``: the weight files hold every weight
     of the model (not only the attention shards); ``fingerprint``: identifies the content.
+    Set by the policy that checked it (:class:`Policy`): ``download_budget``, the bytes its
+    downloads may take in all (None: unbounded), and ``confined``: no file beyond those named
+    here may be opened (e.g. the other shards of an index).
     """
 
     spec: str
@@ -54,6 +58,8 @@ class Located:
     complete: bool = True
     hub: HubLocation | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    download_budget: int | None = None
+    confined: bool = False
 
     @property
     def weight_bytes(self) -> int | None:
@@ -69,3 +75,26 @@ class Located:
     def with_files(self, **changes: Any) -> Located:
         """A copy with some fields replaced (e.g. local paths after a download)."""
         return replace(self, **changes)
+
+
+Guard = Callable[[Path], None]
+"""Called with every path before it is opened (a policy's: refuses paths outside its roots)."""
+
+
+class Policy(Protocol):
+    """What a caller's policy (a hosted server's, :mod:`headforms.hosted.policy`) does while a
+    model is located; :func:`headforms.sources.locate` applies it and never decides one."""
+
+    max_index_bytes: int
+    """Largest shard index parsed."""
+    max_hub_files: int
+    """Most top-level files of a hub repository listed."""
+
+    def check_spec(self, spec: str) -> None:
+        """Refuse the spec's text (before anything is looked up)."""
+
+    def path_guard(self, spec: str) -> Guard:
+        """The guard called with every local path before it is opened."""
+
+    def check_located(self, located: Located) -> Located:
+        """Refuse the located files, or return them with the policy's budget and confinement."""

@@ -69,9 +69,10 @@ class Spec:
     revision: str | None = None
 
 
-def parse_spec(spec: str) -> Spec:
-    """Classify a spec (no file is opened; a bare relative name is tested for existence, except
-    in hosted mode, where the answer would tell strangers which files the server has)."""
+def parse_spec(spec: str, probe: bool = True) -> Spec:
+    """Classify a spec (no file is opened). With ``probe``, a bare relative name that exists is
+    a path; without (a shared server's policy: the answer would tell strangers which files it
+    has), a spec is classified by its text alone."""
     if not isinstance(spec, str):
         raise ModelSpecError(f"the model spec must be a string; {ACCEPTED}")
     text = spec.strip()
@@ -85,12 +86,10 @@ def parse_spec(spec: str) -> Spec:
         raise ModelSpecError(f"model spec contains a NUL byte; {ACCEPTED}")
     if text in BUNDLED_MODELS:
         return Spec(text, "bundled", text)
-    from .hosted import enabled as hosted_mode  # hosted imports this module
-
     looks_like_path = (
         text.startswith(("/", ".", "~"))
         or text.endswith((".gguf", ".safetensors", ".bin", ".json"))
-        or (not hosted_mode() and Path(text).expanduser().exists())
+        or (probe and Path(text).expanduser().exists())
     )
     if looks_like_path:
         return Spec(text, "path", str(Path(text).expanduser()))
