@@ -146,7 +146,8 @@ def hostile_tables(root: Path) -> dict[str, str]:
             }
         )
 
-    block = pa.Table.from_pandas(rows(1, 100_000), preserve_index=False)
+    constant = rows(1, 1).loc[[0] * 100_000].reset_index(drop=True)  # one row, repeated
+    block = pa.Table.from_pandas(constant, preserve_index=False)
     with pq.ParquetWriter(root / "bomb.parquet", block.schema, compression="zstd") as writer:
         for _ in range(50):  # 5 million constant rows in well under a megabyte
             writer.write_table(block)

@@ -603,22 +603,31 @@ def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_workers_run_below_the_server(hosted_env: dict[str, Any]) -> None:
-    """A worker's niceness is the server's + HEADFORMS_ANALYSIS_NICE: pages come first."""
+    """A worker's niceness is the server's + HEADFORMS_ANALYSIS_NICE, and so is its session's
+    scheduling group where the kernel groups sessions (autogroup: a worker leads its own
+    session, and there a process's niceness ranks it only within its group, so without the
+    group's niceness the worker would compete with the server as an equal; measured by
+    benchmarks/bench_nice.py): pages come first."""
     spec = str(hosted_env["root"] / "tiny")
     expected = min(os.nice(0) + limits.DEFAULT_NICE, 19)
-    seen: list[int] = []
+    grouped = Path("/proc/self/autogroup").exists()
+    group_nice = f" nice {min(limits.DEFAULT_NICE, 19)}\n"
+    seen: list[tuple[int, str]] = []
 
     def check() -> None:
         for pid in worker_pids():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                seen.append(psutil.Process(pid).nice())
-        if expected in seen or len(seen) > 3000:
+            with contextlib.suppress(psutil.NoSuchProcess, OSError):
+                group = Path(f"/proc/{pid}/autogroup").read_text() if grouped else group_nice
+                seen.append((psutil.Process(pid).nice(), group))
+        if any(n == expected and g.endswith(group_nice) for n, g in seen) or len(seen) > 3000:
             raise Left
 
     with blocked(spec):
         _, error = answer(lambda: hosted.analyze(spec, check=check))
         assert isinstance(error, Left)
-        assert seen[-1] == expected, seen[-5:]
+        nice, group = seen[-1]
+        assert nice == expected, seen[-5:]
+        assert group.endswith(group_nice), seen[-5:]
         cancel_all()
 
 
