@@ -89,7 +89,8 @@ def test_a_parquet_of_constant_rows_is_refused_from_its_metadata(
 def test_a_parquet_too_wide_or_too_large_is_refused_from_its_metadata(
     tmp_path: Path, no_parsing: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wide = head_rows(4).assign(**{f"extra{i}": 0.0 for i in range(600)})
+    extra = pd.DataFrame(np.zeros((4, 600)), columns=[f"extra{i}" for i in range(600)])
+    wide = pd.concat([head_rows(4), extra], axis=1)
     wide.to_parquet(tmp_path / "wide.parquet", index=False)
     with pytest.raises(CorruptFileError, match=r"in 6\d\d columns, more than .*nothing was read"):
         analyze(f"{tmp_path / 'wide.parquet'}::m0")

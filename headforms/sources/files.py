@@ -74,8 +74,7 @@ def choose_weight_files(
         if index in top:
             weight_map = parse_index(read_index(index), index, max_index_bytes)
             shards = set(weight_map.values())
-            attention = attention_regex(arch)
-            wanted = {f for t, f in weight_map.items() if attention.search(t)} or shards
+            wanted = {f for t, f in weight_map.items() if is_attention_tensor(t, arch)} or shards
             missing = sorted(wanted - top)
             if missing:
                 raise CorruptFileError(f"{index} lists missing shard(s): {', '.join(missing)}")
@@ -121,16 +120,21 @@ def is_plain_name(name: Any) -> bool:
 
 
 def is_attention_tensor(name: str, arch: Architecture) -> bool:
-    """Whether a checkpoint tensor is one the engine reads (by the architecture's patterns)."""
-    return attention_regex(arch).search(name) is not None
+    """Whether a checkpoint tensor is one the engine reads (by the architecture's patterns):
+    its name's literal ending first (most names of an index fail there), then the pattern."""
+    endings, pattern = _attention_matcher(arch)
+    return name.endswith(endings) and pattern.search(name) is not None
 
 
 @functools.cache
-def attention_regex(arch: Architecture) -> re.Pattern[str]:
-    """One compiled pattern matching every tensor name the engine reads of ``arch`` (compiled
-    once: an index of 10^5 tensors is matched in a few milliseconds)."""
-    parts = [re.escape(p).replace(r"\{i\}", r"\d+") for p in attention_patterns(arch)]
-    return re.compile(f"(?:{'|'.join(parts)})$")
+def _attention_matcher(arch: Architecture) -> tuple[tuple[str, ...], re.Pattern[str]]:
+    """The literal endings of ``arch``'s attention patterns and one compiled pattern matching
+    them all (built once per architecture: an index of 10^5 tensors is matched in
+    milliseconds)."""
+    patterns = attention_patterns(arch)
+    endings = tuple(p.rsplit("{i}", 1)[-1] for p in patterns)
+    parts = [re.escape(p).replace(r"\{i\}", r"\d+") for p in patterns]
+    return endings, re.compile(f"(?:{'|'.join(parts)})$")
 
 
 # ---------------------------------------------------------------------------------------------
