@@ -137,6 +137,7 @@ def fresh_turns(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(workers, "budgets", Budgets())
     monkeypatch.setattr(workers, "slots", Slots())
+    monkeypatch.setattr(workers, "server_slots", Slots())
 
 
 def _assert_no_worker_left() -> None:

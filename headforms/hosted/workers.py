@@ -47,7 +47,7 @@ from ..errors import HeadformsError, LimitError
 from .budgets import Budgets
 from .limits import MEMORY_ENV, SECONDS_ENV, Limits
 from .policy import Policy
-from .slots import slots
+from .slots import server_slots, slots
 from .visitors import LOCAL
 
 if TYPE_CHECKING:
@@ -70,8 +70,8 @@ budgets = Budgets()
 
 
 def running() -> int:
-    """Contained computations running now in this server process."""
-    return slots.running()
+    """Contained computations running now in this server process (workers and in-server)."""
+    return slots.running() + server_slots.running()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +413,7 @@ def in_server(
     sampling), which need no worker of their own."""
     limits = limits or Limits.from_env()
     budgets.check(visitor, kind, limits)
-    with slots.hold(visitor, limits, check, what="computations"):
+    with server_slots.hold(visitor, limits, check, what="computations"):
         budgets.spend(visitor, kind, limits)
         return build()
 
