@@ -40,31 +40,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import errors
-from .env import human_bytes
 from .errors import HeadformsError, LimitError
+from .settings import (
+    CONCURRENT_ENV,
+    DEFAULT_CONCURRENT,
+    DEFAULT_MEMORY,
+    DEFAULT_NICE,
+    DEFAULT_SECONDS,
+    DEFAULT_SESSION_ANALYSES,
+    DEFAULT_SESSION_SAMPLES,
+    MEMORY_ENV,
+    SECONDS_ENV,
+    human_bytes,
+    settings,
+)
 
 if TYPE_CHECKING:
-    from .baseline import BaselineShapes
-
-MEMORY_ENV = "HEADFORMS_ANALYSIS_MEMORY"
-SECONDS_ENV = "HEADFORMS_ANALYSIS_SECONDS"
-CONCURRENT_ENV = "HEADFORMS_ANALYSIS_CONCURRENT"
-SESSION_ANALYSES_ENV = "HEADFORMS_SESSION_ANALYSES"
-SESSION_SAMPLES_ENV = "HEADFORMS_SESSION_SAMPLES"
-NICE_ENV = "HEADFORMS_ANALYSIS_NICE"
-
-DEFAULT_MEMORY = 2 * 2**30
-"""Bytes of memory one analysis may allocate (a 2 GiB model's analysis needs about 1 GiB)."""
-DEFAULT_SECONDS = 300.0
-"""Wall-clock seconds one analysis may take."""
-DEFAULT_CONCURRENT = 2
-"""Contained computations running at once on one server."""
-DEFAULT_SESSION_ANALYSES = 12
-"""New analyses (models or RoPE positions not yet computed) one visitor's session may start."""
-DEFAULT_SESSION_SAMPLES = 20
-"""New Theorem 5 samplings one visitor's session may start."""
-DEFAULT_NICE = 10
-"""Scheduling niceness added to workers: pages and files are served before analyses run."""
+    from .options import AnalysisOptions
+    from .sources import Located
 
 ABANDON_GRACE = 3.0
 """Seconds a worker keeps running with nobody waiting (a rerun re-attaches within this)."""
@@ -76,7 +69,7 @@ MAX_LINE = 64 * 1024
 
 @dataclass(frozen=True)
 class Limits:
-    """The limits of contained work, from the environment (see the README's hosted section)."""
+    """The limits of contained work, from the settings (see the README's hosted section)."""
 
     memory: int = DEFAULT_MEMORY
     seconds: float = DEFAULT_SECONDS
@@ -87,39 +80,16 @@ class Limits:
 
     @classmethod
     def from_env(cls) -> Limits:
-        """Read the ``HEADFORMS_ANALYSIS_*`` and ``HEADFORMS_SESSION_*`` variables."""
+        """The ``HEADFORMS_ANALYSIS_*`` and ``HEADFORMS_SESSION_*`` settings."""
+        values = settings()
         return cls(
-            memory=int(_positive(MEMORY_ENV, DEFAULT_MEMORY)),
-            seconds=_positive(SECONDS_ENV, DEFAULT_SECONDS),
-            concurrent=int(_positive(CONCURRENT_ENV, DEFAULT_CONCURRENT)),
-            session_analyses=int(_positive(SESSION_ANALYSES_ENV, DEFAULT_SESSION_ANALYSES)),
-            session_samples=int(_positive(SESSION_SAMPLES_ENV, DEFAULT_SESSION_SAMPLES)),
-            nice=_niceness(),
+            memory=values.analysis_memory,
+            seconds=values.analysis_seconds,
+            concurrent=values.analysis_concurrent,
+            session_analyses=values.session_analyses,
+            session_samples=values.session_samples,
+            nice=values.analysis_nice,
         )
-
-
-def _niceness() -> int:
-    raw = os.environ.get(NICE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_NICE
-    if not raw.isdigit() or int(raw) > 19:
-        raise LimitError(
-            f"{NICE_ENV}={raw!r} is not a niceness from 0 to 19 (server configuration)"
-        )
-    return int(raw)
-
-
-def _positive(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise LimitError(f"{name}={raw!r} is not a positive number (server configuration)")
-    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,9 +324,7 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
 
 
 def _threads() -> int:
-    from .engine import default_threads
-
-    return default_threads()
+    return settings().threads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,12 +332,13 @@ def _threads() -> int:
 
 
 def analyze(
-    spec: str,
+    spec: str | Located,
     rope_position: int = 0,
     fold_qk_norm: bool = True,
     spectra: Iterable[str] = (),
     progress: Progress | None = None,
     *,
+    options: AnalysisOptions | None = None,
     check: Callable[[], None] | None = None,
     on_new: Callable[[], None] | None = None,
     limits: Limits | None = None,
@@ -377,28 +346,25 @@ def analyze(
     """:func:`headforms.engine.analyze` within the limits (a :class:`ModelAnalysis`, with its
     Gaussian baseline stored).
 
-    ``progress(done, total, message)`` relays the worker's progress. ``check()`` is called every
-    :data:`POLL` seconds while waiting: it may raise to stop waiting (a Streamlit rerun or stop;
-    the worker then runs on for :data:`ABANDON_GRACE` seconds in case someone comes back).
-    ``on_new()`` is called just before a new worker is started (not when the result is stored
-    or already being computed): it may raise to refuse (a session's budget).
+    ``spec``: a spec's text (located here under the policy in force) or a located model, which
+    the worker opens as it is. ``options``: as for the engine (else made from
+    ``rope_position``, ``fold_qk_norm`` and ``spectra``). ``progress(done, total, message)``
+    relays the worker's progress. ``check()`` is called every :data:`POLL` seconds while
+    waiting: it may raise to stop waiting (a Streamlit rerun or stop; the worker then runs on
+    for :data:`ABANDON_GRACE` seconds in case someone comes back). ``on_new()`` is called just
+    before a new worker is started (not when the result is stored or already being computed):
+    it may raise to refuse (a session's budget).
     """
     from . import engine
-    from .sources import locate
-    from .sources.specs import is_table_spec
+    from .options import AnalysisOptions
+    from .sources import Located, locate
 
-    if is_table_spec(spec):  # a published table: read in-process (under the roots; no weights)
-        table = engine.analyze(spec, rope_position)
-        if table.card.model_dim and table.card.head_dim:
-            shapes = table.card.baseline_shapes
-            baseline(shapes, progress, check=check, on_new=on_new, limits=limits)
-        return table
-    rope_position = engine.check_rope_position(rope_position)
-    wanted = sorted(engine.spectra_names(spectra))
-    located = locate(spec)
+    if options is None:
+        options = AnalysisOptions(rope_position, fold_qk_norm, tuple(spectra))
+    located = spec if isinstance(spec, Located) else locate(spec, engine.policy_in_force())
 
     def stored() -> Any:
-        return engine.stored_analysis(located, rope_position, fold_qk_norm, wanted, baseline=True)
+        return engine.stored_analysis(located, options, baseline=True)
 
     hit = stored()
     if hit is not None:
@@ -406,46 +372,14 @@ def analyze(
             progress(hit.card.n_layers, hit.card.n_layers, "loaded from cache")
         return hit
     request = {
-        "task": "analysis",
-        "spec": spec,
-        "rope_position": rope_position,
-        "fold_qk_norm": bool(fold_qk_norm),
-        "spectra": wanted,
+        "located": located.as_dict(),
+        "options": options.as_dict(),
         # torch maps a .bin file privately and writably: RLIMIT_DATA counts it whole
         "mapped_bytes": sum(f.size or 0 for f in located.weights) if located.format == "bin" else 0,
     }
-    key = ("analysis", located.fingerprint, rope_position, bool(fold_qk_norm), tuple(wanted))
-    flight = _run(key, f"the analysis of {spec}", request, limits, progress, check, on_new)
+    key = ("analysis", located.fingerprint, options)
+    flight = _run(key, f"the analysis of {located.spec}", request, limits, progress, check, on_new)
     return _result(flight, stored)
-
-
-def baseline(
-    shapes: BaselineShapes,
-    progress: Progress | None = None,
-    *,
-    check: Callable[[], None] | None = None,
-    on_new: Callable[[], None] | None = None,
-    limits: Limits | None = None,
-) -> Any:
-    """:func:`headforms.engine.gaussian_baseline` of ``shapes`` within the limits (for shapes no
-    checkpoint vouches for: a published table's)."""
-    from dataclasses import asdict
-
-    from . import engine
-    from .results import baseline_from_record
-    from .store import ResultStore
-
-    def stored() -> Any:
-        record = ResultStore().get(engine.baseline_key(shapes), "baseline")
-        return None if record is None else baseline_from_record(record)
-
-    hit = stored()
-    if hit is not None:
-        return hit
-    request = {"task": "baseline", "shapes": asdict(shapes)}
-    key = ("baseline", engine.baseline_key(shapes))
-    label = "the Gaussian baseline"
-    return _result(_run(key, label, request, limits, progress, check, on_new), stored)
 
 
 def _run(
@@ -611,19 +545,13 @@ def _worker_main() -> None:
         _apply_limits(request["memory"], request["cpu_seconds"], request["nice"])
         from . import engine
         from .errors import UnavailableDataError
+        from .options import AnalysisOptions
+        from .sources import Located
 
-        if request["task"] == "baseline":
-            from .baseline import BaselineShapes
-
-            send("progress", 0, 1, "Gaussian baseline of the same shapes")
-            engine.gaussian_baseline(BaselineShapes(**request["shapes"]))
-            send("done")
-            return
+        located = Located.from_dict(request["located"], engine.policy_in_force())
         result = engine.analyze(
-            request["spec"],
-            rope_position=request["rope_position"],
-            fold_qk_norm=request["fold_qk_norm"],
-            spectra=request["spectra"],
+            located,
+            options=AnalysisOptions.from_dict(request["options"]),
             progress=lambda done, total, text: send("progress", done, total, text),
         )
         with contextlib.suppress(UnavailableDataError):

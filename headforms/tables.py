@@ -2,7 +2,7 @@
 
 A per-head table (CSV, parquet, or JSON records) holds one row per head of one or more models:
 the columns of a survey (``model``, ``head_dim``, ``model_dim`` and
-:data:`headforms.engine.TABLE_COLUMNS`), or those of the author's published
+:data:`headforms.columns.TABLE_COLUMNS`), or those of the author's published
 ``head_statistics.csv`` (``model, layer, head, kv_head, dim, symmetric_energy, balance,
 pairing, ..., a, b, c, d, b_sym, c_sym, d_sym``). Each model becomes a :class:`TableAnalysis`:
 its per-head table and a card of what the table says (layers, heads, kv heads, head dim), but
@@ -10,7 +10,9 @@ no spectra, and a Gaussian baseline only when the table gives the model dim N.
 
 Spec syntax: ``FILE::MODEL`` (FILE ending in .csv, .parquet or .json), or a bare ``FILE`` ending
 in .csv or .parquet when the table holds exactly one model (:func:`expand_table_spec` lists a
-table's models as specs).
+table's models as specs). A table is one more source kind: :func:`headforms.sources.locate`
+finds its file under the caller's policy (in hosted mode, only under the model roots) and this
+module reads what was located.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .baseline import Baseline
-from .engine import METRIC_COLUMNS, TABLE_COLUMNS, ModelAnalysis, ModelCard, gaussian_baseline
+from .baseline import Baseline, gaussian_baseline
+from .card import ModelCard
+from .columns import METRIC_COLUMNS, TABLE_COLUMNS
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
 from .forms import parity_labels
-from .sources import files_fingerprint, hosted
-from .sources.specs import SEPARATOR, split_spec
+from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .results import ModelAnalysis
+from .sources import TABLE_FORMAT, Located, Policy, files_fingerprint, locate, parse_spec
+from .sources.specs import table_spec
 
 ALIASES = {"symmetric_energy": "energy", "dim": "head_dim"}
 """Column names of the author's published table -> this package's names."""
@@ -37,40 +42,31 @@ REQUIRED = ("layer", "head", "a", "b", "c", "d", "b_sym", "c_sym", "d_sym")
 SOURCE_KIND = "table"
 
 
-def table_spec(path: Path | str, model: str) -> str:
-    """The spec of ``model`` in the table at ``path``."""
-    return f"{path}{SEPARATOR}{model}"
-
-
-def expand_table_spec(spec: str) -> list[str]:
-    """A bare table file -> one spec per model it holds; any other spec -> ``[spec]``."""
-    parts = split_spec(spec)
-    if parts is None or parts[1] is not None:
+def expand_table_spec(spec: str, policy: Policy) -> list[str]:
+    """A bare table file -> one spec per model it holds (located under ``policy``); any other
+    spec -> ``[spec]`` (nothing is located)."""
+    parsed = parse_spec(spec, policy)
+    if parsed.kind != "table" or parsed.model is not None:
         return [spec]
-    return [table_spec(parts[0], model) for model in table_models(parts[0])]
+    located = locate(parsed)
+    return [table_spec(parsed.value, model) for model in table_models(located)]
 
 
-def table_models(path: Path) -> list[str]:
-    """The models of a table, in the order they first appear."""
-    return list(dict.fromkeys(read_table(path)["model"]))
+def table_models(located: Located) -> list[str]:
+    """The models of a located table, in the order they first appear."""
+    return list(dict.fromkeys(read_table(_table_path(located))["model"]))
+
+
+def _table_path(located: Located) -> Path:
+    if located.format != TABLE_FORMAT or located.weights[0].path is None:
+        raise ModelSpecError(f"{located.spec!r} is not a table spec (FILE.csv::MODEL)")
+    return located.weights[0].path
 
 
 def read_table(path: Path) -> pd.DataFrame:
     """The normalised table of a file (cached while the file is unchanged)."""
-    path = _checked_path(Path(path))
-    stat = path.stat()
+    stat = Path(path).stat()
     return _read_table(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-def _checked_path(path: Path) -> Path:
-    if hosted.enabled():  # a shared server reads tables only under its model roots
-        path = hosted.within_roots(path, str(path), hosted.Policy.from_env())
-    if not path.is_file():
-        raise ModelSpecError(
-            f"no such table file: {path}; a published table is a .csv, .parquet or .json file "
-            "with one row per head"
-        )
-    return path
 
 
 @lru_cache(maxsize=8)
@@ -139,18 +135,19 @@ class PublishedTableAnalysis(ModelAnalysis):
         return gaussian_baseline(self.card.baseline_shapes)
 
 
-def open_table(spec: str, rope_position: int = 0) -> PublishedTableAnalysis:
-    """The analysis of one model of a published table (``FILE::MODEL``, or a one-model FILE)."""
-    if rope_position:
+def open_table(
+    located: Located, options: AnalysisOptions = DEFAULT_OPTIONS
+) -> PublishedTableAnalysis:
+    """The analysis of one model of a located published table (``FILE::MODEL``, or a
+    one-model FILE)."""
+    spec = located.spec
+    if options.rope_position:
         raise OptionError(
             f"{spec}: a published table holds the profiles it was computed with; RoPE position "
-            f"{rope_position} needs the weights (use 0)"
+            f"{options.rope_position} needs the weights (use 0)"
         )
-
-    parts = split_spec(spec)
-    if parts is None:
-        raise ModelSpecError(f"{spec!r} is not a table spec (FILE.csv::MODEL)")
-    path, model = parts
+    path = _table_path(located)
+    model = located.extra.get("model")
     table = read_table(path)
     models = list(dict.fromkeys(table["model"]))
     if model is None:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms.engine import BASELINE_PREFIX, METRIC_COLUMNS
+from headforms.columns import BASELINE_PREFIX, METRIC_COLUMNS
 from headforms.forms import PARITY_LABELS
 from ui import jump_toggle, page_context, select_head
 from ui.tables import baseline_heads, range_filter, selected_row

@@ -29,9 +29,11 @@ from typing import Any
 import streamlit as st
 
 from headforms import contained
-from headforms.contained import SESSION_ANALYSES_ENV, SESSION_SAMPLES_ENV, Limits
+from headforms.contained import Limits
+from headforms.engine import policy_in_force
 from headforms.errors import LimitError, ModelSpecError
-from headforms.sources import MAX_SPEC_LENGTH, hosted
+from headforms.settings import SESSION_ANALYSES_ENV, SESSION_SAMPLES_ENV, settings
+from headforms.sources import MAX_SPEC_LENGTH, Policy
 
 LOGGER = logging.getLogger(__name__)
 
@@ -58,7 +60,12 @@ BUDGETS = {
 
 def is_hosted() -> bool:
     """Whether this server runs in hosted mode."""
-    return hosted.enabled()
+    return settings().hosted
+
+
+def policy() -> Policy:
+    """What this server lets a visitor's spec open (hosted mode's policy, or none)."""
+    return policy_in_force()
 
 
 ERROR_DETAILS = "client.showErrorDetails"
@@ -271,7 +278,7 @@ def public_message(text: str) -> str:
     The allowed model directories stay (a visitor needs them)."""
     if not is_hosted():
         return text
-    policy_roots = [str(r) for r in hosted.Policy.from_env().roots]
+    policy_roots = [str(r) for r in settings().model_roots]
     kept = {f"\0root{i}\0": root for i, root in enumerate(policy_roots)}
     for marker, root in kept.items():
         text = text.replace(root, marker)

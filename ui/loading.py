@@ -9,7 +9,9 @@ request). Figures cached with :func:`cached` are keyed by the fingerprints of th
 key names, so they follow the weights too. The store is a small LRU held by
 ``st.cache_resource`` rather than a ``@st.cache_resource`` on ``analyze`` itself, because
 Streamlit records elements drawn inside a cached function and replays them on every cache hit;
-the progress bar must be drawn only while the engine really works.
+the progress bar must be drawn only while the engine really works. A load parses and locates
+the spec once (:func:`located_model`) and hands the located model on: to the engine, or in
+hosted mode to the contained worker.
 
 A model that is not in memory is analysed while the script thread redraws the bar every
 :data:`POLL_S` seconds with what is happening and for how long, so the page shows progress from
@@ -38,10 +40,10 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze, contained
-from headforms.engine import ALL_SPECTRA, check_rope_position
+from headforms.columns import ALL_SPECTRA
 from headforms.errors import UnavailableDataError
-from headforms.sources import locate, parse_spec
-from headforms.sources.specs import is_table_spec
+from headforms.options import AnalysisOptions
+from headforms.sources import Located, Spec, locate, parse_spec
 
 from . import guard
 from .tables import baseline_heads, expand_models
@@ -63,7 +65,13 @@ DASHBOARD_SPECTRA = ALL_SPECTRA
 """The spectra the dashboard's pages read (the head page needs sv_a)."""
 
 StoreKey = tuple[str, int]
-"""``(fingerprint, rope_position)``; a published table: ``(spec, rope_position)``."""
+"""``(fingerprint, rope_position)`` of the located model (weights or a published table)."""
+
+
+def dashboard_options(rope_position: int = 0) -> AnalysisOptions:
+    """The options of the dashboard's analyses at ``rope_position``: every spectrum its pages
+    read (checked once, here)."""
+    return AnalysisOptions(rope_position, spectra=DASHBOARD_SPECTRA)
 
 
 def with_baseline(analysis: ModelAnalysis) -> ModelAnalysis:
@@ -77,16 +85,15 @@ def with_baseline(analysis: ModelAnalysis) -> ModelAnalysis:
 
 
 def dashboard_analysis(
-    spec: str,
-    rope_position: int = 0,
+    target: str | Located,
+    options: AnalysisOptions | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> ModelAnalysis:
     """What the dashboard needs of a model: every spectrum and the Gaussian baseline, computed
     (or read from the disk cache) now, in this process. The install's warm-up runs exactly
     this."""
-    analysis = analyze(
-        spec, rope_position=rope_position, spectra=DASHBOARD_SPECTRA, progress=progress
-    )
+    options = options or dashboard_options()
+    analysis = analyze(target, options=options, progress=progress, policy=guard.policy())
     if progress is not None:
         progress(1, 1, "Gaussian baseline of the same shapes")
     return with_baseline(analysis)
@@ -96,7 +103,7 @@ class LoadJob:
     """One analysis running on a worker thread, with the progress it last reported."""
 
     def __init__(self, spec: str) -> None:
-        self.spec = spec
+        self.spec = spec  # as typed: what the bar names
         self.started = time.monotonic()
         self.fraction = 0.0
         self.message = "opening the model (the first one also imports its libraries)"
@@ -140,19 +147,20 @@ class AnalysisStore:
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
 
-    def job(self, key: StoreKey, spec: str, rope_position: int) -> LoadJob:
-        """The running analysis of ``key``, started now if there is none. When it finishes,
-        its result is kept (even if the page that asked for it was left meanwhile)."""
+    def job(self, key: StoreKey, target: str | Located, options: AnalysisOptions) -> LoadJob:
+        """The running analysis of ``key`` (``target`` at ``options``), started now if there is
+        none. When it finishes, its result is kept (even if the page that asked for it was left
+        meanwhile)."""
         with self._lock:
             running = self._jobs.get(key)
             if running is not None:
                 return running
-            job = LoadJob(spec)
+            job = LoadJob(target.spec if isinstance(target, Located) else target)
             self._jobs[key] = job
 
         def work() -> None:
             try:
-                analysis = dashboard_analysis(spec, rope_position, progress=job.report)
+                analysis = dashboard_analysis(target, options, progress=job.report)
             except BaseException as error:  # delivered to every session waiting on the job
                 job.future.set_exception(error)
             else:
@@ -173,23 +181,20 @@ def analysis_store() -> AnalysisStore:
 
 
 @st.cache_data(ttl=FINGERPRINT_SECONDS, show_spinner=False, max_entries=256)
-def _local_fingerprint(spec: str) -> str:
-    return locate(spec).fingerprint
+def _located_local(spec: Spec) -> Located:
+    return locate(spec)
 
 
 @st.cache_data(ttl=HUB_FINGERPRINT_SECONDS, show_spinner=False, max_entries=256)
-def _hub_fingerprint(spec: str) -> str:
-    return locate(spec).fingerprint
+def _located_hub(spec: Spec) -> Located:
+    return locate(spec)
 
 
-def fingerprint(spec: str) -> str:
-    """The fingerprint of a model's weights (a refusal or bad spec: its HeadformsError, as
-    :func:`headforms.sources.locate` words it)."""
-    try:
-        hub = parse_spec(spec).kind == "hub"
-    except HeadformsError:
-        hub = False  # locate gives the error (in hosted mode, the policy's first)
-    return _hub_fingerprint(spec) if hub else _local_fingerprint(spec)
+def located_model(spec: str) -> Located:
+    """The model ``spec`` names, parsed and located once under the server's policy (a refusal
+    or bad spec: its HeadformsError); remembered a few seconds, a hub id's a minute."""
+    parsed = parse_spec(spec, guard.policy())
+    return _located_hub(parsed) if parsed.kind == "hub" else _located_local(parsed)
 
 
 def load_analysis(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis:
@@ -199,19 +204,19 @@ def load_analysis(spec: str, rope_position: int = 0, where: Any = None) -> Model
     Raises :class:`HeadformsError` with a one-line message on bad input or at a limit.
     """
     spec = guard.checked_spec(spec)
-    rope = check_rope_position(rope_position)
+    options = dashboard_options(rope_position)
+    located = located_model(spec)
     store = analysis_store()
-    # A table is keyed by its spec (its reader keeps it while the file is unchanged).
-    key = ((spec if is_table_spec(spec) else fingerprint(spec)), rope)
+    key = (located.fingerprint, options.rope_position)
     analysis = store.get(key)
     if analysis is None:
         bar = (where if where is not None else st).progress(0.0, text=f"{guard.shown(spec)} …")
         try:
             if guard.is_hosted():
-                analysis = _contained(spec, rope, bar)
+                analysis = _contained(located, options, bar)
                 store.put(key, analysis)
             else:
-                analysis = _on_worker_thread(store.job(key, spec, rope), bar)
+                analysis = _on_worker_thread(store.job(key, located, options), bar)
         finally:
             bar.empty()
     card = analysis.card
@@ -228,10 +233,11 @@ def _on_worker_thread(job: LoadJob, bar: Any) -> ModelAnalysis:
             bar.progress(job.fraction, text=job.text())
 
 
-def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
+def _contained(located: Located, options: AnalysisOptions, bar: Any) -> ModelAnalysis:
     """Hosted mode: the analysis in a contained worker process, waited for on this (the
     script's) thread, so that a visitor who leaves stops waiting and the worker is let go."""
     started = time.monotonic()
+    spec = located.spec
     shown = {"fraction": 0.0, "text": f"{guard.shown(spec)}: waiting for a worker", "at": 0.0}
 
     def progress(done: int, total: int, message: str) -> None:
@@ -246,9 +252,8 @@ def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
             bar.progress(shown["fraction"], text=f"{shown['text']} · {now - started:.0f} s")
 
     analysis = contained.analyze(
-        spec,
-        rope_position=rope,
-        spectra=DASHBOARD_SPECTRA,
+        located,
+        options=options,
         progress=progress,
         check=heartbeat,
         on_new=lambda: guard.spend("analyses"),
@@ -337,4 +342,4 @@ def _weights_of(key: Hashable) -> tuple:
 def warm(spec: str = DEFAULT_MODEL) -> None:
     """Analyse ``spec`` into the disk cache as the dashboard will ask for it, so that the first
     page needs no wait (what ``headforms analyze MODEL --spectra all --baseline`` does too)."""
-    dashboard_analysis(spec)
+    dashboard_analysis(spec, dashboard_options())

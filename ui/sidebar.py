@@ -12,8 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from headforms import BUNDLED_MODELS, DEFAULT_MODEL, ModelAnalysis, ModelCard
-from headforms.engine import MAX_ROPE_POSITION
 from headforms.figures.style import head_name
+from headforms.options import MAX_ROPE_POSITION
 
 from . import guard, state
 from .loading import try_load

@@ -30,7 +30,7 @@ from ..readers import (
     read_safetensors_header,
 )
 from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
-from ..sources import Located, fetch, hosted, locate
+from ..sources import Located, fetch, locate
 from .configs import gguf_config, transformers_config
 
 
@@ -59,7 +59,8 @@ class ModelSource:
 
 
 def open_model(target: str | Located) -> ModelSource:
-    """Open a spec or a located model (downloading hub files if needed)."""
+    """Open a located model (downloading hub files if needed, within its policy), or a spec's
+    text located with nothing refused."""
     located = locate(target) if isinstance(target, str) else target
     if located.format == "gguf":
         return _open_gguf(located)
@@ -110,8 +111,8 @@ def _local_shard_parameters(located: Located) -> int | None:
     index = located.index_file
     if located.hub is not None or located.format != "safetensors" or index is None:
         return None
-    if index.path is None or hosted.enabled():
-        # Hosted: the other shards were neither size-checked nor contained in the allowed roots.
+    if index.path is None or located.policy.confined:
+        # A shared server: the other shards were neither size-checked nor held to its roots.
         return None
     from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
 

@@ -1,17 +1,19 @@
 """Hosted mode: what one shared server lets strangers open.
 
-Switched on by ``HEADFORMS_HOSTED=1``. A spec is checked twice, both times before any weight is
-read or downloaded:
+Switched on by ``HEADFORMS_HOSTED=1``; the caller hands :class:`Policy` to
+:func:`headforms.sources.parse_spec` / :func:`~headforms.sources.locate`, which apply it before
+any weight is read or downloaded:
 
-1. :func:`check_spec`, on the text: no shell metacharacters or control characters; bundled
-   models always; local paths only under ``HEADFORMS_MODEL_ROOTS`` (``os.pathsep``-separated;
-   no ``..``, no ``~``); hub ids only when ``HEADFORMS_HUB_ALLOWLIST`` allows them
-   (comma-separated ids or ``org/*`` globs; ``*`` allows every id; unset: no hub model).
-2. :func:`check_located`, on what :mod:`headforms.sources` located: every file the engine would
-   open (config, index, each chosen weight file) lies under a root after resolving symbolic
-   links, and the chosen weight files, exactly those, fit ``HEADFORMS_MAX_MODEL_BYTES`` (default
-   :data:`DEFAULT_MAX_BYTES`). A hub file whose size the hub does not declare is refused.
-   Downloads are held to the same budget while they run
+1. :meth:`Policy.check_text` and :meth:`Policy.check_spec`, on the spec: no shell
+   metacharacters or control characters; bundled models always; local paths and tables only
+   under ``HEADFORMS_MODEL_ROOTS`` (``os.pathsep``-separated; no ``..``, no ``~``); hub ids only
+   when ``HEADFORMS_HUB_ALLOWLIST`` allows them (comma-separated ids or ``org/*`` globs; ``*``
+   allows every id; unset: no hub model).
+2. :meth:`Policy.check_located`, on what was located: every file the engine would open
+   (config, index, each chosen weight file) lies under a root after resolving symbolic links,
+   and the chosen files, exactly those, fit ``HEADFORMS_MAX_MODEL_BYTES`` (default
+   :data:`~headforms.settings.DEFAULT_MAX_BYTES`). A hub file whose size the hub does not
+   declare is refused. Downloads are held to the same budget while they run
    (:func:`headforms.sources.hub.fetch_hub_files`).
 """
 
@@ -21,20 +23,25 @@ import fnmatch
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from ..env import env_flag, human_bytes
 from ..errors import NotAllowedError
+from ..settings import (
+    ALLOWLIST_ENV,
+    DEFAULT_MAX_BYTES,
+    HOSTED_ENV,
+    MAX_BYTES_ENV,
+    ROOTS_ENV,
+    Settings,
+    human_bytes,
+    settings,
+)
 from .bundled import BUNDLED_MODELS
 from .located import Located
-from .specs import MAX_SPEC_LENGTH, parse_spec
+from .policy import Guard, allow
+from .specs import MAX_SPEC_LENGTH, Spec, parse_spec
 
-HOSTED_ENV = "HEADFORMS_HOSTED"
-ROOTS_ENV = "HEADFORMS_MODEL_ROOTS"
-ALLOWLIST_ENV = "HEADFORMS_HUB_ALLOWLIST"
-MAX_BYTES_ENV = "HEADFORMS_MAX_MODEL_BYTES"
-
-DEFAULT_MAX_BYTES = 2 * 2**30
-"""Weight bytes allowed per model in hosted mode when ``HEADFORMS_MAX_MODEL_BYTES`` is unset."""
+__all__ = ["ALLOWLIST_ENV", "HOSTED_ENV", "MAX_BYTES_ENV", "ROOTS_ENV", "Policy"]
 
 _NAMED_CHARACTERS = {"\0": "a NUL byte", "\n": "a newline", "\r": "a carriage return"}
 SHELL_METACHARACTERS = frozenset(";|&$`<>()\\\"'*?[]{}!#")
@@ -43,76 +50,116 @@ SHELL_METACHARACTERS = frozenset(";|&$`<>()\\\"'*?[]{}!#")
 
 def enabled() -> bool:
     """Whether hosted mode is on (``HEADFORMS_HOSTED`` = 1, true, yes or on)."""
-    return env_flag(HOSTED_ENV)
+    return settings().hosted
 
 
 @dataclass(frozen=True)
 class Policy:
-    """The hosted-mode limits, as configured by the environment."""
+    """The hosted-mode limits, as configured by the environment; a
+    :class:`headforms.sources.policy.Policy` that :func:`headforms.sources.locate` applies."""
 
     roots: tuple[Path, ...] = ()
     allowlist: tuple[str, ...] = ()
     max_bytes: int = DEFAULT_MAX_BYTES
 
+    probe_paths: ClassVar[bool] = False
+    confined: ClassVar[bool] = True
+
     @classmethod
     def from_env(cls) -> Policy:
-        """Read the policy from the ``HEADFORMS_*`` environment variables."""
-        roots = tuple(
-            Path(os.path.realpath(os.path.expanduser(r.strip())))
-            for r in os.environ.get(ROOTS_ENV, "").split(os.pathsep)
-            if r.strip()
-        )
-        allowlist = tuple(
-            a.strip() for a in os.environ.get(ALLOWLIST_ENV, "").split(",") if a.strip()
-        )
-        raw = os.environ.get(MAX_BYTES_ENV, "").strip()
-        try:
-            max_bytes = int(raw) if raw else DEFAULT_MAX_BYTES
-        except ValueError as exc:
+        """The policy of the ``HEADFORMS_*`` variables set now."""
+        return cls.from_settings(settings())
+
+    @classmethod
+    def from_settings(cls, values: Settings) -> Policy:
+        """The policy of ``values``."""
+        return cls(values.model_roots, values.hub_allowlist, values.max_model_bytes)
+
+    @property
+    def download_budget(self) -> int | None:
+        """Bytes a hosted analysis may download in all."""
+        return self.max_bytes
+
+    def check_text(self, spec: str) -> None:
+        """Refuse a spec's text before it is classified: characters, length, ``~``, ``..``."""
+        if not isinstance(spec, str):
+            raise NotAllowedError("the model spec must be a string")
+        _check_characters(spec)
+        spec = spec.strip()
+        if spec in BUNDLED_MODELS:
+            return
+        if spec.startswith("~"):
             raise NotAllowedError(
-                f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes (server configuration)"
-            ) from exc
-        return cls(roots, allowlist, max_bytes)
-
-
-def check_spec(spec: str, policy: Policy | None = None) -> None:
-    """Refuse a spec's text that this server does not serve (:class:`NotAllowedError`)."""
-    policy = policy or Policy.from_env()
-    if not isinstance(spec, str):
-        raise NotAllowedError("the model spec must be a string")
-    _check_characters(spec)
-    spec = spec.strip()
-    if spec in BUNDLED_MODELS:
-        return
-    if spec.startswith("~"):
-        raise NotAllowedError(
-            "home-directory paths ('~') are not accepted on this server; give a path under "
-            + _roots_text(policy)
-        )
-    if ".." in spec.replace("\\", "/").split("/"):
-        raise NotAllowedError(
-            "path traversal ('..') is not accepted on this server; give a path under "
-            + _roots_text(policy)
-        )
-    parsed = parse_spec(spec)
-    if parsed.kind == "path":
-        within_roots(Path(parsed.value), spec, policy)
-        return
-    if not policy.allowlist:
-        raise NotAllowedError(
-            "hub models are disabled on this server; use a bundled model "
-            f"({', '.join(BUNDLED_MODELS)})" + (" or a local path" if policy.roots else "")
-        )
-    if not any(_allows(pattern, parsed.value, parsed.revision) for pattern in policy.allowlist):
-        raise NotAllowedError(
-            f"hub model {spec!r} is not allowed on this server; allowed: "
-            f"{', '.join(policy.allowlist)} (and the bundled models: {', '.join(BUNDLED_MODELS)})"
-            + (
-                "; a revision other than main needs an entry naming it (e.g. 'org/name@*')"
-                if parsed.revision not in (None, "main")
-                else ""
+                "home-directory paths ('~') are not accepted on this server; give a path under "
+                + _roots_text(self)
             )
-        )
+        if ".." in spec.replace("\\", "/").split("/"):
+            raise NotAllowedError(
+                "path traversal ('..') is not accepted on this server; give a path under "
+                + _roots_text(self)
+            )
+
+    def check_spec(self, spec: Spec) -> None:
+        """Refuse a classified spec this server does not serve: local paths and tables outside
+        the roots, hub ids off the allow-list."""
+        if spec.kind == "bundled":
+            return
+        if spec.kind in ("path", "table"):
+            within_roots(Path(spec.value), spec.text, self)
+            return
+        if not self.allowlist:
+            raise NotAllowedError(
+                "hub models are disabled on this server; use a bundled model "
+                f"({', '.join(BUNDLED_MODELS)})" + (" or a local path" if self.roots else "")
+            )
+        if not any(_allows(pattern, spec.value, spec.revision) for pattern in self.allowlist):
+            raise NotAllowedError(
+                f"hub model {spec.text!r} is not allowed on this server; allowed: "
+                f"{', '.join(self.allowlist)} (and the bundled models: "
+                f"{', '.join(BUNDLED_MODELS)})"
+                + (
+                    "; a revision other than main needs an entry naming it (e.g. 'org/name@*')"
+                    if spec.revision not in (None, "main")
+                    else ""
+                )
+            )
+
+    def guard(self, spec: Spec) -> Guard:
+        """Refuse any path outside the roots, before it is opened (bundled models: none)."""
+        if spec.kind == "bundled":
+            return allow
+
+        def guard(path: Path) -> None:
+            within_roots(path, spec.text, self)
+
+        return guard
+
+    def check_located(self, located: Located) -> None:
+        """Refuse a located model whose files leave the roots or exceed the size limit."""
+        if located.kind == "bundled":
+            return
+        if located.hub is None:
+            for f in (located.config_file, located.index_file, *located.weights):
+                if f is not None and f.path is not None:
+                    within_roots(f.path, located.spec, self)
+        size = located.weight_bytes
+        if size is None:
+            unknown = [f.name for f in located.weights if f.size is None]
+            raise NotAllowedError(
+                f"{located.spec!r}: the size of {', '.join(unknown)} is not declared, so this "
+                "server cannot check it against its limit; refused"
+            )
+        if size > self.max_bytes:
+            raise NotAllowedError(
+                f"{located.spec!r} has {human_bytes(size)} of weights to read, more than this "
+                f"server's limit of {human_bytes(self.max_bytes)} ({MAX_BYTES_ENV}); nothing "
+                "was downloaded or read"
+            )
+
+
+def check_spec(spec: str, policy: Policy | None = None) -> Spec:
+    """The spec as this server classifies it, or a refusal (:class:`NotAllowedError`)."""
+    return parse_spec(spec, policy or Policy.from_env())
 
 
 def _allows(pattern: str, repo_id: str, revision: str | None) -> bool:
@@ -125,35 +172,6 @@ def _allows(pattern: str, repo_id: str, revision: str | None) -> bool:
     if not at:
         return revision in (None, "main")
     return fnmatch.fnmatchcase((revision or "main").lower(), revision_pattern)
-
-
-def check_located(located: Located, policy: Policy | None = None) -> None:
-    """Refuse a located model whose files leave the roots or exceed the size limit."""
-    policy = policy or Policy.from_env()
-    if located.kind == "bundled":
-        return
-    if located.hub is None:
-        for f in (located.config_file, located.index_file, *located.weights):
-            if f is not None and f.path is not None:
-                within_roots(f.path, located.spec, policy)
-    size = located.weight_bytes
-    if size is None:
-        unknown = [f.name for f in located.weights if f.size is None]
-        raise NotAllowedError(
-            f"{located.spec!r}: the size of {', '.join(unknown)} is not declared, so this server "
-            "cannot check it against its limit; refused"
-        )
-    if size > policy.max_bytes:
-        raise NotAllowedError(
-            f"{located.spec!r} has {human_bytes(size)} of weights to read, more than this "
-            f"server's limit of {human_bytes(policy.max_bytes)} ({MAX_BYTES_ENV}); nothing was "
-            "downloaded or read"
-        )
-
-
-def download_budget(policy: Policy | None = None) -> int:
-    """Bytes a hosted analysis may download in all."""
-    return (policy or Policy.from_env()).max_bytes
 
 
 def _check_characters(spec: str) -> None:

@@ -1,4 +1,5 @@
-"""Local models: a directory (config.json + safetensors or .bin, single or sharded) or a .gguf.
+"""Local models: a directory (config.json + safetensors or .bin, single or sharded), a .gguf, or
+a published per-head table file (a source of metrics, :mod:`headforms.tables` reads it).
 
 Only regular files are read (see :func:`headforms.sources.files.open_regular`); weights are
 never opened here: the config, a shard index and the first MiB of each chosen file (its
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from .files import (
     read_small,
     regular_size,
 )
-from .located import Located, LocatedFile
+from .located import TABLE_FORMAT, Located, LocatedFile
+from .policy import Guard, allow
 
 ACCEPTED_LOCAL = (
     "accepted: a directory with config.json and *.safetensors or pytorch_model.bin (single or "
@@ -33,20 +34,12 @@ ACCEPTED_LOCAL = (
 )
 
 
-Guard = Callable[[Path], None]
-"""Called with every path before it is opened (hosted mode: refuses paths outside the roots)."""
-
-
-def _allow(path: Path) -> None:
-    """The default guard: every path may be opened."""
-
-
 def locate_path(
     path: Path,
     spec: str,
     kind: str = "local",
     display_name: str | None = None,
-    guard: Guard = _allow,
+    guard: Guard = allow,
 ) -> Located:
     """Locate a local directory or ``.gguf`` file (see the module doc)."""
     path = Path(path)
@@ -107,6 +100,27 @@ def parse_config(data: bytes, label: str) -> dict[str, Any]:
     if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
         raise CorruptFileError(f"{label}: no 'model_type' field")
     return config
+
+
+def locate_table(path: Path, spec: str, model: str | None, guard: Guard = allow) -> Located:
+    """Locate a published per-head table file; ``model``: the model named in it (None: its only
+    one, or, for listing, all of them)."""
+    path = Path(path)
+    guard(path)
+    if not path.is_file():
+        raise ModelSpecError(
+            f"no such table file: {path}; a published table is a .csv, .parquet or .json file "
+            "with one row per head"
+        )
+    return Located(
+        spec=spec,
+        kind="table",
+        display_name=model or path.stem,
+        format=TABLE_FORMAT,
+        fingerprint=files_fingerprint([path]) + f":{model or ''}",
+        weights=(LocatedFile(path.name, regular_size(path), path),),
+        extra={"model": model},
+    )
 
 
 def _has_gguf_magic(path: Path) -> bool:
