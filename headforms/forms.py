@@ -295,23 +295,35 @@ MAX_LOBE_DEPARTURE = float(np.sqrt(2.0))
 
 def lobe_metrics(lobe_pos: np.ndarray, lobe_neg: np.ndarray) -> dict[str, np.ndarray]:
     """Observation 5: lobe ratio ``rho = ||lambda_-|| / ||lambda_+||``, lobe departure
-    ``||lambda_- - rho lambda_+|| / ||lambda_-||`` (NaN if a lobe is empty), pairing bound and
-    the predicted Theorem 5 point ``theorem5_b, _c, _d`` (:func:`proportional_profile`)."""
+    ``||lambda_- - rho lambda_+|| / ||lambda_-||``, pairing bound and the predicted Theorem 5
+    point ``theorem5_b, _c, _d`` (:func:`proportional_profile`).
+
+    Degenerate heads (docs/MATH.md, "Degenerate heads"): with no positive lobe (S negative
+    semidefinite) the ratio is infinite and ``rho`` is missing (NaN), while the pairing bound (0)
+    and the Theorem 5 point (the vertex d_S = 1) stay defined; the lobe departure is missing
+    whenever a lobe is empty; a vanishing form has every value missing."""
     norm_pos = np.linalg.norm(lobe_pos, axis=-1)
     norm_neg = np.linalg.norm(lobe_neg, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = norm_neg / norm_pos
-        departure = np.linalg.norm(lobe_neg - rho[..., None] * lobe_pos, axis=-1) / norm_neg
+        ratio = norm_neg / norm_pos  # inf without a positive lobe, NaN for a vanishing form
+        departure = np.linalg.norm(lobe_neg - ratio[..., None] * lobe_pos, axis=-1) / norm_neg
     departure = np.where((norm_pos > 0) & (norm_neg > 0), departure, np.nan)
-    b, c, d = proportional_profile(rho)
+    b, c, d = proportional_profile(ratio)
+    defined = ~np.isnan(ratio)
     return {
-        "rho": rho,
-        "lobe_departure": departure,
-        "pairing_bound": pairing_bound(rho),
-        "theorem5_b": b,
-        "theorem5_c": c,
-        "theorem5_d": d,
+        "rho": np.where(np.isfinite(ratio), ratio, np.nan),
+        "lobe_departure": np.clip(departure, 0.0, None) + 0.0,
+        "pairing_bound": share(pairing_bound(ratio)),
+        "theorem5_b": share(np.where(defined, b, np.nan)),
+        "theorem5_c": share(np.where(defined, c, np.nan)),
+        "theorem5_d": share(np.where(defined, d, np.nan)),
     }
+
+
+def share(values: np.ndarray) -> np.ndarray:
+    """A quantity that lies in [0, 1] mathematically, with rounding's excursions (an ulp below 0
+    or above 1) and negative zeros removed; NaN (undefined) stays NaN."""
+    return np.clip(values, 0.0, 1.0) + 0.0
 
 
 def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
@@ -332,27 +344,28 @@ def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
         stable_rank = batch.norm_s2 / np.max(eig2, axis=-1)
         leading_share = np.max(eig2, axis=-1) / batch.norm_s2
     lobes = lobe_metrics(batch.lobe_pos, batch.lobe_neg)
+    pairing = share(pairing)
     return {
-        "a": a,
-        "b": b,
-        "c": c,
-        "d": d,
-        "b_sym": b_sym,
-        "c_sym": c_sym,
-        "d_sym": d_sym,
+        "a": share(a),
+        "b": share(b),
+        "c": share(c),
+        "d": share(d),
+        "b_sym": share(b_sym),
+        "c_sym": share(c_sym),
+        "d_sym": share(d_sym),
         "parity": parity_labels(c_sym, d_sym),
-        "energy": energy,
+        "energy": share(energy),
         "pairing": pairing,
         "n_pos": n_pos,
         "n_neg": n_neg,
         "n_zero": batch.n_zero,
         "norm_l": np.sqrt(batch.norm_l2),
-        "balance": balance,
+        "balance": share(balance),
         "participation_ratio": participation,
         "stable_rank": stable_rank,
-        "leading_share": leading_share,
+        "leading_share": share(leading_share),
         **lobes,
-        "pairing_gap": lobes["pairing_bound"] - pairing,
+        "pairing_gap": share(lobes["pairing_bound"] - pairing),
     }
 
 

@@ -7,6 +7,7 @@ import streamlit as st
 from headforms.figures import head as figures
 from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
 from ui.tables import require_spectra
+from ui.widgets import number
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Head")
@@ -102,20 +103,20 @@ stats = {
         f"{int(row['n_pos'])} / {int(row['n_neg'])} / {int(row['n_zero'])}"
     ),
     "‖L‖ (Frobenius)": f"{row['norm_l']:.4g}",
-    "balance 1 − |n₊ − n₋| / (n₊ + n₋)": f"{row['balance']:.3f}",
-    "participation ratio of S": f"{row['participation_ratio']:.2f}",
-    "stable rank of S": f"{row['stable_rank']:.2f}",
-    "leading share λ²_max / ‖S‖²": f"{row['leading_share']:.3f}",
-    "lobe ratio ρ = ‖λ₋‖ / ‖λ₊‖": f"{row['rho']:.3f} (baseline {base_row['rho']:.3f})",
+    "balance 1 − |n₊ − n₋| / (n₊ + n₋)": number(row["balance"]),
+    "participation ratio of S": number(row["participation_ratio"], 2),
+    "stable rank of S": number(row["stable_rank"], 2),
+    "leading share λ²_max / ‖S‖²": number(row["leading_share"]),
+    "lobe ratio ρ = ‖λ₋‖ / ‖λ₊‖": f"{number(row['rho'])} (baseline {number(base_row['rho'])})",
     "lobe departure ‖λ₋ − ρλ₊‖ / ‖λ₋‖": (
-        f"{row['lobe_departure']:.3f} (baseline {base_row['lobe_departure']:.3f})"
+        f"{number(row['lobe_departure'])} (baseline {number(base_row['lobe_departure'])})"
     ),
     "pairing bound 1 − |1 − ρ| / √(1 + ρ²), its gap to 𝒫": (
-        f"{row['pairing_bound']:.3f}, gap {row['pairing_gap']:.3f}"
+        f"{number(row['pairing_bound'])}, gap {number(row['pairing_gap'])}"
     ),
     "Theorem 5 point (b_S, c_S, d_S) from ρ, vs the head's": (
-        f"({row['theorem5_b']:.3f}, {row['theorem5_c']:.3f}, {row['theorem5_d']:.3f}) vs "
-        f"({row['b_sym']:.3f}, {row['c_sym']:.3f}, {row['d_sym']:.3f})"
+        f"({', '.join(number(row[c]) for c in ('theorem5_b', 'theorem5_c', 'theorem5_d'))}) vs "
+        f"({', '.join(number(row[c]) for c in ('b_sym', 'c_sym', 'd_sym'))})"
     ),
 }
 if card.has_qk_bias:

@@ -44,12 +44,12 @@ def metric_vs_baseline(
     if isinstance(value, str) or isinstance(baseline, str):
         shown, delta, arrow = str(value), f"baseline {baseline}", "off"
     else:
-        shown = _number(value, digits)
+        shown = number(value, digits)
         if math.isfinite(baseline) and math.isfinite(value):
             delta, arrow = f"{value - baseline:+.{digits}f}", "auto"
         else:
             delta, arrow = "no baseline", "off"
-    description = None if isinstance(baseline, str) else f"vs {_number(baseline, digits)}"
+    description = None if isinstance(baseline, str) else f"vs {number(baseline, digits)}"
     st.metric(
         label,
         shown,
@@ -72,8 +72,13 @@ def format_layers(layers: list[int]) -> str:
     return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
 
 
-def _number(value: float, digits: int) -> str:
-    return f"{value:.{digits}f}" if math.isfinite(value) else "—"
+def number(value: float, digits: int = 3) -> str:
+    """A statistic as shown: ``digits`` decimals, "—" when it is missing (undefined for this
+    head, e.g. the lobe ratio of a head without a positive lobe), never a negative zero."""
+    if not math.isfinite(value):
+        return "—"
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
 
 
 def jump_toggle() -> None:
