@@ -5,8 +5,8 @@ model root full of hostile files, the default model already analysed, then measu
 in the same run:
 
 - **quiet**: 30 concurrent visitors, each: ``GET /``, one websocket script run of the simplex
-  page (the browser's protocol, ``tests/streamlit_client.py``), ``GET`` of plotly.js, one rerun
-  selecting another head;
+  page (the browser's protocol, ``tests/helpers/streamlit_client.py``), ``GET`` of plotly.js,
+  one rerun selecting another head;
 - **attacked**: the same 30 visitors (``--rounds`` times, after ``--warmup`` seconds of attack)
   while 3 attacker sessions loop over hostile requests:
   model specs naming FIFOs, a slow GGUF, a config lying about its layers, a model needing more
@@ -48,7 +48,7 @@ from urllib.parse import quote
 
 from _common import ROOT, machine_line, print_table, thread_env
 
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 SECONDS_LIMIT = "6"  # HEADFORMS_ANALYSIS_SECONDS of the benchmark's server
 MEMORY_LIMIT = str(768 * 2**20)  # HEADFORMS_ANALYSIS_MEMORY of the benchmark's server

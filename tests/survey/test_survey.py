@@ -1,7 +1,7 @@
 """Surveys (headforms.survey, ``python -m headforms survey``): many models, one table, resumable.
 
 Models: the bundled SmolLM2 (GGUF) and tiny random models saved here, and hub ids served by
-the loopback fake hub (tests/fake_hub.py), including the paper preset's ids. Checked: every
+the loopback fake hub (tests/helpers/fake_hub.py), including the paper preset's ids. Checked: every
 model's rows equal its own analysis; the summary's parity shares and means equal counts and
 means recomputed here with pandas; failures are one line each and give exit status 1; a killed
 survey resumes without redoing finished models; the memory budget keeps models apart; the
@@ -156,7 +156,7 @@ def test_memory_budget_keeps_models_apart_and_estimates_bound_peaks(tiny_dirs, t
 
 
 def test_survey_of_a_published_table(tmp_path: Path):
-    from test_tables import author_table
+    from published_tables import author_table
 
     table = pd.concat([author_table("x", 2, 4, 4, 8, 5), author_table("y", 3, 2, 1, 8, 6)])
     path = tmp_path / "head_statistics.csv"

@@ -5,7 +5,7 @@ fails the install, never a fall-back to PyPI) and refuses a CUDA torch; ``script
 (the image's CMD) passes the documented flags, stops with one line when the cache cannot be
 written, and really serves the app on a loopback port, where ``scripts/healthcheck.py`` (the
 image's HEALTHCHECK) passes, and fails once the server is gone or the cache is unwritable.
-The image built from them is run in tests/test_image.py.
+The image built from them is run in tests/image/test_image.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("script", ["install.sh", "start.sh", "build-image.sh"])
@@ -78,14 +78,14 @@ def healthcheck(env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_start_script_serves_and_the_healthcheck_passes(tmp_path: Path) -> None:
     """start.sh really serves the app; healthcheck.py passes, and fails with one line when the
     cache is not writable or once the server is stopped."""
-    from test_concurrency import _free_port, _wait_healthy, start_server, stop_server
+    from servers import free_port, start_server, stop_server, wait_healthy
 
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HEADFORMS_HOSTED": "1", "HEADFORMS_THREADS": "1"}
     check_env = {**env, "PORT": str(port)}
     proc = start_server(port, env, tmp_path / "streamlit.log")
     try:
-        _wait_healthy(port, proc, timeout=90)
+        wait_healthy(port, proc, timeout=90)
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read()
         assert b"<html" in page.lower()
         healthy = healthcheck(check_env)

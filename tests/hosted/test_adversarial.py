@@ -35,21 +35,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import page_runner
 import psutil
 import pytest
 import tiny_models
-from hostile_files import slow_gguf, wide_model
+from hostile_files import gguf_file, slow_gguf, wide_model
+from hostile_files import patched as gguf_patched
 from streamlit.testing.v1 import AppTest
-from test_fuzz import gguf_file
-from test_fuzz import patched as gguf_patched
 
 from headforms import DEFAULT_MODEL, contained, engine, sources
 from headforms.errors import CorruptFileError, HeadformsError, LimitError, NotAllowedError
 from headforms.sources import hosted
 from headforms.store import cache_key, key_lock
 
-REPO = Path(__file__).resolve().parent.parent
-APP = str(REPO / "app.py")
+REPO = Path(__file__).resolve().parents[2]
 HANG_GUARD = 180.0  # seconds before a call that should answer is declared hung
 SLOW_PAIRS = 5_000_000  # metadata entries of the slow GGUF: ~85 MB, several seconds to parse
 SLOW_LIMIT = "2"  # HEADFORMS_ANALYSIS_SECONDS while the slow GGUF is analysed
@@ -599,11 +598,8 @@ def hosted_app(root: Path, warm_default: None, monkeypatch: pytest.MonkeyPatch) 
 
 
 def run_app(page: str | None = None, params: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=HANG_GUARD)
-    at.query_params.update(params or {})
-    if page:
-        at.switch_page(f"pages/{page}.py")
-    return at.run()
+    """The app under AppTest (tests/helpers/page_runner.py), declared hung after HANG_GUARD."""
+    return page_runner.run_app(page, params, timeout=HANG_GUARD)
 
 
 def visible_messages(at: AppTest) -> list[str]:
@@ -829,9 +825,9 @@ def hosted_server(
 ) -> Iterator[dict[str, Any]]:
     """``scripts/start.sh`` in hosted mode on loopback: the hostile root allowed, a 2 s limit
     per analysis, the default model warm in the (session) cache."""
-    from test_concurrency import _free_port, _wait_healthy, start_server, stop_server
+    from servers import free_port, start_server, stop_server, wait_healthy
 
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("hosted-server") / "streamlit.log"
     env = {
         **os.environ,
@@ -842,7 +838,7 @@ def hosted_server(
     }
     proc = start_server(port, env, log)
     try:
-        _wait_healthy(port, proc, timeout=120)
+        wait_healthy(port, proc, timeout=120)
         yield {"port": port, "pid": proc.pid, "log": log}  # start.sh execs streamlit
     finally:
         stop_server(proc)

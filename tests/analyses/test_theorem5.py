@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle import dense_abcd
 
 from headforms.analyses import theorem5
 from headforms.errors import HeadformsError
@@ -26,25 +27,11 @@ def test_limit_is_the_profile_of_exactly_proportional_lobes():
     assert profile == pytest.approx(theorem5.limit_profile(-r, 1.0))
 
 
-def _dense_profile(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """(a, b, c, d) of a symmetric matrix with these eigenvalues in a random basis, from its
-    dense parts and spectrum (the definitions, computed independently of headforms)."""
+def _symmetric_form(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A symmetric matrix with these eigenvalues in a random basis (its profile by the dense
+    oracle: the definitions, computed independently of headforms)."""
     basis, _ = np.linalg.qr(rng.standard_normal((eigenvalues.size, eigenvalues.size)))
-    form = basis @ np.diag(eigenvalues) @ basis.T
-    sym, skew = (form + form.T) / 2, (form - form.T) / 2
-    eig = np.linalg.eigvalsh(sym)
-    pos, neg = np.sort(eig[eig > 0])[::-1], np.sort(-eig[eig < 0])[::-1]
-    size = max(pos.size, neg.size)
-    pos, neg = np.pad(pos, (0, size - pos.size)), np.pad(neg, (0, size - neg.size))
-    total = np.sum(form**2)
-    return np.array(
-        [
-            np.sum(skew**2) / total,
-            2 * pos @ neg / total,
-            np.sum(np.clip(pos - neg, 0, None) ** 2) / total,
-            np.sum(np.clip(neg - pos, 0, None) ** 2) / total,
-        ]
-    )
+    return basis @ np.diag(eigenvalues) @ basis.T
 
 
 def test_sampled_profiles_are_those_of_symmetric_forms_with_gamma_lobes():
@@ -59,7 +46,7 @@ def test_sampled_profiles_are_those_of_symmetric_forms_with_gamma_lobes():
     basis_rng = np.random.default_rng(1)
     for rep in range(reps):
         eigenvalues = np.concatenate([positive[rep], -negative[rep]])
-        expected = _dense_profile(eigenvalues, basis_rng)
+        expected = dense_abcd(_symmetric_form(eigenvalues, basis_rng))
         np.testing.assert_allclose(frame.loc[rep, ["a", "b", "c", "d"]], expected, atol=1e-12)
     assert frame.equals(theorem5.sample_profiles(mu, nu, k, n, repetitions=reps))
 

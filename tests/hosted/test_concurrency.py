@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,12 +29,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from servers import free_port, start_server, stop_server, wait_healthy
 
 from headforms import DEFAULT_MODEL, engine
 from headforms.results import analysis_from_record
 from headforms.store import ResultStore, cache_key
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 N_SESSIONS = 20
 SESSION_TIMEOUT = 90.0  # seconds one websocket session may take before it counts as failed
 PROCESS_TIMEOUT = 120.0
@@ -271,60 +271,16 @@ def test_threads_share_one_extraction(
 # --- SESSIONS: 20 concurrent Streamlit sessions against the real server ------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_healthy(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"server exited with {proc.returncode}"
-        try:
-            url = f"http://127.0.0.1:{port}/_stcore/health"
-            if urllib.request.urlopen(url, timeout=2).read() == b"ok":
-                return
-        except OSError:
-            time.sleep(0.25)
-    raise AssertionError(f"no healthy server on port {port} within {timeout} s")
-
-
-def start_server(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """scripts/start.sh on loopback (its own process group, so that it can be stopped whole)."""
-    env = {**env, "HOST": "127.0.0.1", "PORT": str(port), "VENV": str(REPO / ".venv")}
-    with log.open("wb") as fh:
-        return subprocess.Popen(
-            ["bash", str(REPO / "scripts" / "start.sh")],
-            cwd=REPO,
-            env=env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the server's process group (SIGTERM, then SIGKILL)."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """The dashboard served by scripts/start.sh on a free loopback port, default model cached."""
     engine.analyze(DEFAULT_MODEL)  # the model the app opens on
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
     env = {**os.environ, "HEADFORMS_THREADS": "1", "HEADFORMS_HOSTED": "1"}  # a shared server
     proc = start_server(port, env, log)
     try:
-        _wait_healthy(port, proc, timeout=90)
+        wait_healthy(port, proc, timeout=90)
         yield port
     finally:
         stop_server(proc)

@@ -7,31 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from oracle import dense_abcd
 
 from headforms import analyze
 from headforms.analyses.theta import theta_frame, theta_projection, theta_summary
 from headforms.figures.observations import theta_distribution_figure, theta_scatter_figure
 
 C, D, M = np.eye(4)[2], np.eye(4)[3], np.array([0.5, 0.5, 0.0, 0.0])
-
-
-def _dense_profile(form: np.ndarray) -> np.ndarray:
-    """(a, b, c, d) of a square matrix by dense eigh, straight from the definitions."""
-    sym, skew = (form + form.T) / 2, (form - form.T) / 2
-    eig = np.linalg.eigvalsh(sym)
-    pos = np.sort(eig[eig > 1e-12])[::-1]
-    neg = np.sort(-eig[eig < -1e-12])[::-1]
-    size = max(len(pos), len(neg))
-    pos, neg = np.pad(pos, (0, size - len(pos))), np.pad(neg, (0, size - len(neg)))
-    total = np.sum(form**2)
-    return np.array(
-        [
-            np.sum(skew**2) / total,
-            2 * pos @ neg / total,
-            np.sum(np.clip(pos - neg, 0, None) ** 2) / total,
-            np.sum(np.clip(neg - pos, 0, None) ** 2) / total,
-        ]
-    )
 
 
 def _brute_force(p: np.ndarray, steps: int = 20001) -> tuple[float, float]:
@@ -47,7 +29,7 @@ def test_rank_one_forms_are_on_theta_at_the_position_of_their_angle():
     rng = np.random.default_rng(0)
     for _ in range(20):
         k, q = rng.normal(size=(2, 7))
-        profile = _dense_profile(np.outer(k, q))
+        profile = dense_abcd(np.outer(k, q))
         _, distance, position = theta_projection(profile)
         assert distance[0] < 1e-12
         assert position[0] == pytest.approx(profile[2] - profile[3], abs=1e-12)

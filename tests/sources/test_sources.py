@@ -265,7 +265,7 @@ def test_hub_id_from_hf_home_in_a_fresh_process(
         capture_output=True,
         text=True,
         env={**os.environ, "HF_HOME": str(hub_cache.parent), "HF_HUB_OFFLINE": "1"},
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr

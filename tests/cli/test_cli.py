@@ -29,7 +29,7 @@ from headforms.errors import (
 )
 from headforms.readers import GGUFReader
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REQUIRED_COLUMNS = [
     "layer",
     "head",

@@ -4,7 +4,7 @@
 cannot be pulled; the local CPU torch wheel when pip finds one), then containers of it are
 checked: a CPU torch and no build leftovers inside; Docker's health status turns healthy
 within seconds; the app runs as uid 10001; ``/`` and plotly.js are served; a result computed
-from a model mounted read-only survives the container (named volume); tests/test_browser.py
+from a model mounted read-only survives the container (named volume); tests/browser/test_browser.py
 clicks through the container; hosted refusals are one line, in the page and on the command
 line; an unwritable cache stops the container with one log line, or turns it unhealthy.
 
@@ -30,11 +30,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI
+from ci_env import IN_CI
 
 pytestmark = [pytest.mark.image, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TAG = "headforms:test"
 APP_UID = 10001
 PREFIX = f"headforms-test-{uuid.uuid4().hex[:8]}"
@@ -387,7 +387,7 @@ def test_the_first_visit_computes_nothing(image: str, browser) -> None:
 
 
 def test_browser_clicks_against_the_container(app: str) -> None:
-    """tests/test_browser.py, run against the container's URL, passes whole."""
+    """tests/browser/test_browser.py, run against the container's URL, passes whole."""
     env = {**os.environ, "HEADFORMS_BROWSER_TEST_URL": url_of(app)}
     result = subprocess.run(
         [
@@ -399,7 +399,7 @@ def test_browser_clicks_against_the_container(app: str) -> None:
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/test_browser.py",
+            "tests/browser/test_browser.py",
         ],
         cwd=REPO,
         env=env,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from oracle import dense_lobes
 
 from headforms import analyze
 from headforms.analyses.lobes import observation5_frame, observation5_summary
@@ -25,19 +26,9 @@ from headforms.figures.paper import (
 from headforms.forms import head_forms, parity_labels
 
 
-def _dense_lobes(form: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """lambda_+ and lambda_- of a square form by dense eigh, sorted decreasing, zero-padded."""
-    eig = np.linalg.eigvalsh((form + form.T) / 2)
-    scale = np.abs(eig).max()
-    pos = np.sort(eig[eig > 1e-10 * scale])[::-1]
-    neg = np.sort(-eig[eig < -1e-10 * scale])[::-1]
-    size = max(len(pos), len(neg))
-    return np.pad(pos, (0, size - len(pos))), np.pad(neg, (0, size - len(neg)))
-
-
 def _expected(form: np.ndarray) -> dict[str, float]:
     """Observation 5 quantities of one form, straight from the paper's formulas."""
-    pos, neg = _dense_lobes(form)
+    pos, neg = dense_lobes(form, rtol=1e-10)
     rho = np.linalg.norm(neg) / np.linalg.norm(pos)
     norm_s = np.sqrt(pos @ pos + neg @ neg)
     pairing = 1 - np.linalg.norm(pos - neg) / norm_s

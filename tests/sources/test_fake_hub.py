@@ -1,4 +1,4 @@
-"""The loopback fake hub (tests/fake_hub.py) against huggingface_hub itself, and hub ids end to end.
+"""The loopback fake hub (helpers/fake_hub.py) against huggingface_hub, and hub ids end to end.
 
 huggingface_hub's own functions (model_info, hf_hub_download, get_hf_file_metadata, tree and
 paths-info listings) must see what the real hub would show: commits, sizes, LFS metadata,
@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 import tiny_models as tm
 from fake_hub import FakeHub, checkpoint_files, directory_files, git_blob_id
+from oracle import dense_profile
 
 from headforms import analyze
 from headforms.errors import HubUnavailableError, ModelSpecError
@@ -53,9 +54,7 @@ def dense_energy(directory: Path) -> np.ndarray:
         q = state[prefix + "q_proj.weight"].astype(np.float64).reshape(heads, n, -1)
         k = state[prefix + "k_proj.weight"].astype(np.float64).reshape(kv_heads, n, -1)
         for h in range(heads):
-            form = k[h // (heads // kv_heads)].T @ q[h]
-            sym = (form + form.T) / 2
-            out.append(np.sum(sym**2) / np.sum(form**2))
+            out.append(dense_profile(k[h // (heads // kv_heads)].T @ q[h])["energy"])
     return np.array(out)
 
 

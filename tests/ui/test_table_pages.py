@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from page_runner import assert_clean, run_app
+from published_tables import author_table
 from streamlit.testing.v1 import AppTest
-from test_tables import author_table
 
 from headforms.figures import heatmaps
 from ui import state
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +28,9 @@ def table_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(page: str, model: str, **session) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[state.MODEL_KEY] = model
-    for key, value in session.items():
-        at.session_state[key] = value
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    """Run ``page`` on ``model``; the run must draw no exception and no error."""
+    at = run_app(page, **{state.MODEL_KEY: model, **session})
+    assert_clean(at)
     return at
 
 

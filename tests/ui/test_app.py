@@ -5,11 +5,11 @@ and in the URL, and show engine errors as ``st.error``."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from page_runner import assert_clean, run_app
 from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
@@ -21,7 +21,6 @@ from ui.exports import heads_csv, spectra_npz
 from ui.loading import DASHBOARD_SPECTRA, AnalysisStore, warm
 from ui.widgets import GOTO_KEY, format_layers
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGES = {
     "simplex": "Profiles on the simplex",
     "table": "Heads table",
@@ -29,7 +28,6 @@ PAGES = {
     "overview": "Model overview",
 }
 TABLE_KEY = "heads_table"
-TIMEOUT = 120  # the first run analyses the default model in the session's empty cache
 
 
 @pytest.fixture(scope="session")
@@ -52,23 +50,6 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
 def spec(request: pytest.FixtureRequest) -> str:
     """The bundled default model and a tiny local model."""
     return DEFAULT_MODEL if request.param == "default" else request.getfixturevalue("tiny_llama")
-
-
-def run_app(page: str | None = None, params: dict[str, str] | None = None, **session) -> AppTest:
-    """Run the app (on ``page`` if given) with URL ``params`` and session-state values."""
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params.update(params or {})
-    for key, value in session.items():
-        at.session_state[key] = value
-    if page:
-        at.switch_page(f"pages/{page}.py")
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    """No exception and no error message on the page."""
-    assert not at.exception, [e.message for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def title(at: AppTest) -> str:

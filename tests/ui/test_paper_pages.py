@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from page_runner import APP, TIMEOUT, run_app
 from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
@@ -14,7 +15,6 @@ from headforms import analyze
 from headforms.figures import paper as figures_paper
 from ui import state
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 MODEL = "minilm-l6"
 TITLES = {
     "spectra": "Spectra of the symmetric parts",
@@ -41,13 +41,7 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _run_page(page: str, model: str = MODEL, **session) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[state.MODEL_KEY] = model
-    for key, value in session.items():
-        at.session_state[key] = value
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    return at
+    return run_app(page, **{state.MODEL_KEY: model, **session})
 
 
 @pytest.mark.parametrize("page", list(TITLES))
@@ -88,7 +82,7 @@ def test_theorem5_page_reports_bad_parameters():
 def test_theorem5_page_opened_without_the_app_draws_the_sidebar():
     """Run on its own (a fresh server's first request for its URL), the page needs no model
     but still draws the shared sidebar through page_context()."""
-    at = AppTest.from_file(str(Path(APP).parent / "pages" / "theorem5.py"), default_timeout=120)
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / "theorem5.py"), default_timeout=TIMEOUT)
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert [t.value for t in at.title] == [TITLES["theorem5"]]
@@ -157,7 +151,7 @@ def test_pages_render_for_a_tiny_model(page, tiny_gpt2):
 @pytest.fixture(scope="module")
 def table_file(tmp_path_factory: pytest.TempPathFactory):
     """A published per-head table with the author's columns (no spectra, no n_pos, no N)."""
-    from test_tables import author_table
+    from published_tables import author_table
 
     path = tmp_path_factory.mktemp("published-paper") / "head_statistics.csv"
     author_table("pub-a", 3, 4, 2, 16, 0).to_csv(path, index=False)

@@ -340,7 +340,7 @@ def test_hub_spec_with_ranges_reads_only_headers_and_qk(
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert child.returncode == 0, child.stderr[-2000:]
     out = json.loads(child.stdout.strip().splitlines()[-1])
@@ -375,7 +375,7 @@ def test_offline_with_ranges_reads_the_snapshot_already_on_disk(
             capture_output=True,
             text=True,
             timeout=120,
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=Path(__file__).resolve().parents[2],
         )
         assert child.returncode == 0, child.stderr[-2000:]
         outputs.append(json.loads(child.stdout.strip().splitlines()[-1]))
