@@ -169,12 +169,12 @@ class FactorStore:
     def __init__(
         self,
         directory: Path | None = None,
-        model_limit: int = MODEL_LIMIT,
-        total_limit: int = TOTAL_LIMIT,
+        model_limit: int | None = None,
+        total_limit: int | None = None,
     ):
         self.directory = Path(directory) if directory else cache_dir() / "factors"
-        self.model_limit = model_limit
-        self.total_limit = total_limit
+        self.model_limit = MODEL_LIMIT if model_limit is None else model_limit
+        self.total_limit = TOTAL_LIMIT if total_limit is None else total_limit
 
     def get(self, key: str) -> StoredFactors | None:
         """The committed entry under ``key``, or None (marked as used now, for eviction)."""
@@ -226,6 +226,8 @@ class FactorStore:
 
     def evict(self) -> None:
         """Remove stale partial entries, then the least recently used entries past the total."""
+        if not self.directory.is_dir():
+            return
         now = time.time()
         for entry in os.scandir(self.directory):
             if entry.name.startswith(PARTIAL_PREFIX):

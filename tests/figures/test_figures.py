@@ -15,7 +15,7 @@ from plotly.colors import hex_to_rgb
 
 from headforms import HeadformsError, analyze
 from headforms.analyses.parity import parity_by_layer
-from headforms.engine import ALL_SPECTRA
+from headforms.columns import ALL_SPECTRA
 from headforms.figures import head as FH
 from headforms.figures import heatmaps as FM
 from headforms.figures import simplex as FS

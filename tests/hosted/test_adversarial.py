@@ -44,9 +44,22 @@ from hostile_files import patched as gguf_patched
 from streamlit.testing.v1 import AppTest
 
 from headforms import DEFAULT_MODEL, contained, engine, sources
+from headforms.columns import ALL_SPECTRA
 from headforms.errors import CorruptFileError, HeadformsError, LimitError, NotAllowedError
-from headforms.sources import hosted
-from headforms.store import cache_key, key_lock
+from headforms.options import AnalysisOptions
+from headforms.settings import (
+    ALLOWLIST_ENV,
+    CONCURRENT_ENV,
+    HOSTED_ENV,
+    MAX_BYTES_ENV,
+    MEMORY_ENV,
+    NICE_ENV,
+    ROOTS_ENV,
+    SECONDS_ENV,
+    SESSION_ANALYSES_ENV,
+    SESSION_SAMPLES_ENV,
+)
+from headforms.store import key_lock, metrics_key
 
 REPO = Path(__file__).resolve().parents[2]
 HANG_GUARD = 180.0  # seconds before a call that should answer is declared hung
@@ -99,13 +112,13 @@ def hosted_env(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[dict[str, Any]]:
     """Hosted mode: the hostile root, an empty result cache, default limits, one thread."""
-    monkeypatch.setenv(hosted.HOSTED_ENV, "1")
-    monkeypatch.setenv(hosted.ROOTS_ENV, str(root))
+    monkeypatch.setenv(HOSTED_ENV, "1")
+    monkeypatch.setenv(ROOTS_ENV, str(root))
     monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HEADFORMS_THREADS", "1")
-    for name in (hosted.ALLOWLIST_ENV, hosted.MAX_BYTES_ENV, contained.MEMORY_ENV):
+    for name in (ALLOWLIST_ENV, MAX_BYTES_ENV, MEMORY_ENV):
         monkeypatch.delenv(name, raising=False)
-    for name in (contained.SECONDS_ENV, contained.CONCURRENT_ENV):
+    for name in (SECONDS_ENV, CONCURRENT_ENV):
         monkeypatch.delenv(name, raising=False)
     yield {"root": root, "cache": tmp_path / "cache"}
     _assert_no_worker_left()
@@ -148,7 +161,8 @@ def one_line(error: BaseException | None, kind: type[BaseException], pattern: st
 
 def nothing_stored(spec: str, rope: int = 0) -> bool:
     """Whether the store holds no analysis of ``spec`` (whatever spectra)."""
-    return engine.stored_analysis(sources.locate(spec), rope) is None
+    located = sources.locate(spec, engine.policy_in_force())
+    return engine.stored_analysis(located, AnalysisOptions(rope)) is None
 
 
 def rss(pid: int | None = None) -> int:
@@ -176,7 +190,7 @@ def test_lying_configs_are_one_line_and_cache_nothing(
     engine queued one task per declared layer and grew by ~90 MB/s)."""
     spec = str(hosted_env["root"] / name)
     before = rss()
-    _, error = answer(lambda: contained.analyze(spec, spectra=engine.ALL_SPECTRA))
+    _, error = answer(lambda: contained.analyze(spec, spectra=ALL_SPECTRA))
     one_line(error, CorruptFileError, pattern)
     assert rss() - before < 100 * 2**20
     assert nothing_stored(spec)
@@ -188,7 +202,7 @@ def test_lying_configs_are_one_line_and_cache_nothing(
 @pytest.fixture
 def hub(hosted_env: dict[str, Any], fake_hub: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The fake hub with every hub id allowed."""
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "*")
+    monkeypatch.setenv(ALLOWLIST_ENV, "*")
     return fake_hub
 
 
@@ -213,7 +227,7 @@ def test_a_stray_safetensors_beside_a_big_bin_does_not_hide_it(
     files = checkpoint_files(tiny_dir, "bin")
     files["adapter.safetensors"] = b"\0" * 64  # small, and not a weight file the engine reads
     hub.add_repo("evil/stray").commit(files)
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(len(files["pytorch_model.bin"]) // 2))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(len(files["pytorch_model.bin"]) // 2))
     _, error = answer(lambda: contained.analyze("evil/stray"))
     one_line(error, NotAllowedError, r"more than this server's limit")
     assert hub.bytes_sent("evil/stray", "pytorch_model.bin") == 0
@@ -228,7 +242,7 @@ def test_weights_in_a_sub_folder_are_not_read_nor_counted(
     files = checkpoint_files(tiny_dir)
     files["sub/model.safetensors"] = b"\0" * (4 * 2**20)
     hub.add_repo("evil/subfolder").commit(files)
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(len(files["model.safetensors"])))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(len(files["model.safetensors"])))
     result, error = answer(lambda: contained.analyze("evil/subfolder"))
     assert error is None, error
     assert len(result.heads) == tiny_models.LAYERS * tiny_models.H
@@ -252,7 +266,7 @@ def test_a_hub_declaring_less_than_it_streams_is_stopped_at_the_budget(
     repo = hub.add_repo("evil/liar")
     repo.commit(files)
     repo.declared_sizes["model.safetensors"] = 1024
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(len(files["model.safetensors"]) // 3))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(len(files["model.safetensors"]) // 3))
     _, error = answer(lambda: contained.analyze("evil/liar"))
     one_line(error, NotAllowedError, r"went past this server's limit .*partial file removed")
     assert hub.bytes_sent("evil/liar", "model.safetensors") > 0  # stopped mid-transfer
@@ -298,7 +312,7 @@ def test_a_slow_file_is_stopped_at_the_wall_clock_limit(
 ) -> None:
     """A GGUF whose header takes many seconds to parse: the worker is killed at the limit with
     one line, and nothing is cached (before: a server thread busy for as long as it took)."""
-    monkeypatch.setenv(contained.SECONDS_ENV, SLOW_LIMIT)
+    monkeypatch.setenv(SECONDS_ENV, SLOW_LIMIT)
     spec = str(hosted_env["root"] / "slow.gguf")
     _, error = answer(lambda: contained.analyze(spec))
     one_line(error, LimitError, rf"took longer than this server's limit of {SLOW_LIMIT} s")
@@ -313,7 +327,7 @@ def test_the_memory_limit_stops_an_analysis_and_spares_the_server(
 ) -> None:
     """A real (if wide) model whose analysis needs ~1 GiB, with a 700 MiB limit: one line,
     nothing cached, and the server process did not grow."""
-    monkeypatch.setenv(contained.MEMORY_ENV, str(700 * 2**20))
+    monkeypatch.setenv(MEMORY_ENV, str(700 * 2**20))
     spec = str(hosted_env["root"] / "wide")
     before = rss()
     _, error = answer(lambda: contained.analyze(spec))
@@ -338,7 +352,7 @@ def test_a_bin_model_is_not_charged_its_file_size_against_the_memory_limit(
     state = load_file(str(tiny / "model.safetensors"))
     state["padding"] = torch.zeros(limit // 4)  # a tensor the analysis never reads
     torch.save(state, directory / "pytorch_model.bin")
-    monkeypatch.setenv(contained.MEMORY_ENV, str(limit))
+    monkeypatch.setenv(MEMORY_ENV, str(limit))
     result, error = answer(lambda: contained.analyze(str(directory)))
     assert error is None, error
     assert len(result.heads) == tiny_models.LAYERS * tiny_models.H
@@ -377,7 +391,7 @@ def leave() -> None:
 def blocked(spec: str) -> Iterator[None]:
     """Hold the store's lock of ``spec``'s analysis: a worker computing it waits, never ends."""
     located = sources.locate(spec)
-    with key_lock(cache_key(located.fingerprint, engine.analysis_options(0, True))):
+    with key_lock(metrics_key(located.fingerprint, AnalysisOptions().key())):
         yield
 
 
@@ -481,7 +495,7 @@ def test_concurrent_requests_share_one_worker(
 
     def one() -> Any:
         barrier.wait(timeout=60)
-        return contained.analyze(spec, spectra=engine.ALL_SPECTRA)
+        return contained.analyze(spec, spectra=ALL_SPECTRA)
 
     threads = [threading.Thread(target=lambda: results.append(answer(one))) for _ in range(4)]
     for thread in threads:
@@ -500,7 +514,7 @@ def test_the_server_wide_limit_refuses_at_once(
 ) -> None:
     """With the one slot taken by a running worker, a new analysis is refused at once with one
     line, a request for the running one joins it, and cancelling frees the slot."""
-    monkeypatch.setenv(contained.CONCURRENT_ENV, "1")
+    monkeypatch.setenv(CONCURRENT_ENV, "1")
     spec = str(hosted_env["root"] / "tiny")
     first: dict[str, Any] = {}
     with blocked(spec):
@@ -525,12 +539,12 @@ def test_the_server_wide_limit_refuses_at_once(
 def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every limit has a default and an environment variable; nonsense values are refused."""
     documented = {  # the README's defaults, set explicitly: the same limits as leaving them unset
-        contained.MEMORY_ENV: str(2 * 2**30),
-        contained.SECONDS_ENV: "300",
-        contained.CONCURRENT_ENV: "2",
-        contained.SESSION_ANALYSES_ENV: "12",
-        contained.SESSION_SAMPLES_ENV: "20",
-        contained.NICE_ENV: "10",
+        MEMORY_ENV: str(2 * 2**30),
+        SECONDS_ENV: "300",
+        CONCURRENT_ENV: "2",
+        SESSION_ANALYSES_ENV: "12",
+        SESSION_SAMPLES_ENV: "20",
+        NICE_ENV: "10",
     }
     for name in documented:
         monkeypatch.delenv(name, raising=False)
@@ -538,21 +552,21 @@ def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     for name, value in documented.items():
         monkeypatch.setenv(name, value)
     assert contained.Limits.from_env() == unset
-    monkeypatch.setenv(contained.MEMORY_ENV, str(2**28))
-    monkeypatch.setenv(contained.SECONDS_ENV, "7.5")
-    monkeypatch.setenv(contained.CONCURRENT_ENV, "3")
+    monkeypatch.setenv(MEMORY_ENV, str(2**28))
+    monkeypatch.setenv(SECONDS_ENV, "7.5")
+    monkeypatch.setenv(CONCURRENT_ENV, "3")
     assert contained.Limits.from_env().memory == 2**28
     assert contained.Limits.from_env().seconds == 7.5
     assert contained.Limits.from_env().concurrent == 3
     for bad in ("0", "-1", "nan", "inf", "lots"):
-        monkeypatch.setenv(contained.SECONDS_ENV, bad)
+        monkeypatch.setenv(SECONDS_ENV, bad)
         with pytest.raises(LimitError, match="is not a positive number"):
             contained.Limits.from_env()
-    monkeypatch.delenv(contained.SECONDS_ENV)
-    monkeypatch.setenv(contained.NICE_ENV, "0")
+    monkeypatch.delenv(SECONDS_ENV)
+    monkeypatch.setenv(NICE_ENV, "0")
     assert contained.Limits.from_env().nice == 0
     for bad in ("20", "-1", "low"):
-        monkeypatch.setenv(contained.NICE_ENV, bad)
+        monkeypatch.setenv(NICE_ENV, bad)
         with pytest.raises(LimitError, match="is not a niceness from 0 to 19"):
             contained.Limits.from_env()
 
@@ -584,14 +598,14 @@ def test_workers_run_below_the_server(hosted_env: dict[str, Any]) -> None:
 def warm_default() -> None:
     """The default model analysed as the dashboard asks (all spectra, baseline) in the session
     cache, so that hosted AppTest runs open it without a worker."""
-    engine.analyze(DEFAULT_MODEL, spectra=engine.ALL_SPECTRA).baseline  # noqa: B018
+    engine.analyze(DEFAULT_MODEL, spectra=ALL_SPECTRA).baseline  # noqa: B018
 
 
 @pytest.fixture
 def hosted_app(root: Path, warm_default: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Hosted mode for AppTest runs (the session's cache, where the default model is warm)."""
-    monkeypatch.setenv(hosted.HOSTED_ENV, "1")
-    monkeypatch.setenv(hosted.ROOTS_ENV, str(root))
+    monkeypatch.setenv(HOSTED_ENV, "1")
+    monkeypatch.setenv(ROOTS_ENV, str(root))
     monkeypatch.setenv("HEADFORMS_THREADS", "1")
     yield
     _assert_no_worker_left()
@@ -666,14 +680,14 @@ def test_hosted_mode_hides_exception_details(
     browser); off: the server's own setting comes back."""
     import streamlit as st
 
-    monkeypatch.setenv(hosted.HOSTED_ENV, "0")
+    monkeypatch.setenv(HOSTED_ENV, "0")
     run_app()
     own = st.get_option("client.showErrorDetails")
     assert own != "none"
-    monkeypatch.setenv(hosted.HOSTED_ENV, "1")
+    monkeypatch.setenv(HOSTED_ENV, "1")
     run_app()
     assert st.get_option("client.showErrorDetails") == "none"
-    monkeypatch.setenv(hosted.HOSTED_ENV, "0")
+    monkeypatch.setenv(HOSTED_ENV, "0")
     run_app()
     assert st.get_option("client.showErrorDetails") == own
 
@@ -688,7 +702,7 @@ def test_new_rope_positions_per_session_are_limited(
     model = root / "budget-model"
     if not model.exists():
         tiny_models.build("llama", model, seed=21)
-    monkeypatch.setenv(contained.SESSION_ANALYSES_ENV, "2")
+    monkeypatch.setenv(SESSION_ANALYSES_ENV, "2")
     at = run_app(None, {"model": str(model)})  # the model itself: 1
     assert not at.exception and not at.error, visible_messages(at)
     at.number_input(key=state.ROPE_KEY).set_value(1).run()  # 2
@@ -707,7 +721,7 @@ def test_new_theorem5_samplings_per_session_are_limited(
     hosted_app: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every new Theorem 5 sampling counts; past the limit, one line naming it."""
-    monkeypatch.setenv(contained.SESSION_SAMPLES_ENV, "2")
+    monkeypatch.setenv(SESSION_SAMPLES_ENV, "2")
     at = run_app("theorem5")
     seed = next(w for w in at.number_input if w.label == "seed")
     errors = []
@@ -784,13 +798,13 @@ def test_ui_messages_name_no_server_path_nor_endpoint(
     result cache, the hub cache, the hub endpoint, the installation or a traceback."""
     from fake_hub import checkpoint_files
 
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "evil/*")
+    monkeypatch.setenv(ALLOWLIST_ENV, "evil/*")
     files = checkpoint_files(tiny_dir)
     fake_hub.add_repo("evil/gated", gated=True, token="t").commit(files)
     liar = fake_hub.add_repo("evil/liar")
     liar.commit(files)
     liar.declared_sizes["model.safetensors"] = 10
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(len(files["model.safetensors"]) // 2))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(len(files["model.safetensors"]) // 2))
     fake_hub.add_repo("evil/broken").commit({"config.json": b"{not json"})
     specs = [
         "evil/missing",
@@ -833,8 +847,8 @@ def hosted_server(
         **os.environ,
         "HEADFORMS_HOSTED": "1",
         "HEADFORMS_THREADS": "1",
-        hosted.ROOTS_ENV: str(root),
-        contained.SECONDS_ENV: SLOW_LIMIT,
+        ROOTS_ENV: str(root),
+        SECONDS_ENV: SLOW_LIMIT,
     }
     proc = start_server(port, env, log)
     try:

@@ -18,8 +18,13 @@ from published_tables import author_table
 
 from headforms import analyze
 from headforms.errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
-from headforms.sources.specs import is_table_spec, split_spec
+from headforms.sources import OPEN, parse_spec
+from headforms.sources.specs import split_spec
 from headforms.tables import expand_table_spec
+
+
+def is_table_spec(spec: str) -> bool:
+    return parse_spec(spec).kind == "table"
 
 
 def expected_parity(rows: pd.DataFrame) -> np.ndarray:
@@ -73,8 +78,8 @@ def test_specs_and_expansion(published, tmp_path: Path):
     assert split_spec(f"{path}::beta") == (path, "beta")
     assert is_table_spec("x.parquet") and is_table_spec("x.json::m")
     assert not is_table_spec("gpt2") and not is_table_spec("x.json")
-    assert expand_table_spec(str(path)) == [f"{path}::org/alpha", f"{path}::beta"]
-    assert expand_table_spec("gpt2") == ["gpt2"]
+    assert expand_table_spec(str(path), OPEN) == [f"{path}::org/alpha", f"{path}::beta"]
+    assert expand_table_spec("gpt2", OPEN) == ["gpt2"]
 
 
 def test_an_empty_kv_head_column_means_one_key_head_per_query_head(published, tmp_path: Path):

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
 from headforms import DEFAULT_MODEL, HeadformsError, analyze
-from headforms.engine import ALL_SPECTRA, METRIC_COLUMNS
+from headforms.columns import ALL_SPECTRA, METRIC_COLUMNS
 from headforms.models.source import open_model
 from ui import state
 from ui.exports import heads_csv, spectra_npz
