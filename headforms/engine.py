@@ -1,7 +1,7 @@
 """The engine: a model spec -> one exact row per attention head, with its spectra.
 
 The flow, top to bottom: **locate** the model's files and fingerprint them
-(:func:`headforms.sources.locate`: config and index only, under the policy in force) -> look
+(:func:`headforms.sources.locate`: config and index only, under the caller's policy) -> look
 its metrics up in the **metrics store** (key: the factors' key, the options, the forms code) ->
 on a miss, look its per-layer factors up in the **factor store** (key: the weights'
 fingerprint, the extraction code) and compute the forms from them (:mod:`headforms.streaming`,
@@ -26,25 +26,14 @@ from .architectures import shapes_from_config
 from .errors import HeadformsError
 from .options import DEFAULT_OPTIONS, AnalysisOptions
 from .results import KIND, ModelAnalysis, analysis_from_record, analysis_record
-from .settings import Settings, settings
-from .sources import OPEN, TABLE_FORMAT, Located, Policy, locate
+from .sources import TABLE_FORMAT, Located, Policy, locate
 from .store import DamagedFactors, FactorStore, ResultStore, factors_key, key_lock, metrics_key
 from .streaming import Progress
 
-__all__ = ["analyze", "analyze_located", "policy_in_force", "stored_analysis"]
+__all__ = ["analyze", "analyze_located", "stored_analysis"]
 
 FACTOR_ITEM_BYTES = 4
 """Bytes per stored factor value used to size an entry before extraction (float32)."""
-
-
-def policy_in_force(values: Settings | None = None) -> Policy:
-    """The policy a request is held to: hosted mode's (``HEADFORMS_HOSTED``) or none."""
-    values = values or settings()
-    if values.hosted:
-        from .sources.hosted import Policy as HostedPolicy
-
-        return HostedPolicy.from_settings(values)
-    return OPEN
 
 
 def analyze(
@@ -61,8 +50,9 @@ def analyze(
 ) -> ModelAnalysis:
     """Analyse every head of a model (see the module doc).
 
-    ``spec``: a spec's text (or a :class:`pathlib.Path`), located under ``policy`` (default: the
-    policy in force, :func:`policy_in_force`), or a :class:`Located` model. ``options``: the
+    ``spec``: a spec's text (or a :class:`pathlib.Path`), located under ``policy`` (what may be
+    opened: a hosted server's :class:`headforms.hosted.Policy`, handed in by the caller; None:
+    everything), or a model already :class:`Located` (under its own policy). ``options``: the
     analysis's options as one value (else made from ``rope_position``, ``fold_qk_norm`` and
     ``spectra``, the extra spectra besides the core ones: a stored result lacking one is
     recomputed with it). ``use_cache=False`` computes and stores nothing. A published per-head
@@ -76,7 +66,7 @@ def analyze(
         spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
         if progress:
             progress(0, 1, f"locating {spec}")
-        located = locate(spec, policy if policy is not None else policy_in_force())
+        located = locate(spec, policy)
     return analyze_located(located, options, progress, store, use_cache)
 
 

@@ -9,6 +9,7 @@ located.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
@@ -26,27 +27,55 @@ HOSTED_ENV = "HEADFORMS_HOSTED"
 ROOTS_ENV = "HEADFORMS_MODEL_ROOTS"
 ALLOWLIST_ENV = "HEADFORMS_HUB_ALLOWLIST"
 MAX_BYTES_ENV = "HEADFORMS_MAX_MODEL_BYTES"
+HUB_CACHE_ENV = "HEADFORMS_HUB_CACHE_BYTES"
 MEMORY_ENV = "HEADFORMS_ANALYSIS_MEMORY"
 SECONDS_ENV = "HEADFORMS_ANALYSIS_SECONDS"
 CONCURRENT_ENV = "HEADFORMS_ANALYSIS_CONCURRENT"
-SESSION_ANALYSES_ENV = "HEADFORMS_SESSION_ANALYSES"
-SESSION_SAMPLES_ENV = "HEADFORMS_SESSION_SAMPLES"
 NICE_ENV = "HEADFORMS_ANALYSIS_NICE"
+QUEUE_ENV = "HEADFORMS_QUEUE_SECONDS"
+VISITOR_CONCURRENT_ENV = "HEADFORMS_VISITOR_CONCURRENT"
+VISITOR_ANALYSES_ENV = "HEADFORMS_VISITOR_ANALYSES"
+VISITOR_SAMPLES_ENV = "HEADFORMS_VISITOR_SAMPLES"
+WINDOW_ENV = "HEADFORMS_VISITOR_WINDOW"
+TRUSTED_PROXIES_ENV = "HEADFORMS_TRUSTED_PROXIES"
+ALLOWED_HOSTS_ENV = "HEADFORMS_ALLOWED_HOSTS"
+FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
+MAX_TABLE_BYTES_ENV = "HEADFORMS_MAX_TABLE_BYTES"
+MAX_TABLE_ROWS_ENV = "HEADFORMS_MAX_TABLE_ROWS"
+MAX_TABLE_MODELS_ENV = "HEADFORMS_MAX_TABLE_MODELS"
 
 DEFAULT_MAX_BYTES = 2 * 2**30
 """Weight bytes allowed per model in hosted mode when ``HEADFORMS_MAX_MODEL_BYTES`` is unset."""
+DEFAULT_HUB_CACHE_BYTES = 16 * 2**30
+"""Bytes the local hub cache may keep in hosted mode (least recently used repositories go)."""
 DEFAULT_MEMORY = 2 * 2**30
 """Bytes of memory one analysis may allocate (a 2 GiB model's analysis needs about 1 GiB)."""
 DEFAULT_SECONDS = 300.0
 """Wall-clock seconds one analysis may take."""
 DEFAULT_CONCURRENT = 2
 """Contained computations running at once on one server."""
-DEFAULT_SESSION_ANALYSES = 12
-"""New analyses (models or RoPE positions not yet computed) one visitor's session may start."""
-DEFAULT_SESSION_SAMPLES = 20
-"""New Theorem 5 samplings one visitor's session may start."""
 DEFAULT_NICE = 10
 """Scheduling niceness added to workers: pages and files are served before analyses run."""
+DEFAULT_QUEUE_SECONDS = 60.0
+"""Seconds a request may wait for a free worker before it is refused as busy."""
+DEFAULT_VISITOR_CONCURRENT = 1
+"""Computations of one visitor running at once (the others wait their turn)."""
+DEFAULT_VISITOR_ANALYSES = 12
+"""New analyses (models or RoPE positions not yet computed) one visitor may start per window."""
+DEFAULT_VISITOR_SAMPLES = 20
+"""New Theorem 5 samplings one visitor may start per window."""
+DEFAULT_WINDOW = 3600.0
+"""Seconds over which a visitor's new computations are counted."""
+DEFAULT_FRAME_ANCESTORS = "'self'"
+"""Who may frame the dashboard (a Content-Security-Policy ``frame-ancestors`` value)."""
+DEFAULT_MAX_TABLE_BYTES = 64 * 2**20
+"""Bytes of one published table file (a parquet file's uncompressed data too)."""
+DEFAULT_MAX_TABLE_ROWS = 250_000
+"""Rows of one published table."""
+DEFAULT_MAX_TABLE_MODELS = 1_000
+"""Models of one published table."""
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 """Values of a switch variable that turn it on (case and surrounding blanks ignored)."""
@@ -135,13 +164,12 @@ class Settings:
     @property
     def max_model_bytes(self) -> int:
         """Hosted mode: weight bytes one model may have to read."""
-        raw = self._raw(MAX_BYTES_ENV)
-        try:
-            return int(raw) if raw else DEFAULT_MAX_BYTES
-        except ValueError as exc:
-            raise NotAllowedError(
-                f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes (server configuration)"
-            ) from exc
+        return self._bytes(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
+
+    @property
+    def hub_cache_bytes(self) -> int:
+        """Hosted mode: bytes the local hub cache may keep."""
+        return self._bytes(HUB_CACHE_ENV, DEFAULT_HUB_CACHE_BYTES)
 
     @property
     def analysis_memory(self) -> int:
@@ -156,17 +184,7 @@ class Settings:
     @property
     def analysis_concurrent(self) -> int:
         """Hosted mode: contained computations running at once on a server."""
-        return int(self._positive(CONCURRENT_ENV, DEFAULT_CONCURRENT))
-
-    @property
-    def session_analyses(self) -> int:
-        """Hosted mode: new analyses one session may start."""
-        return int(self._positive(SESSION_ANALYSES_ENV, DEFAULT_SESSION_ANALYSES))
-
-    @property
-    def session_samples(self) -> int:
-        """Hosted mode: new Theorem 5 samplings one session may start."""
-        return int(self._positive(SESSION_SAMPLES_ENV, DEFAULT_SESSION_SAMPLES))
+        return self._whole(CONCURRENT_ENV, DEFAULT_CONCURRENT)
 
     @property
     def analysis_nice(self) -> int:
@@ -180,6 +198,76 @@ class Settings:
             )
         return int(raw)
 
+    @property
+    def queue_seconds(self) -> float:
+        """Hosted mode: seconds a request may wait for a free worker."""
+        return self._positive(QUEUE_ENV, DEFAULT_QUEUE_SECONDS)
+
+    @property
+    def visitor_concurrent(self) -> int:
+        """Hosted mode: computations of one visitor running at once."""
+        return self._whole(VISITOR_CONCURRENT_ENV, DEFAULT_VISITOR_CONCURRENT)
+
+    @property
+    def visitor_analyses(self) -> int:
+        """Hosted mode: new analyses one visitor may start per window."""
+        return self._whole(VISITOR_ANALYSES_ENV, DEFAULT_VISITOR_ANALYSES)
+
+    @property
+    def visitor_samples(self) -> int:
+        """Hosted mode: new Theorem 5 samplings one visitor may start per window."""
+        return self._whole(VISITOR_SAMPLES_ENV, DEFAULT_VISITOR_SAMPLES)
+
+    @property
+    def visitor_window(self) -> float:
+        """Hosted mode: seconds over which a visitor's new computations are counted."""
+        return self._positive(WINDOW_ENV, DEFAULT_WINDOW)
+
+    @property
+    def trusted_proxies(self) -> tuple[Network, ...]:
+        """The proxies whose ``X-Forwarded-For`` is believed (comma-separated addresses or
+        networks, e.g. ``127.0.0.1,10.0.0.0/8``; unset: none)."""
+        networks = []
+        for item in (part.strip() for part in self.environ.get(TRUSTED_PROXIES_ENV, "").split(",")):
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError as exc:
+                raise LimitError(
+                    f"{TRUSTED_PROXIES_ENV} has {item[:60]!r}, which is not an address or a "
+                    "network (server configuration)"
+                ) from exc
+        return tuple(networks)
+
+    @property
+    def allowed_hosts(self) -> tuple[str, ...]:
+        """Host names the server answers besides addresses and localhost (comma-separated)."""
+        raw = self.environ.get(ALLOWED_HOSTS_ENV, "")
+        return tuple(h.strip().lower() for h in raw.split(",") if h.strip())
+
+    @property
+    def frame_ancestors(self) -> str:
+        """Who may frame the dashboard (``frame-ancestors``), blanks normalised."""
+        return " ".join(self.environ.get(FRAME_ANCESTORS_ENV, "").split()) or (
+            DEFAULT_FRAME_ANCESTORS
+        )
+
+    @property
+    def max_table_bytes(self) -> int:
+        """Bytes of one published table file."""
+        return self._count(MAX_TABLE_BYTES_ENV, DEFAULT_MAX_TABLE_BYTES)
+
+    @property
+    def max_table_rows(self) -> int:
+        """Rows of one published table."""
+        return self._count(MAX_TABLE_ROWS_ENV, DEFAULT_MAX_TABLE_ROWS)
+
+    @property
+    def max_table_models(self) -> int:
+        """Models of one published table."""
+        return self._count(MAX_TABLE_MODELS_ENV, DEFAULT_MAX_TABLE_MODELS)
+
     def _positive(self, name: str, default: float) -> float:
         raw = self._raw(name)
         if not raw:
@@ -191,6 +279,29 @@ class Settings:
         if not (math.isfinite(value) and value > 0):
             raise LimitError(f"{name}={raw!r} is not a positive number (server configuration)")
         return value
+
+    def _whole(self, name: str, default: int) -> int:
+        value = self._positive(name, default)
+        if value != int(value):
+            raise LimitError(f"{name}={value:g} is not a whole number (server configuration)")
+        return int(value)
+
+    def _bytes(self, name: str, default: int) -> int:
+        raw = self._raw(name)
+        try:
+            return int(raw) if raw else default
+        except ValueError as exc:
+            raise NotAllowedError(
+                f"{name}={raw!r} is not a whole number of bytes (server configuration)"
+            ) from exc
+
+    def _count(self, name: str, default: int) -> int:
+        raw = self._raw(name)
+        if not raw:
+            return default
+        if not raw.isdigit() or int(raw) <= 0:
+            raise OptionError(f"{name}={raw[:40]!r} is not a positive whole number")
+        return int(raw)
 
 
 def settings() -> Settings:

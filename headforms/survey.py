@@ -23,12 +23,15 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import HeadformsError, OptionError
 from .options import DEFAULT_OPTIONS, AnalysisOptions
 from .settings import THREADS_ENV, usable_cpus
 from .store import write_atomic
+
+if TYPE_CHECKING:
+    from .sources import Policy
 
 MANIFEST_VERSION = 1
 MiB = 1 << 20
@@ -92,12 +95,11 @@ def read_model_list(path: Path) -> list[str]:
     ]
 
 
-def survey_specs(models: Iterable[str]) -> list[str]:
-    """The specs of a survey, in order, without repeats; table files expand to their models."""
-    from .engine import policy_in_force
+def survey_specs(models: Iterable[str], policy: Policy | None = None) -> list[str]:
+    """The specs of a survey, in order, without repeats; table files expand to their models
+    (read where ``policy`` allows)."""
     from .tables import expand_table_spec
 
-    policy = policy_in_force()
     specs: list[str] = []
     for model in models:
         specs.extend(expand_table_spec(model.strip(), policy))
@@ -111,7 +113,7 @@ def survey_specs(models: Iterable[str]) -> list[str]:
 # Memory
 
 
-def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
+def estimate_peak_bytes(spec: str, threads: int = 1, policy: Policy | None = None) -> int:
     """Estimated peak memory of analysing ``spec`` in a fresh process, from declared sizes only.
 
     The model is located (:func:`headforms.sources.locate`: config and file sizes, no weights).
@@ -122,11 +124,10 @@ def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
     models that cannot be located (their analysis reports why): the base.
     """
     from .architectures import shapes_from_config
-    from .engine import policy_in_force
     from .sources import TABLE_FORMAT, locate
 
     try:
-        located = locate(spec, policy_in_force())
+        located = locate(spec, policy)
     except HeadformsError:
         return BASE_BYTES
     if located.format == TABLE_FORMAT:
@@ -159,9 +160,14 @@ def part_name(spec: str) -> str:
 
 
 def analyse_one(
-    spec: str, options: AnalysisOptions, parts_dir: str, threads: int | None = None
+    spec: str,
+    options: AnalysisOptions,
+    parts_dir: str,
+    threads: int | None = None,
+    policy: Policy | None = None,
 ) -> Outcome:
-    """Analyse one model and write its per-head rows to ``parts_dir``; never raises.
+    """Analyse one model (within ``policy``) and write its per-head rows to ``parts_dir``;
+    never raises.
 
     Failures come back as an outcome with the one-line message (a :class:`HeadformsError`'s
     own text, or the exception's type and text for anything else).
@@ -173,7 +179,7 @@ def analyse_one(
         from .analyses.survey import survey_rows
         from .engine import analyze
 
-        result = analyze(spec, options=options)
+        result = analyze(spec, options=options, policy=policy)
         card = result.card
         rows = survey_rows(spec, result.heads, card.head_dim, card.model_dim)
         target = Path(parts_dir) / part_name(spec)
@@ -287,8 +293,10 @@ def run_survey(
     memory_budget: int | None = None,
     scheduler: str | None = None,
     report: Report | None = None,
+    policy: Policy | None = None,
 ) -> SurveyResult:
-    """Analyse every model not already done (see the module docstring); return the tables."""
+    """Analyse every model not already done (see the module docstring), within ``policy``;
+    return the tables."""
     out = Path(out)
     parts = parts_dir(out)
     parts.mkdir(parents=True, exist_ok=True)
@@ -305,9 +313,9 @@ def run_survey(
 
     if todo:
         if scheduler:
-            _run_dask(todo, options, parts, scheduler, record)
+            _run_dask(todo, options, parts, scheduler, record, policy)
         else:
-            _run_local(todo, options, parts, jobs, memory_budget, record)
+            _run_local(todo, options, parts, jobs, memory_budget, record, policy)
     return collect(specs, manifest, parts)
 
 
@@ -331,6 +339,7 @@ def _run_local(
     jobs: int | None,
     budget: int | None,
     record: Callable[[Outcome], None],
+    policy: Policy | None = None,
 ) -> None:
     """A process pool: at most ``jobs`` models at once, their estimated peaks within budget."""
     import multiprocessing
@@ -339,7 +348,7 @@ def _run_local(
     jobs = max(1, jobs or cores)
     threads = max(1, cores // jobs)
     budget = budget or default_memory_budget()
-    estimates = {spec: estimate_peak_bytes(spec, threads) for spec in todo}
+    estimates = {spec: estimate_peak_bytes(spec, threads, policy) for spec in todo}
     pending = list(todo)
     running: dict[Future, str] = {}
     context = multiprocessing.get_context("spawn")
@@ -368,7 +377,7 @@ def _run_local(
                     continue
                 if used + estimates[spec] <= budget:
                     pending.remove(spec)
-                    future = pool.submit(analyse_one, spec, options, str(parts), threads)
+                    future = pool.submit(analyse_one, spec, options, str(parts), threads, policy)
                     running[future] = spec
                     used += estimates[spec]
             if not running:
@@ -406,6 +415,7 @@ def _run_dask(
     parts: Path,
     address: str,
     record: Callable[[Outcome], None],
+    policy: Policy | None = None,
 ) -> None:
     """Each model a task on the Dask cluster at ``address``; workers write the parts."""
     try:
@@ -426,6 +436,8 @@ def _run_dask(
                 spec,
                 options,
                 str(parts.resolve()),
+                None,
+                policy,
                 pure=False,
             ): spec
             for spec in todo

@@ -9,7 +9,7 @@ import streamlit as st
 from headforms import HeadformsError
 from headforms.analyses import fits
 from headforms.figures import paper as figures_paper
-from ui import cached, page_context, show_figure
+from ui import cached, guard, page_context, show_figure
 from ui.fits import lobe_fit_errors
 from ui.fits import lobe_fits as fitted_lobes
 from ui.tables import require_spectra
@@ -47,7 +47,8 @@ show_figure(
         model_key,
         lambda: figures_paper.fit_errors_figure(errors, ctx.spec, "spectral lobes"),
     ),
-    f"Average error of each family over the {len(ctx.heads)} heads of {ctx.spec}, per lobe "
+    f"Average error of each family over the {len(ctx.heads)} heads of {guard.plain(ctx.spec)}, "
+    "per lobe "
     "and over both.",
 )
 st.dataframe(errors.style.format("{:.4f}"))

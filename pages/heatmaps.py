@@ -13,7 +13,7 @@ from ui import (
     page_context,
     select_from_customdata,
 )
-from ui.tables import baseline_heads
+from ui.loading import baseline_heads
 
 ctx = page_context()
 st.title("Layer × head heatmaps")

@@ -7,14 +7,14 @@ import streamlit as st
 from headforms.analyses.parity import paper_table2, parity_by_layer, parity_table
 from headforms.figures import heatmaps as figures
 from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
-from ui import cached, model_label, page_context, show_figure
+from ui import cached, guard, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
 from ui.widgets import format_layers
 
 ctx = page_context()
 card = ctx.card
 st.title("Model overview")
-st.caption(model_label(ctx.spec))
+st.caption(guard.plain(model_label(ctx.spec)))
 
 left, right = st.columns([2, 3])
 with left:

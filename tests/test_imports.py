@@ -142,14 +142,14 @@ def test_no_import_circle_in_the_package() -> None:
     assert not cycles, "import circles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-def test_lower_stages_never_import_the_engine_nor_sources_the_hosted_policy() -> None:
-    """The results, tables and the baseline come before the engine; sources apply a policy
-    handed in and never import hosted mode's."""
+def test_lower_stages_never_import_the_engine_nor_hosted_mode() -> None:
+    """The results, tables and the baseline come before the engine; the sources and the engine
+    apply a policy handed in and never import hosted mode's (headforms.hosted)."""
     graph = import_graph()
     engine = f"{ROOT}.engine"
     for name in ("results", "tables", "baseline", "heads", "card", "columns", "streaming"):
         assert engine not in graph[f"{ROOT}.{name}"], name
-    hosted = f"{ROOT}.sources.hosted"
+    hosted = f"{ROOT}.hosted"
     for name, targets in graph.items():
-        if name.startswith(f"{ROOT}.sources") and name != hosted:
-            assert hosted not in targets, name
+        if name.startswith(f"{ROOT}.sources") or name in (engine, f"{ROOT}.streaming"):
+            assert not any(t == hosted or t.startswith(hosted + ".") for t in targets), name

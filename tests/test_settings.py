@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from headforms import settings as config
-from headforms.engine import policy_in_force
 from headforms.errors import LimitError, NotAllowedError, OptionError
+from headforms.hosted.policy import Policy, policy_in_force
 from headforms.options import AnalysisOptions
-from headforms.sources import OPEN
-from headforms.sources.hosted import Policy
 
 
 def test_a_snapshot_holds_the_headforms_variables_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,12 +69,13 @@ def test_the_policy_in_force_follows_hosted_mode(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(config.HOSTED_ENV, "no")
-    assert policy_in_force() is OPEN
+    assert policy_in_force() is None
     monkeypatch.setenv(config.HOSTED_ENV, "1")
     monkeypatch.setenv(config.ROOTS_ENV, str(tmp_path))
     policy = policy_in_force()
     assert isinstance(policy, Policy) and policy.roots == (tmp_path.resolve(),)
-    assert not policy.probe_paths and policy.confined
+    monkeypatch.setenv(config.MAX_BYTES_ENV, "12345")
+    assert policy_in_force().max_bytes == 12345
 
 
 def test_options_are_checked_once_and_travel_as_one_value() -> None:

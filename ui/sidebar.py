@@ -89,12 +89,8 @@ def model_label(spec: str) -> str:
 
 def model_options(current: str) -> list[str]:
     """Bundled models, plus the current spec if it is a hub id or a path, plus every model of
-    the published table the current spec comes from."""
-    options = list(BUNDLED_MODELS)
-    for spec in [current, *sibling_models(current)]:
-        if spec and spec not in options:
-            options.append(spec)
-    return options
+    the published table the current spec comes from (linear in their number)."""
+    return list(dict.fromkeys(s for s in [*BUNDLED_MODELS, current, *sibling_models(current)] if s))
 
 
 def render_sidebar() -> PageContext | None:
@@ -176,7 +172,8 @@ def render_sidebar() -> PageContext | None:
         f"{PARITY_TYPE_II_TEXT}.",
     )
     sidebar.caption(
-        f"{card.name}: {card.n_layers} layers × {card.n_heads} heads, N = {card.model_dim or '?'}, "
+        f"{guard.plain(card.name)}: {card.n_layers} layers × {card.n_heads} heads, "
+        f"N = {card.model_dim or '?'}, "
         f"n = {card.head_dim or '?'}."
     )
     state.write_url()

@@ -4,7 +4,7 @@ spectra; range filters and row selections of the heads table.
 A table file typed in a picker stands for all its models (``FILE::MODEL`` each,
 :mod:`headforms.tables`); such models have no spectra (pages that need them say so in one line
 with :func:`require_spectra`) and a Gaussian baseline only when the table gives N
-(:func:`baseline_heads`). A column's range filter is a slider over its finite values
+(:func:`ui.loading.baseline_heads`). A column's range filter is a slider over its finite values
 (:func:`value_bounds`, :func:`range_mask`); a row selection comes from the browser and is
 checked (:func:`selected_row`).
 """
@@ -19,7 +19,6 @@ import pandas as pd
 import streamlit as st
 
 from headforms import HeadformsError, ModelAnalysis
-from headforms.errors import UnavailableDataError
 from headforms.sources import Spec, parse_spec
 from headforms.tables import expand_table_spec
 
@@ -29,14 +28,22 @@ from . import guard
 def expand_models(specs: Iterable[str]) -> list[str]:
     """Specs with every table file replaced by its models' specs (a bad table: one st.error);
     at most :data:`ui.guard.MAX_EXTRA_MODELS` specs typed, each of at most ``MAX_SPEC_LENGTH``
-    characters."""
+    characters, and at most as many models once the tables are expanded (one toast for the
+    rest)."""
     out: list[str] = []
     for spec in guard.extra_models(specs):
         try:
             out.extend(expand_table_spec(spec, guard.policy()))
         except HeadformsError as error:
             st.error(guard.public_message(str(error)), icon=":material/error:")
-    return list(dict.fromkeys(out))
+    models = list(dict.fromkeys(out))
+    if len(models) > guard.MAX_EXTRA_MODELS:
+        st.toast(
+            f"Showing the first {guard.MAX_EXTRA_MODELS} of the {len(models)} models named "
+            f"(at most {guard.MAX_EXTRA_MODELS} besides the sidebar's).",
+            icon=":material/block:",
+        )
+    return models[: guard.MAX_EXTRA_MODELS]
 
 
 def _table(spec: str) -> Spec | None:
@@ -72,19 +79,12 @@ def require_spectra(analysis: ModelAnalysis, page: str) -> None:
     """Stop the page with one line when the model has no spectra (a published table)."""
     if not analysis.spectra:
         st.info(
-            f"The {page} page needs the eigenvalue spectra of S; {analysis.card.name} comes from a "
+            f"The {page} page needs the eigenvalue spectra of S; {guard.plain(analysis.card.name)} "
+            "comes from a "
             "published per-head table, which has only the profiles and scores.",
             icon=":material/info:",
         )
         st.stop()
-
-
-def baseline_heads(analysis: ModelAnalysis) -> pd.DataFrame | None:
-    """The Gaussian baseline's per-head table, or None when the model has none."""
-    try:
-        return analysis.baseline.heads
-    except UnavailableDataError:
-        return None
 
 
 RELATIVE_WIDTH = 1e-9
@@ -147,7 +147,6 @@ def selected_row(rows: Any, n_rows: int) -> int | None:
 
 
 __all__ = [
-    "baseline_heads",
     "expand_models",
     "first_model",
     "range_filter",

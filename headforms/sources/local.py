@@ -8,8 +8,10 @@ fingerprint) are all that is read.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from .files import (
     open_regular,
     read_small,
     regular_size,
+    short_name,
 )
 from .located import TABLE_FORMAT, Located, LocatedFile
 from .policy import Guard, allow
@@ -40,8 +43,10 @@ def locate_path(
     kind: str = "local",
     display_name: str | None = None,
     guard: Guard = allow,
+    max_index_bytes: int = MAX_INDEX_BYTES,
 ) -> Located:
-    """Locate a local directory or ``.gguf`` file (see the module doc)."""
+    """Locate a local directory or ``.gguf`` file (see the module doc); ``guard`` sees every
+    path before it is opened."""
     path = Path(path)
     guard(path)
     if not path.exists():
@@ -67,9 +72,9 @@ def locate_path(
 
     def read_index(name: str) -> bytes:
         guard(path / name)
-        return read_small(path / name, MAX_INDEX_BYTES)
+        return read_small(path / name, max_index_bytes)
 
-    choice = choose_weight_files(names, read_index, arch)
+    choice = choose_weight_files(names, read_index, arch, max_index_bytes)
     for name in choice.files:
         guard(path / name)
     weights = tuple(LocatedFile(n, regular_size(path / n), path / n) for n in choice.files)
@@ -107,18 +112,27 @@ def locate_table(path: Path, spec: str, model: str | None, guard: Guard = allow)
     one, or, for listing, all of them)."""
     path = Path(path)
     guard(path)
-    if not path.is_file():
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise ModelSpecError(
+                f"no such table file: {path}; a published table is a .csv, .parquet or .json "
+                "file with one row per head"
+            ) from None
         raise ModelSpecError(
-            f"no such table file: {path}; a published table is a .csv, .parquet or .json file "
-            "with one row per head"
-        )
+            f"cannot open the table file {short_name(path.name)}: "
+            f"{exc.strerror or type(exc).__name__}"
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelSpecError(f"the table {short_name(path.name)} is not a regular file")
     return Located(
         spec=spec,
         kind="table",
         display_name=model or path.stem,
         format=TABLE_FORMAT,
         fingerprint=files_fingerprint([path]) + f":{model or ''}",
-        weights=(LocatedFile(path.name, regular_size(path), path),),
+        weights=(LocatedFile(path.name, info.st_size, path),),
         extra={"model": model},
     )
 

@@ -11,8 +11,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .policy import OPEN, Policy
-
 TABLE_FORMAT = "table"
 """The ``format`` of a published per-head table: its file holds metrics, not weights."""
 
@@ -47,8 +45,11 @@ class Located:
     :func:`headforms.sources.files.choose_weight_files`; a table's file); ``config``: the parsed
     config.json (None for GGUF, whose metadata holds it); ``complete``: the weight files hold
     every weight of the model (not only the attention shards); ``fingerprint``: identifies the
-    content; ``extra``: kind-specific facts (a table's ``model``); ``policy``: the policy it
-    was located under, which opening it is held to (download budget, files beyond these).
+    content; ``extra``: kind-specific facts (a table's ``model``). Set by the policy that
+    checked it (:class:`headforms.sources.policy.Policy`): ``download_budget``, the bytes its
+    downloads may take in all (None: unbounded), and ``confined``: no file beyond those named
+    here may be opened (e.g. the other shards of an index). It is a plain value: a worker
+    process receives it as JSON (:meth:`as_dict`) and opens it without locating it again.
     """
 
     spec: str
@@ -63,7 +64,8 @@ class Located:
     complete: bool = True
     hub: HubLocation | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    policy: Policy = field(default=OPEN, compare=False, repr=False)
+    download_budget: int | None = None
+    confined: bool = False
 
     @property
     def weight_bytes(self) -> int | None:
@@ -81,24 +83,22 @@ class Located:
         return replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain JSON (for a worker process, which then opens it without locating it again);
-        the policy is not included: the receiver hands in its own."""
+        """Plain JSON (for a worker process, which then opens it without locating it again)."""
         data = asdict(self)
-        del data["policy"]
         for name in ("config_file", "index_file"):
             data[name] = _file_dict(getattr(self, name))
         data["weights"] = [_file_dict(f) for f in self.weights]
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], policy: Policy = OPEN) -> Located:
-        """The located model of :meth:`as_dict`, held to ``policy``."""
+    def from_dict(cls, data: Mapping[str, Any]) -> Located:
+        """The located model of :meth:`as_dict`."""
         fields = dict(data)
         fields["weights"] = tuple(_file(f) for f in data["weights"])
         fields["config_file"] = _file(data.get("config_file"))
         fields["index_file"] = _file(data.get("index_file"))
         fields["hub"] = HubLocation(**data["hub"]) if data.get("hub") else None
-        return cls(**fields, policy=policy)
+        return cls(**fields)
 
 
 def _file_dict(f: LocatedFile | None) -> dict[str, Any] | None:

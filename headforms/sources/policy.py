@@ -1,17 +1,18 @@
 """What a caller lets a spec open: the policy is handed in, never decided here.
 
-:mod:`headforms.sources` applies a :class:`Policy` at four points, each before anything it
-guards is read: :meth:`~Policy.check_text` on the spec's text (before it is classified),
-:meth:`~Policy.check_spec` on the classified spec, :meth:`~Policy.guard` on every local path
-before it is opened, and :meth:`~Policy.check_located` on the files found (sizes, real paths).
-:data:`OPEN` allows everything (a private run); a shared server hands in its own (hosted mode,
-:class:`headforms.sources.hosted.Policy`), chosen by the caller from the settings.
+:mod:`headforms.sources` applies a :class:`Policy` (a shared server's,
+:mod:`headforms.hosted.policy`; this package never imports it) at four points, each before
+anything it guards is read: :meth:`~Policy.check_text` on the spec's text (before it is
+classified; a spec is then classified by its text alone, never by testing which files exist),
+:meth:`~Policy.check_spec` on the classified spec, :meth:`~Policy.path_guard` on every local
+path before it is opened, and :meth:`~Policy.check_located` on the files found (sizes, real
+paths), which returns them with the policy's download budget and confinement. No policy (None):
+everything may be opened.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,58 +21,29 @@ if TYPE_CHECKING:
     from .specs import Spec
 
 Guard = Callable[[Path], None]
-"""Called with every path before it is opened; raises to refuse it."""
-
-
-class Policy(Protocol):
-    """What may be opened. ``probe_paths``: a bare relative name may be tested for existence
-    while a spec is classified (a shared server must not answer strangers that question);
-    ``confined``: no file beyond the located ones may be read (e.g. other shards' headers);
-    ``download_budget``: bytes a hub download may take (None: no limit)."""
-
-    probe_paths: bool
-    confined: bool
-
-    @property
-    def download_budget(self) -> int | None: ...
-
-    def check_text(self, text: str) -> None: ...
-
-    def check_spec(self, spec: Spec) -> None: ...
-
-    def guard(self, spec: Spec) -> Guard: ...
-
-    def check_located(self, located: Located) -> None: ...
+"""Called with every path before it is opened (a policy's: refuses paths outside its roots)."""
 
 
 def allow(path: Path) -> None:
-    """The guard of a policy that allows every path."""
+    """The guard when no policy applies: every path may be opened."""
 
 
-@dataclass(frozen=True)
-class OpenPolicy:
-    """Everything may be opened (a private run: the command line, a library call)."""
+class Policy(Protocol):
+    """What a caller's policy does while a model is located (see the module doc)."""
 
-    probe_paths: bool = True
-    confined: bool = False
-
-    @property
-    def download_budget(self) -> int | None:
-        """No download limit."""
-        return None
+    max_index_bytes: int
+    """Largest shard index parsed."""
+    max_hub_files: int
+    """Most top-level files of a hub repository listed."""
 
     def check_text(self, text: str) -> None:
-        """Any text may be classified."""
+        """Refuse the spec's text (before it is classified)."""
 
     def check_spec(self, spec: Spec) -> None:
-        """Any spec may be located."""
+        """Refuse the classified spec (before anything is looked up)."""
 
-    def guard(self, spec: Spec) -> Guard:
-        """Every path may be opened."""
-        return allow
+    def path_guard(self, spec: str) -> Guard:
+        """The guard called with every local path of ``spec`` before it is opened."""
 
-    def check_located(self, located: Located) -> None:
-        """Any located model may be opened."""
-
-
-OPEN = OpenPolicy()
+    def check_located(self, located: Located) -> Located:
+        """Refuse the located files, or return them with the policy's budget and confinement."""

@@ -10,12 +10,12 @@ A spec is a bundled model's short name (``smollm2-135m``), a local path (a direc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ModelSpecError
 from .bundled import BUNDLED_MODELS
-from .policy import OPEN, Policy
+from .policy import Policy
 
 HUB_ID_PATTERN = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}(?:@[A-Za-z0-9._/-]{1,128})?$"
@@ -64,28 +64,31 @@ class Spec:
     """A classified spec: ``kind`` is ``bundled``, ``path``, ``hub`` or ``table``; ``value`` the
     name, path, repo id or table file; ``revision`` the hub revision (None: the default
     branch); ``model`` the model named in a table (None: the table's only one, or all of them).
-    ``policy``: the policy it was checked by, which the files it leads to are held to."""
+    ``policy``: the policy it was checked by (None: none), which the files it leads to are held
+    to when it is located."""
 
     text: str
     kind: str
     value: str
     revision: str | None = None
     model: str | None = None
-    policy: Policy = field(default=OPEN, compare=False, repr=False)
+    policy: Policy | None = field(default=None, compare=False, repr=False)
 
 
-def parse_spec(spec: str, policy: Policy = OPEN) -> Spec:
-    """Classify a spec under ``policy`` (its text checked first, the result second). No file is
-    opened; a bare relative name is tested for existence only where the policy allows it (a
-    shared server's answer would tell strangers which files it has)."""
+def parse_spec(spec: str, policy: Policy | None = None) -> Spec:
+    """Classify a spec once, under ``policy`` when one is given (its text checked first, the
+    classified spec second). No file is opened. Without a policy a bare relative name that
+    exists is a path; with one (a shared server's: the answer would tell strangers which files
+    it has) a spec is classified by its text alone."""
+    if policy is None:
+        return _classify(spec, probe=True)
     policy.check_text(spec)
-    parsed = _classify(spec, policy.probe_paths)
-    parsed = Spec(parsed.text, parsed.kind, parsed.value, parsed.revision, parsed.model, policy)
+    parsed = replace(_classify(spec, probe=False), policy=policy)
     policy.check_spec(parsed)
     return parsed
 
 
-def _classify(spec: str, probe_paths: bool) -> Spec:
+def _classify(spec: str, probe: bool) -> Spec:
     if not isinstance(spec, str):
         raise ModelSpecError(f"the model spec must be a string; {ACCEPTED}")
     text = spec.strip()
@@ -105,7 +108,7 @@ def _classify(spec: str, probe_paths: bool) -> Spec:
     looks_like_path = (
         text.startswith(("/", ".", "~"))
         or text.endswith((".gguf", ".safetensors", ".bin", ".json"))
-        or (probe_paths and Path(text).expanduser().exists())
+        or (probe and Path(text).expanduser().exists())
     )
     if looks_like_path:
         return Spec(text, "path", str(Path(text).expanduser()))

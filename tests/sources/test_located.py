@@ -1,6 +1,7 @@
 """A spec is parsed once into a value that travels: the policy it was checked by goes with it
-into the located model, which a worker process receives as JSON and opens without locating it
-again; a published table is one more source kind."""
+into locating, and the located model (with the budget and confinement its policy gave it) is a
+plain value a worker process receives as JSON and opens without locating it again; a published
+table is one more source kind."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 import tiny_models as tm
 
 from headforms.errors import NotAllowedError
+from headforms.hosted.policy import Policy
 from headforms.models.source import open_model
-from headforms.sources import OPEN, TABLE_FORMAT, Located, locate, parse_spec
-from headforms.sources.hosted import Policy
+from headforms.sources import TABLE_FORMAT, Located, locate, parse_spec
 
 
 @pytest.fixture(scope="module")
@@ -24,27 +25,25 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_located_model_crosses_a_process_boundary_as_json(tiny_dir: Path) -> None:
-    located = locate(str(tiny_dir))
+    policy = Policy(roots=(tiny_dir.parent.resolve(),), max_bytes=10**9)
+    located = locate(str(tiny_dir), policy)
+    assert located.confined and located.download_budget == 10**9
     again = Located.from_dict(json.loads(json.dumps(located.as_dict())))
     assert again == located and again.weights[0].path == located.weights[0].path
     opened = open_model(again)  # opened as it is: nothing located again
     assert opened.fingerprint == located.fingerprint and opened.files == [located.weights[0].path]
 
 
-def test_the_policy_travels_with_the_spec_into_the_located_model(
-    tiny_dir: Path, tmp_path: Path
-) -> None:
+def test_a_spec_is_checked_once_and_keeps_its_policy(tiny_dir: Path, tmp_path: Path) -> None:
     policy = Policy(roots=(tiny_dir.parent.resolve(),))
     parsed = parse_spec(str(tiny_dir), policy)
-    located = locate(parsed)
-    assert located.policy is policy and located.policy.confined
-    assert locate(str(tiny_dir)).policy is OPEN
+    assert parsed.policy is policy and locate(parsed).confined
+    assert parse_spec(str(tiny_dir)).policy is None and not locate(str(tiny_dir)).confined
     with pytest.raises(ValueError, match="policy it was checked by"):
-        locate(parsed, OPEN)
+        locate(parsed, Policy())
     outside = Policy(roots=(tmp_path.resolve(),))
     with pytest.raises(NotAllowedError, match="outside the model directories"):
         parse_spec(str(tiny_dir), outside)  # refused when classified, before any read
-    assert Located.from_dict(located.as_dict(), policy).policy is policy
 
 
 def test_a_published_table_is_a_source_kind(tmp_path: Path) -> None:
@@ -56,11 +55,7 @@ def test_a_published_table_is_a_source_kind(tmp_path: Path) -> None:
     assert located.format == TABLE_FORMAT and located.extra["model"] == "m"
     assert located.weights[0].path == table and located.weights[0].size == table.stat().st_size
     assert parse_spec(str(table)).model is None  # a bare table: its only model, or all
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     with pytest.raises(NotAllowedError, match="outside the model directories"):
-        locate(f"{table}::m", Policy(roots=(tiny_dir_root(tmp_path),)))
-
-
-def tiny_dir_root(tmp_path: Path) -> Path:
-    other = tmp_path / "elsewhere"
-    other.mkdir()
-    return other.resolve()
+        locate(f"{table}::m", Policy(roots=(elsewhere.resolve(),)))

@@ -18,7 +18,7 @@ from published_tables import author_table
 
 from headforms import analyze
 from headforms.errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
-from headforms.sources import OPEN, parse_spec
+from headforms.sources import parse_spec
 from headforms.sources.specs import split_spec
 from headforms.tables import expand_table_spec
 
@@ -78,8 +78,8 @@ def test_specs_and_expansion(published, tmp_path: Path):
     assert split_spec(f"{path}::beta") == (path, "beta")
     assert is_table_spec("x.parquet") and is_table_spec("x.json::m")
     assert not is_table_spec("gpt2") and not is_table_spec("x.json")
-    assert expand_table_spec(str(path), OPEN) == [f"{path}::org/alpha", f"{path}::beta"]
-    assert expand_table_spec("gpt2", OPEN) == ["gpt2"]
+    assert expand_table_spec(str(path)) == [f"{path}::org/alpha", f"{path}::beta"]
+    assert expand_table_spec("gpt2") == ["gpt2"]
 
 
 def test_an_empty_kv_head_column_means_one_key_head_per_query_head(published, tmp_path: Path):
@@ -132,11 +132,12 @@ def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message
 
 def test_hosted_mode_reads_tables_only_under_the_model_roots(published, tmp_path, monkeypatch):
     from headforms.errors import NotAllowedError
+    from headforms.hosted import policy_in_force
 
     path, _ = published
     monkeypatch.setenv("HEADFORMS_HOSTED", "1")
     monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(tmp_path / "elsewhere"))
     with pytest.raises(NotAllowedError, match="outside the model directories"):
-        analyze(f"{path}::beta")
+        analyze(f"{path}::beta", policy=policy_in_force())
     monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(path.parent))
-    assert analyze(f"{path}::beta").card.n_heads == 6
+    assert analyze(f"{path}::beta", policy=policy_in_force()).card.n_heads == 6
