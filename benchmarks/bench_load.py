@@ -5,8 +5,8 @@ model root full of hostile files and tables, the default model already analysed,
 two phases in the same run:
 
 - **quiet**: 30 concurrent visitors, each: ``GET /``, one websocket script run of the simplex
-  page (the browser's protocol, ``tests/streamlit_client.py``), ``GET`` of plotly.js, one rerun
-  selecting another head;
+  page (the browser's protocol, ``tests/helpers/streamlit_client.py``), ``GET`` of plotly.js,
+  one rerun selecting another head;
 - **attacked**: the same 30 visitors (``--rounds`` times, after ``--warmup`` seconds of attack)
   while the attackers of issue 17 loop (``--attackers`` of them, in this order):
 
@@ -64,7 +64,7 @@ from urllib.parse import quote
 
 from _common import ROOT, machine_line, print_table, thread_env
 
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 SECONDS_LIMIT = "30"  # HEADFORMS_ANALYSIS_SECONDS of the benchmark's server
 MEMORY_LIMIT = str(768 * 2**20)  # HEADFORMS_ANALYSIS_MEMORY of the benchmark's server
@@ -424,8 +424,8 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         [
             sys.executable,
             "-c",
-            "from headforms import engine; "
-            f"engine.analyze({DEFAULT_MODEL!r}, spectra=engine.ALL_SPECTRA).baseline",
+            "from headforms import columns, engine; "
+            f"engine.analyze({DEFAULT_MODEL!r}, spectra=columns.ALL_SPECTRA).baseline",
         ],
         env=env,
         cwd=tree,

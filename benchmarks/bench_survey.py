@@ -68,7 +68,7 @@ def run(specs: list[str], jobs: int, work: Path) -> tuple[float, int, list]:
 
 
 def main() -> None:
-    sys.path.insert(0, str(_common.ROOT / "tests"))
+    sys.path.insert(0, str(_common.ROOT / "tests" / "helpers"))
     import tiny_models as tm
 
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):

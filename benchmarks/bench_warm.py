@@ -50,9 +50,9 @@ def main() -> int:
     env = thread_env(args.threads, HEADFORMS_CACHE_DIR=work, HF_HUB_OFFLINE="1")
     try:
         from headforms import analyze
-        from headforms.engine import analysis_options
+        from headforms.options import DEFAULT_OPTIONS
         from headforms.sources import locate
-        from headforms.store import ResultStore, cache_key
+        from headforms.store import ResultStore, metrics_key
 
         rows = []
         with limit_threads(args.threads):
@@ -62,7 +62,7 @@ def main() -> int:
                 warm = median_time(lambda name=name: analyze(name), args.repeat)
                 t_locate = median_time(lambda name=name: locate(name), args.repeat)
                 store = ResultStore()
-                key = cache_key(locate(name).fingerprint, analysis_options(0, True))
+                key = metrics_key(locate(name).fingerprint, DEFAULT_OPTIONS.key())
                 t_get = median_time(
                     lambda store=store, key=key: store.get(key, "analysis"), args.repeat
                 )

@@ -113,6 +113,7 @@ def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digit
 
 def summary(columns: Mapping[str, np.ndarray], name: str, baseline: Mapping | None = None) -> str:
     """The text summary of an analysis: parity shares (Table 2) and metric statistics."""
+    from .columns import BASELINE_PREFIX
     from .forms import parity_counts
 
     counts = parity_counts(columns["parity"])
@@ -123,7 +124,7 @@ def summary(columns: Mapping[str, np.ndarray], name: str, baseline: Mapping | No
     values = {m: np.asarray(columns[m], dtype=float) for m in metrics}
     if baseline is not None:
         for m in ("energy", "pairing"):
-            values[f"rand_{m}"] = np.asarray(baseline[m], dtype=float)
+            values[BASELINE_PREFIX + m] = np.asarray(baseline[m], dtype=float)
     stats = {
         name: [_of_present(statistic, v) for v in values.values()]
         for name, statistic in (
@@ -143,21 +144,27 @@ def _of_present(statistic: Any, values: np.ndarray) -> float:
     return float(statistic(present)) if present.size else float("nan")
 
 
+def options_of(args: argparse.Namespace) -> Any:
+    """The :class:`headforms.options.AnalysisOptions` of ``analyze`` or ``survey``'s flags."""
+    from .columns import EXTRA_SPECTRA
+    from .options import AnalysisOptions
+
+    spectra = getattr(args, "spectra", ())
+    spectra = EXTRA_SPECTRA if "all" in spectra else tuple(spectra)
+    return AnalysisOptions(args.rope_position, not args.no_fold_qk_norm, spectra)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from .engine import analyze
 
     if args.out is not None:
         check_output_path(args.out)
-    from .results import EXTRA_SPECTRA
-
+    options = options_of(args)
     progress = None if args.quiet else _Progress()
-    spectra = EXTRA_SPECTRA if "all" in args.spectra else args.spectra
     try:
         result = analyze(
             args.model,
-            rope_position=args.rope_position,
-            fold_qk_norm=not args.no_fold_qk_norm,
-            spectra=spectra,
+            options=options,
             progress=progress,
             use_cache=not args.no_cache,
             policy=policy_in_force(),
@@ -259,9 +266,9 @@ def cmd_survey(args: argparse.Namespace) -> int:
         models += survey.read_model_list(args.list)
     if args.preset is not None:
         models += preset(args.preset)
+    options = options_of(args)
     policy = policy_in_force()
     specs = survey.survey_specs(models, policy)
-    options = survey.SurveyOptions(args.rope_position, not args.no_fold_qk_norm)
 
     def report(outcome: survey.Outcome, done: int, total: int) -> None:
         if outcome.status == "done":

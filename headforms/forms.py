@@ -10,7 +10,7 @@ Everything is computed from the ``2n x 2n`` Gram matrix ``G = U^T U`` of ``U = [
 does not change them): exact, at a cost
 of ``O(N n^2)`` per head (forming ``G``) instead of ``O(N^3)``. Because the metrics depend on
 ``K, Q`` only through ``G``, the Gaussian baseline can sample ``G`` from its Wishart law
-directly (see :func:`wishart_gram`).
+directly (see :func:`wishart_factor`).
 
 All metric definitions live here (docs/MATH.md states them): profile ``(a, b, c, d)``,
 symmetric profile, parity, symmetric energy, pairing score, and the author's extra statistics.
@@ -19,11 +19,16 @@ symmetric profile, parity, symmetric energy, pairing score, and the author's ext
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
-PARITY_TYPE_II_THRESHOLD = 1.0 / 50.0
-"""Type II if ``c_S + d_S`` is at most this (Table 2)."""
+PARITY_TYPE_II_FRACTION = Fraction(1, 50)
+"""Type II if ``c_S + d_S`` is at most this (Table 2): the paper's tolerance."""
+PARITY_TYPE_II_THRESHOLD = float(PARITY_TYPE_II_FRACTION)
+"""The tolerance as a number."""
+PARITY_TYPE_II_TEXT = f"{PARITY_TYPE_II_FRACTION.numerator}/{PARITY_TYPE_II_FRACTION.denominator}"
+"""The tolerance as the paper writes it (``1/50``), for captions and help texts."""
 
 PARITY_LABELS = ("I+", "II", "I-")
 ZERO_FORM_LABEL = "zero"
@@ -103,18 +108,6 @@ _ILL_CONDITIONED = 1e-4
 refactored by a QR of ``U``: forming G squares the condition number, QR does not."""
 
 
-def gram_factor(gram: np.ndarray) -> np.ndarray:
-    """A batch of ``F`` with ``F F^T = G`` (lower Cholesky; eigen square root if G is singular).
-
-    For weights prefer :func:`head_factors`, which refactors ill-conditioned heads by QR.
-    """
-    try:
-        return np.linalg.cholesky(gram)
-    except np.linalg.LinAlgError:
-        w, v = np.linalg.eigh(gram)
-        return v * np.sqrt(np.clip(w, 0.0, None))[..., None, :]
-
-
 def _qr_factor(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """``F = R^T`` from a thin QR of ``U = [K^T, Q^T]``: exact even when U is rank-deficient."""
     u = np.swapaxes(np.concatenate([k, q], axis=-2), -1, -2)
@@ -142,12 +135,6 @@ def head_factors(
     if bad.any():
         factor[bad] = _qr_factor(q[bad], k[kv[bad]])
     return factor, gram
-
-
-def forms_from_gram(gram: np.ndarray, model_dim: int) -> FormBatch:
-    """All spectra of the forms from their Gram matrices alone (factor: :func:`gram_factor`)."""
-    gram = np.asarray(gram, dtype=np.float64)
-    return forms_from_factor(gram_factor(gram), model_dim, gram)
 
 
 def forms_from_factor(
@@ -386,26 +373,3 @@ def wishart_factor(
     idx = np.arange(dim)
     lower[:, idx, idx] = np.sqrt(rng.chisquare(model_dim - idx, size=(n_heads, dim)))
     return lower
-
-
-def wishart_gram(
-    rng: np.random.Generator, n_heads: int, head_dim: int, model_dim: int
-) -> np.ndarray:
-    """Gram matrices of independent Gaussian ``K, Q`` (see :func:`wishart_factor`)."""
-    factor = wishart_factor(rng, n_heads, head_dim, model_dim)
-    return factor @ np.swapaxes(factor, -1, -2)
-
-
-def dense_reference(q: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
-    """Dense ``O(N^3)`` computation for one head (tests and benchmarks only): L, S, A spectra."""
-    form = np.asarray(k, dtype=np.float64).T @ np.asarray(q, dtype=np.float64)
-    sym = (form + form.T) / 2.0
-    skew = (form - form.T) / 2.0
-    return {
-        "L": form,
-        "eig_s": np.linalg.eigvalsh(sym)[::-1],
-        "sv_a": np.linalg.svd(skew, compute_uv=False),
-        "norm_l2": float(np.sum(form**2)),
-        "norm_s2": float(np.sum(sym**2)),
-        "norm_a2": float(np.sum(skew**2)),
-    }

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import HeadformsError, OptionError
+from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .settings import THREADS_ENV, usable_cpus
 from .store import write_atomic
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ MiB = 1 << 20
 BASE_BYTES = 512 * MiB
 """Estimated memory of a worker that reads a config.json model (Python, numpy, pandas, scipy,
 transformers' config classes, torch and, for RoPE models, transformers' RoPE functions):
-measured up to about 400 MiB (tests/test_survey.py checks the estimates bound the peaks)."""
+measured up to about 400 MiB (tests/survey/test_survey.py checks the estimates bound the peaks)."""
 
 BASE_GGUF_BYTES = 250 * MiB
 """Estimated memory of a worker that reads a GGUF file (no transformers): measured 180 MiB."""
@@ -45,14 +47,6 @@ BASE_GGUF_BYTES = 250 * MiB
 LAYER_COPIES = 3
 """Float64 copies of one layer's attention weights alive at once per layer in flight (read,
 effective, factors); the engine keeps ``threads + 1`` layers in flight."""
-
-
-@dataclass(frozen=True)
-class SurveyOptions:
-    """The analysis options every model of a survey is run with (part of the manifest)."""
-
-    rope_position: int = 0
-    fold_qk_norm: bool = True
 
 
 @dataclass
@@ -129,43 +123,23 @@ def estimate_peak_bytes(spec: str, threads: int = 1, policy: Policy | None = Non
     plus the file's size (the Q/K tensors are dequantized from it). Published tables, and
     models that cannot be located (their analysis reports why): the base.
     """
-    from .sources import locate
-    from .sources.specs import is_table_spec
+    from .architectures import shapes_from_config
+    from .sources import TABLE_FORMAT, locate
 
-    if is_table_spec(spec):
-        return BASE_GGUF_BYTES
     try:
         located = locate(spec, policy)
     except HeadformsError:
         return BASE_BYTES
+    if located.format == TABLE_FORMAT:
+        return BASE_GGUF_BYTES
     if located.format == "gguf":
         return BASE_GGUF_BYTES + (located.weight_bytes or 0)
-    shapes = _config_shapes(located.config or {})
-    if shapes is None:
+    try:
+        shapes = shapes_from_config(located.config or {})
+    except HeadformsError:
         return BASE_BYTES
-    heads, kv_heads, head_dim, model_dim = shapes
-    per_layer = (heads + 2 * kv_heads) * head_dim * model_dim * 8
+    per_layer = (shapes.n_heads + 2 * shapes.n_kv_heads) * shapes.head_dim * shapes.model_dim * 8
     return BASE_BYTES + LAYER_COPIES * (max(1, threads) + 1) * per_layer
-
-
-def _config_shapes(config: dict) -> tuple[int, int, int, int] | None:
-    """``(heads, kv heads, head dim, model dim)`` from a config.json's common field names."""
-    config = config.get("text_config") or config
-
-    def first(*names: str) -> int | None:
-        for name in names:
-            value = config.get(name)
-            if isinstance(value, int) and value > 0:
-                return value
-        return None
-
-    model_dim = first("hidden_size", "n_embd", "d_model", "dim")
-    heads = first("num_attention_heads", "n_head", "n_heads", "num_heads")
-    if not model_dim or not heads:
-        return None
-    kv_heads = first("num_key_value_heads", "num_kv_heads") or heads
-    head_dim = first("head_dim") or model_dim // heads
-    return heads, kv_heads, head_dim, model_dim
 
 
 def default_memory_budget() -> int:
@@ -187,7 +161,7 @@ def part_name(spec: str) -> str:
 
 def analyse_one(
     spec: str,
-    options: SurveyOptions,
+    options: AnalysisOptions,
     parts_dir: str,
     threads: int | None = None,
     policy: Policy | None = None,
@@ -198,19 +172,14 @@ def analyse_one(
     Failures come back as an outcome with the one-line message (a :class:`HeadformsError`'s
     own text, or the exception's type and text for anything else).
     """
-    if threads:
-        os.environ["HEADFORMS_THREADS"] = str(threads)
+    if threads:  # this worker process's own setting
+        os.environ[THREADS_ENV] = str(threads)
     start, started = time.perf_counter(), time.time()
     try:
         from .analyses.survey import survey_rows
         from .engine import analyze
 
-        result = analyze(
-            spec,
-            rope_position=options.rope_position,
-            fold_qk_norm=options.fold_qk_norm,
-            policy=policy,
-        )
+        result = analyze(spec, options=options, policy=policy)
         card = result.card
         rows = survey_rows(spec, result.heads, card.head_dim, card.model_dim)
         target = Path(parts_dir) / part_name(spec)
@@ -254,11 +223,11 @@ class Manifest:
     """A survey's progress: its options and each model's outcome (``<out>.survey.json``)."""
 
     path: Path
-    options: SurveyOptions
+    options: AnalysisOptions
     outcomes: dict[str, Outcome] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, path: Path, options: SurveyOptions) -> Manifest:
+    def open(cls, path: Path, options: AnalysisOptions) -> Manifest:
         """The manifest at ``path`` (new if absent); an error if made with other options."""
         if not path.exists():
             return cls(path, options)
@@ -266,7 +235,7 @@ class Manifest:
             raw = json.loads(path.read_text())
             if raw.get("version") != MANIFEST_VERSION:
                 raise ValueError(f"version {raw.get('version')!r}")
-            saved = SurveyOptions(**raw["options"])
+            saved = AnalysisOptions(**raw["options"])
             outcomes = {o["spec"]: Outcome(**o) for o in raw["models"]}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise OptionError(
@@ -274,7 +243,7 @@ class Manifest:
             ) from exc
         if saved != options:
             raise OptionError(
-                f"{path}: this survey was made with {asdict(saved)}, not {asdict(options)}; use "
+                f"{path}: this survey was made with {saved.key()}, not {options.key()}; use "
                 "another --out, or delete the manifest to start over"
             )
         return cls(path, options, outcomes)
@@ -292,7 +261,7 @@ class Manifest:
         self.outcomes[outcome.spec] = outcome
         payload = {
             "version": MANIFEST_VERSION,
-            "options": asdict(self.options),
+            "options": self.options.key(),
             "models": [asdict(o) for o in self.outcomes.values()],
         }
         write_atomic(self.path, json.dumps(payload, indent=1).encode())
@@ -319,7 +288,7 @@ Report = Callable[[Outcome, int, int], None]
 def run_survey(
     specs: list[str],
     out: Path,
-    options: SurveyOptions = SurveyOptions(),
+    options: AnalysisOptions = DEFAULT_OPTIONS,
     jobs: int | None = None,
     memory_budget: int | None = None,
     scheduler: str | None = None,
@@ -365,7 +334,7 @@ def collect(specs: list[str], manifest: Manifest, parts: Path) -> SurveyResult:
 
 def _run_local(
     todo: list[str],
-    options: SurveyOptions,
+    options: AnalysisOptions,
     parts: Path,
     jobs: int | None,
     budget: int | None,
@@ -374,8 +343,6 @@ def _run_local(
 ) -> None:
     """A process pool: at most ``jobs`` models at once, their estimated peaks within budget."""
     import multiprocessing
-
-    from .engine import usable_cpus
 
     cores = usable_cpus()
     jobs = max(1, jobs or cores)
@@ -444,7 +411,7 @@ def _run_local(
 
 def _run_dask(
     todo: list[str],
-    options: SurveyOptions,
+    options: AnalysisOptions,
     parts: Path,
     address: str,
     record: Callable[[Outcome], None],

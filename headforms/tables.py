@@ -2,7 +2,7 @@
 
 A per-head table (CSV, parquet, or JSON records) holds one row per head of one or more models:
 the columns of a survey (``model``, ``head_dim``, ``model_dim`` and
-:data:`headforms.engine.TABLE_COLUMNS`), or those of the author's published
+:data:`headforms.columns.TABLE_COLUMNS`), or those of the author's published
 ``head_statistics.csv`` (``model, layer, head, kv_head, dim, symmetric_energy, balance,
 pairing, ..., a, b, c, d, b_sym, c_sym, d_sym``). Each model becomes a :class:`TableAnalysis`:
 its per-head table and a card of what the table says (layers, heads, kv heads, head dim), but
@@ -10,7 +10,9 @@ no spectra, and a Gaussian baseline only when the table gives the model dim N.
 
 Spec syntax: ``FILE::MODEL`` (FILE ending in .csv, .parquet or .json), or a bare ``FILE`` ending
 in .csv or .parquet when the table holds exactly one model (:func:`expand_table_spec` lists a
-table's models as specs).
+table's models as specs). A table is one more source kind: :func:`headforms.sources.locate`
+finds its file under the caller's policy (a shared server's: only under its model roots) and
+this module reads what was located.
 
 A table is bounded before it is parsed (:class:`TableLimits`): its file's size, its rows (a
 parquet file's metadata: rows, columns and uncompressed size, before any data is read; a CSV
@@ -20,9 +22,7 @@ module knows are read. Read tables are kept in memory within :data:`CACHE_BYTES`
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,14 +30,27 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .baseline import Baseline
+from .baseline import Baseline, gaussian_baseline
 from .bounded import ByteLRU
-from .engine import METRIC_COLUMNS, TABLE_COLUMNS, ModelAnalysis, ModelCard, gaussian_baseline
-from .env import human_bytes
+from .card import ModelCard
+from .columns import METRIC_COLUMNS, TABLE_COLUMNS
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
 from .forms import parity_labels
-from .sources import Policy, files_fingerprint
-from .sources.specs import SEPARATOR, split_spec
+from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .results import ModelAnalysis
+from .settings import (
+    DEFAULT_MAX_TABLE_BYTES,
+    DEFAULT_MAX_TABLE_MODELS,
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_BYTES_ENV,
+    MAX_TABLE_MODELS_ENV,
+    MAX_TABLE_ROWS_ENV,
+    human_bytes,
+    settings,
+)
+from .sources import TABLE_FORMAT, Located, Policy, files_fingerprint, locate, parse_spec
+from .sources.files import short_name
+from .sources.specs import table_spec
 
 ALIASES = {"symmetric_energy": "energy", "dim": "head_dim"}
 """Column names of the author's published table -> this package's names."""
@@ -52,9 +65,6 @@ KNOWN_COLUMNS = frozenset(
 )
 """The columns read from a table file (any other is never used, so never parsed)."""
 
-MAX_BYTES_ENV = "HEADFORMS_MAX_TABLE_BYTES"
-MAX_ROWS_ENV = "HEADFORMS_MAX_TABLE_ROWS"
-MAX_MODELS_ENV = "HEADFORMS_MAX_TABLE_MODELS"
 MAX_COLUMNS = 512
 """Columns a table file may declare (a per-head table has a few dozen)."""
 CACHE_BYTES = 64 * 2**20
@@ -66,49 +76,42 @@ class TableLimits:
     """Bounds on one table file: bytes (the file; a parquet file's uncompressed data too),
     rows and models. Defaults hold a survey of hundreds of models; the variables raise them."""
 
-    max_bytes: int = 64 * 2**20
-    max_rows: int = 250_000
-    max_models: int = 1_000
+    max_bytes: int = DEFAULT_MAX_TABLE_BYTES
+    max_rows: int = DEFAULT_MAX_TABLE_ROWS
+    max_models: int = DEFAULT_MAX_TABLE_MODELS
 
     @classmethod
     def from_env(cls) -> TableLimits:
         """The limits, with ``HEADFORMS_MAX_TABLE_BYTES``/``_ROWS``/``_MODELS`` when set."""
-        values = {}
-        for field, name in (
-            ("max_bytes", MAX_BYTES_ENV),
-            ("max_rows", MAX_ROWS_ENV),
-            ("max_models", MAX_MODELS_ENV),
-        ):
-            raw = os.environ.get(name, "").strip()
-            if raw:
-                if not raw.isdigit() or int(raw) <= 0:
-                    raise OptionError(f"{name}={raw[:40]!r} is not a positive whole number")
-                values[field] = int(raw)
-        return cls(**values)
-
-
-def table_spec(path: Path | str, model: str) -> str:
-    """The spec of ``model`` in the table at ``path``."""
-    return f"{path}{SEPARATOR}{model}"
+        values = settings()
+        return cls(values.max_table_bytes, values.max_table_rows, values.max_table_models)
 
 
 def expand_table_spec(spec: str, policy: Policy | None = None) -> list[str]:
-    """A bare table file -> one spec per model it holds; any other spec -> ``[spec]``."""
-    parts = split_spec(spec)
-    if parts is None or parts[1] is not None:
+    """A bare table file -> one spec per model it holds (located within ``policy``); any other
+    spec -> ``[spec]`` (nothing is located)."""
+    parsed = parse_spec(spec, policy)
+    if parsed.kind != "table" or parsed.model is not None:
         return [spec]
-    return [table_spec(parts[0], model) for model in table_models(parts[0], policy)]
+    return [table_spec(parsed.value, model) for model in table_models(locate(parsed))]
 
 
-def table_models(path: Path, policy: Policy | None = None) -> list[str]:
-    """The models of a table, in the order they first appear."""
-    return list(_table(path, policy).rows)
+def table_models(located: Located) -> list[str]:
+    """The models of a located table, in the order they first appear."""
+    return list(_table(_table_path(located)).rows)
 
 
-def read_table(path: Path, policy: Policy | None = None) -> pd.DataFrame:
-    """The normalised table of a file (cached while the file is unchanged), read only where
-    ``policy`` allows (a shared server: under its model roots) and within its bounds."""
-    return _table(path, policy).frame
+def read_table(path: Path) -> pd.DataFrame:
+    """The normalised table of a file (cached while the file is unchanged), within its bounds;
+    ``path`` comes from :func:`headforms.sources.locate`, which held it to the caller's
+    policy."""
+    return _table(Path(path)).frame
+
+
+def _table_path(located: Located) -> Path:
+    if located.format != TABLE_FORMAT or located.weights[0].path is None:
+        raise ModelSpecError(f"{located.spec!r} is not a table spec (FILE.csv::MODEL)")
+    return located.weights[0].path
 
 
 @dataclass(frozen=True)
@@ -122,42 +125,33 @@ class _Table:
 _tables: ByteLRU[_Table] = ByteLRU(CACHE_BYTES)
 
 
-def _table(path: Path, policy: Policy | None) -> _Table:
-    path = Path(path)
+def _table(path: Path) -> _Table:
     limits = TableLimits.from_env()
-    info = _checked_file(path, policy, limits)
+    info = _checked_file(path, limits)
     key = (str(path), info.st_ino, info.st_mtime_ns, info.st_size, limits)
     return _tables.get_or_build(key, lambda: _read_table(path, limits))
 
 
-def _checked_file(path: Path, policy: Policy | None, limits: TableLimits) -> os.stat_result:
-    """The file's status, once it is known to be a regular file within ``policy`` and the
-    size limit; otherwise one line saying what is wrong."""
-    if policy is not None:
-        policy.path_guard(str(path))(path)  # a shared server: only under its model roots
+def _checked_file(path: Path, limits: TableLimits) -> os.stat_result:
+    """The status of a located table file (:func:`headforms.sources.locate` checked it is a
+    regular file), once it is within the size limit; otherwise one line saying what is wrong."""
     try:
         info = os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            raise ModelSpecError(
-                f"no such table file: {path}; a published table is a .csv, .parquet or .json "
-                "file with one row per head"
-            ) from None
+    except OSError as exc:  # gone since it was located
         raise ModelSpecError(
-            f"cannot open the table file {_short(path.name)}: {exc.strerror or type(exc).__name__}"
+            f"cannot open the table file {short_name(path.name)}: "
+            f"{exc.strerror or type(exc).__name__}"
         ) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ModelSpecError(f"the table {_short(path.name)} is not a regular file")
     if info.st_size > limits.max_bytes:
         raise CorruptFileError(
-            f"{_short(path.name)} is {human_bytes(info.st_size)}, more than the "
-            f"{human_bytes(limits.max_bytes)} a table may have ({MAX_BYTES_ENV})"
+            f"{short_name(path.name)} is {human_bytes(info.st_size)}, more than the "
+            f"{human_bytes(limits.max_bytes)} a table may have ({MAX_TABLE_BYTES_ENV})"
         )
     return info
 
 
 def _read_table(path: Path, limits: TableLimits) -> _Table:
-    name = _short(path.name)
+    name = short_name(path.name)
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
@@ -176,14 +170,14 @@ def _read_table(path: Path, limits: TableLimits) -> _Table:
     if len(raw) > limits.max_rows:
         raise CorruptFileError(
             f"{name} has more than {limits.max_rows} rows, more than a table may have "
-            f"({MAX_ROWS_ENV})"
+            f"({MAX_TABLE_ROWS_ENV})"
         )
     table = normalise(raw, name)
     rows = table.groupby("model", sort=False).indices
     if len(rows) > limits.max_models:
         raise CorruptFileError(
             f"{name} holds {len(rows)} models, more than the {limits.max_models} a table may "
-            f"hold ({MAX_MODELS_ENV})"
+            f"hold ({MAX_TABLE_MODELS_ENV})"
         )
     return _Table(table, {str(m): r for m, r in rows.items()})
 
@@ -200,21 +194,16 @@ def _read_parquet(path: Path, name: str, limits: TableLimits) -> pd.DataFrame:
     if metadata.num_rows > limits.max_rows:
         raise CorruptFileError(
             f"{name} has {metadata.num_rows} rows, more than the {limits.max_rows} a table may "
-            f"have ({MAX_ROWS_ENV}); nothing was read"
+            f"have ({MAX_TABLE_ROWS_ENV}); nothing was read"
         )
     if metadata.num_columns > MAX_COLUMNS or uncompressed > limits.max_bytes:
         raise CorruptFileError(
             f"{name} expands to {human_bytes(uncompressed)} in {metadata.num_columns} columns, "
-            f"more than the {human_bytes(limits.max_bytes)} a table may have ({MAX_BYTES_ENV}); "
-            "nothing was read"
+            f"more than the {human_bytes(limits.max_bytes)} a table may have "
+            f"({MAX_TABLE_BYTES_ENV}); nothing was read"
         )
     columns = [c for c in metadata.schema.names if c in KNOWN_COLUMNS]
     return pd.read_parquet(path, columns=columns)
-
-
-def _short(name: str, limit: int = 80) -> str:
-    """A file name as a message shows it (a 300-character name cut to ``limit``)."""
-    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -266,20 +255,19 @@ class PublishedTableAnalysis(ModelAnalysis):
 
 
 def open_table(
-    spec: str, rope_position: int = 0, policy: Policy | None = None
+    located: Located, options: AnalysisOptions = DEFAULT_OPTIONS
 ) -> PublishedTableAnalysis:
-    """The analysis of one model of a published table (``FILE::MODEL``, or a one-model FILE)."""
-    if rope_position:
+    """The analysis of one model of a located published table (``FILE::MODEL``, or a
+    one-model FILE)."""
+    spec = located.spec
+    if options.rope_position:
         raise OptionError(
             f"{spec}: a published table holds the profiles it was computed with; RoPE position "
-            f"{rope_position} needs the weights (use 0)"
+            f"{options.rope_position} needs the weights (use 0)"
         )
-
-    parts = split_spec(spec)
-    if parts is None:
-        raise ModelSpecError(f"{spec!r} is not a table spec (FILE.csv::MODEL)")
-    path, model = parts
-    read = _table(path, policy)
+    path = _table_path(located)
+    model = located.extra.get("model")
+    read = _table(path)
     table, models = read.frame, list(read.rows)
     if model is None:
         if len(models) != 1:
@@ -290,7 +278,7 @@ def open_table(
         model = models[0]
     if model not in read.rows:
         raise ModelSpecError(
-            f"{_short(path.name)} has no model {model!r}; it holds: {_listing(models)}"
+            f"{short_name(path.name)} has no model {model!r}; it holds: {_listing(models)}"
         )
     rows = table.iloc[read.rows[model]]
     rows = rows.sort_values(["layer", "head"], kind="stable")

@@ -12,6 +12,7 @@ from headforms.analyses.parity import parity_by_layer
 from headforms.figures import heatmaps
 from headforms.figures import paper as figures_paper
 from headforms.figures import simplex as simplex_figures
+from headforms.forms import PARITY_TYPE_II_TEXT
 from ui import (
     PlotPayload,
     cached,
@@ -65,7 +66,8 @@ show_figure(
         lambda: figures_paper.parity_comparison_figure(table, tolerance),
     ),
     f"Table 2: percent of heads by parity (Type II: c_S + d_S ≤ {tolerance:g}, set in the "
-    "sidebar); rows marked paper are the published values (at 1/50) with their head counts.",
+    f"sidebar); rows marked paper are the published values (at {PARITY_TYPE_II_TEXT}) with their "
+    "head counts.",
 )
 st.dataframe(
     table,

@@ -6,6 +6,7 @@ import streamlit as st
 
 from headforms.analyses.parity import paper_table2, parity_by_layer, parity_table
 from headforms.figures import heatmaps as figures
+from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from ui import cached, guard, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
 from ui.widgets import format_layers
@@ -64,7 +65,8 @@ with right:
     )
     st.caption(
         f"Percent of heads by parity (Table 2 style): Type II if c_S + d_S ≤ {ctx.tolerance:g} "
-        "(sidebar; the paper's 1/50 = 0.02), otherwise I+ if c_S > d_S, else I−."
+        f"(sidebar; the paper's {PARITY_TYPE_II_TEXT} = {PARITY_TYPE_II_THRESHOLD:g}), otherwise "
+        "I+ if c_S > d_S, else I−."
     )
     with st.expander("The paper's Table 2, for comparison"):
         st.dataframe(paper_table2())

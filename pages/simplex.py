@@ -10,6 +10,7 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.figures import simplex as figures
+from headforms.forms import PARITY_TYPE_II_TEXT
 from ui import (
     PlotPayload,
     cached,
@@ -122,8 +123,8 @@ with right:
         key="triangle",
         on_click=select_from_customdata,
         caption="Symmetric profiles (b_S, c_S, d_S) of S alone on the triangle a = 0; the band "
-        "near the b vertex (c_S + d_S ≤ 1/50) is Type II. Scroll to zoom; click a head to open "
-        "it.",
+        f"near the b vertex (c_S + d_S ≤ {PARITY_TYPE_II_TEXT}) is Type II. Scroll to zoom; click "
+        "a head to open it.",
         data=profiles,
         filename=f"{ctx.spec}_triangle",
         scroll_zoom=True,

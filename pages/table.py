@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms.engine import BASELINE_PREFIX, METRIC_COLUMNS
-from headforms.forms import PARITY_LABELS
+from headforms.columns import BASELINE_PREFIX, METRIC_COLUMNS
+from headforms.forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, ZERO_FORM_LABEL
 from ui import guard, jump_toggle, page_context, select_head
 from ui.loading import has_baseline, load_baseline
 from ui.tables import range_filter, selected_row
@@ -28,7 +28,7 @@ COLUMN_HELP = {
     "d_sym": "d of S alone",
     "energy": "symmetric energy ‖S‖²/‖L‖²",
     "pairing": "pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
-    "parity": "II if c_S + d_S ≤ 1/50, else I+ if c_S > d_S, else I−",
+    "parity": f"II if c_S + d_S ≤ {PARITY_TYPE_II_TEXT}, else I+ if c_S > d_S, else I−",
     "norm_l": "Frobenius norm of L",
     "balance": "1 − |n₊ − n₋|/(n₊ + n₋)",
     "leading_share": "λ²_max / ‖S‖²",
@@ -44,7 +44,7 @@ st.caption(
 )
 
 controls = st.columns([2, 3, 3], vertical_alignment="bottom")
-parities = [p for p in (*PARITY_LABELS, "zero") if (ctx.heads["parity"] == p).any()]
+parities = [p for p in (*PARITY_LABELS, ZERO_FORM_LABEL) if (ctx.heads["parity"] == p).any()]
 chosen_parities = controls[0].pills(
     "Parity", parities, selection_mode="multi", default=parities, key="table_parity"
 )

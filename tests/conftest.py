@@ -1,4 +1,10 @@
-"""Shared test setup: an isolated cache, no silent skips under CI, the fake hub fixtures."""
+"""Shared test setup: an isolated cache, no silent skips under CI, the fake hub fixtures.
+
+Tests live in folders named for the stages of headforms/ and the dashboard; the shared helpers in
+tests/helpers/, which pyproject.toml puts on sys.path (``import tiny_models``). Test files are
+imported with ``--import-mode=importlib``: two folders may hold files of the same name, and a
+test file never imports another (what two files share is a helper).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from ci_env import IN_CI
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -37,7 +42,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 @pytest.fixture(scope="session")
 def fake_hub_server():
-    """One loopback fake Hugging Face hub for the session (tests/fake_hub.py), behind fake_hub."""
+    """One loopback fake Hugging Face hub for the session (helpers/fake_hub.py), behind fake_hub."""
     from fake_hub import FakeHub
 
     hub = FakeHub().start()

@@ -31,6 +31,7 @@ import streamlit as st
 
 from headforms import hosted
 from headforms.errors import ModelSpecError
+from headforms.settings import settings
 from headforms.sources import MAX_SPEC_LENGTH, Policy
 
 LOGGER = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ _WHOLE = re.compile(r"[+-]?\d{1,19}")
 
 def is_hosted() -> bool:
     """Whether this server runs in hosted mode."""
-    return hosted.enabled()
+    return settings().hosted
 
 
 def policy() -> Policy | None:
@@ -272,7 +273,7 @@ def public_message(text: str) -> str:
     (:func:`plain`)."""
     if not is_hosted():
         return plain(text)
-    policy_roots = [str(r) for r in hosted.Policy.from_env().roots]
+    policy_roots = [str(r) for r in settings().model_roots]
     kept = {f"\0root{i}\0": root for i, root in enumerate(policy_roots)}
     for marker, root in kept.items():
         text = text.replace(root, marker)

@@ -10,7 +10,9 @@ key names, so they follow the weights too. Both are LRUs bounded in bytes
 (:class:`headforms.bounded.ByteLRU`: :data:`ANALYSIS_BYTES`, :data:`CACHED_BYTES`) held by
 ``st.cache_resource``, rather than a ``@st.cache_resource`` on ``analyze`` itself, because
 Streamlit records elements drawn inside a cached function and replays them on every cache hit;
-the progress bar must be drawn only while the engine really works.
+the progress bar must be drawn only while the engine really works. A load parses and locates
+the spec once (:func:`located_model`) and hands the located model on: to the engine, or in
+hosted mode to the contained worker.
 
 A model's first view needs its heads only: the Gaussian baseline is computed when a view asks
 for it (:func:`load_baseline`, with its own progress line), never while the model loads.
@@ -42,10 +44,10 @@ import streamlit as st
 
 from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze, hosted
 from headforms.bounded import ByteLRU
-from headforms.engine import ALL_SPECTRA, check_rope_position
+from headforms.columns import ALL_SPECTRA
 from headforms.errors import UnavailableDataError
-from headforms.sources import locate, parse_spec
-from headforms.sources.specs import is_table_spec
+from headforms.options import AnalysisOptions
+from headforms.sources import Located, Spec, locate, parse_spec
 
 from . import guard
 from .tables import expand_models
@@ -71,24 +73,31 @@ DASHBOARD_SPECTRA = ALL_SPECTRA
 """The spectra the dashboard's pages read (the head page needs sv_a)."""
 
 StoreKey = tuple[str, int]
-"""``(fingerprint, rope_position)``; a published table: ``(spec, rope_position)``."""
+"""``(fingerprint, rope_position)`` of the located model (weights or a published table)."""
+
+
+def dashboard_options(rope_position: int = 0) -> AnalysisOptions:
+    """The options of the dashboard's analyses at ``rope_position``: every spectrum its pages
+    read (checked once, here)."""
+    return AnalysisOptions(rope_position, spectra=DASHBOARD_SPECTRA)
 
 
 def dashboard_analysis(
-    spec: str,
-    rope_position: int = 0,
+    target: str | Located,
+    options: AnalysisOptions | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> ModelAnalysis:
     """What the dashboard needs of a model to show it: every spectrum, computed (or read from
     the disk cache) now, in this process; the baseline waits for a view that needs it."""
-    return analyze(spec, rope_position=rope_position, spectra=DASHBOARD_SPECTRA, progress=progress)
+    options = options or dashboard_options()
+    return analyze(target, options=options, progress=progress, policy=guard.policy())
 
 
 class LoadJob:
     """One analysis running on a worker thread, with the progress it last reported."""
 
     def __init__(self, spec: str) -> None:
-        self.spec = spec
+        self.spec = spec  # as typed: what the bar names
         self.started = time.monotonic()
         self.fraction = 0.0
         self.message = "opening the model (the first one also imports its libraries)"
@@ -123,19 +132,20 @@ class AnalysisStore:
         """Keep ``analysis``, evicting the least recently used beyond the byte budget."""
         self._items.put(key, analysis)
 
-    def job(self, key: StoreKey, spec: str, rope_position: int) -> LoadJob:
-        """The running analysis of ``key``, started now if there is none. When it finishes,
-        its result is kept (even if the page that asked for it was left meanwhile)."""
+    def job(self, key: StoreKey, target: str | Located, options: AnalysisOptions) -> LoadJob:
+        """The running analysis of ``key`` (``target`` at ``options``), started now if there is
+        none. When it finishes, its result is kept (even if the page that asked for it was left
+        meanwhile)."""
         with self._lock:
             running = self._jobs.get(key)
             if running is not None:
                 return running
-            job = LoadJob(spec)
+            job = LoadJob(target.spec if isinstance(target, Located) else target)
             self._jobs[key] = job
 
         def work() -> None:
             try:
-                analysis = dashboard_analysis(spec, rope_position, progress=job.report)
+                analysis = dashboard_analysis(target, options, progress=job.report)
             except BaseException as error:  # delivered to every session waiting on the job
                 job.future.set_exception(error)
             else:
@@ -156,25 +166,21 @@ def analysis_store() -> AnalysisStore:
 
 
 @st.cache_data(ttl=FINGERPRINT_SECONDS, show_spinner=False, max_entries=256)
-def _local_fingerprint(spec: str, hosted_mode: bool) -> str:
-    return locate(spec, guard.policy()).fingerprint
+def _located_local(spec: Spec) -> Located:
+    return locate(spec)
 
 
 @st.cache_data(ttl=HUB_FINGERPRINT_SECONDS, show_spinner=False, max_entries=256)
-def _hub_fingerprint(spec: str, hosted_mode: bool) -> str:
-    return locate(spec, guard.policy()).fingerprint
+def _located_hub(spec: Spec) -> Located:
+    return locate(spec)
 
 
-def fingerprint(spec: str) -> str:
-    """The fingerprint of a model's weights, located within this server's policy (a refusal or
-    bad spec: its HeadformsError, as :func:`headforms.sources.locate` words it)."""
-    hosted_mode = guard.is_hosted()
-    try:
-        hub = parse_spec(spec, probe=not hosted_mode).kind == "hub"
-    except HeadformsError:
-        hub = False  # locate gives the error (in hosted mode, the policy's first)
-    locate_now = _hub_fingerprint if hub else _local_fingerprint
-    return locate_now(spec, hosted_mode)
+def located_model(spec: str) -> Located:
+    """The model ``spec`` names, parsed and located once within this server's policy (a
+    refusal or bad spec: its HeadformsError, the policy's first); remembered a few seconds, a
+    hub id's a minute (the spec's policy is part of the key: modes never share an entry)."""
+    parsed = parse_spec(spec, guard.policy())
+    return _located_hub(parsed) if parsed.kind == "hub" else _located_local(parsed)
 
 
 def load_analysis(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis:
@@ -184,19 +190,19 @@ def load_analysis(spec: str, rope_position: int = 0, where: Any = None) -> Model
     Raises :class:`HeadformsError` with a one-line message on bad input or at a limit.
     """
     spec = guard.checked_spec(spec)
-    rope = check_rope_position(rope_position)
+    options = dashboard_options(rope_position)
+    located = located_model(spec)
     store = analysis_store()
-    # A table is keyed by its spec (its reader keeps it while the file is unchanged).
-    key = ((spec if is_table_spec(spec) else fingerprint(spec)), rope)
+    key = (located.fingerprint, options.rope_position)
     analysis = store.get(key)
     if analysis is None:
         bar = (where if where is not None else st).progress(0.0, text=f"{guard.shown(spec)} …")
         try:
             if guard.is_hosted():
-                analysis = _contained(spec, rope, bar)
+                analysis = _contained(located, options, bar)
                 store.put(key, analysis)
             else:
-                analysis = _on_worker_thread(store.job(key, spec, rope), bar)
+                analysis = _on_worker_thread(store.job(key, located, options), bar)
         finally:
             bar.empty()
     card = analysis.card
@@ -213,10 +219,11 @@ def _on_worker_thread(job: LoadJob, bar: Any) -> ModelAnalysis:
             bar.progress(job.fraction, text=job.text())
 
 
-def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
+def _contained(located: Located, options: AnalysisOptions, bar: Any) -> ModelAnalysis:
     """Hosted mode: the analysis in a contained worker process, waited for on this (the
     script's) thread, so that a visitor who leaves stops waiting and the worker is let go."""
     started = time.monotonic()
+    spec = located.spec
     shown = {"fraction": 0.0, "text": f"{guard.shown(spec)}: waiting for a worker", "at": 0.0}
 
     def progress(done: int, total: int, message: str) -> None:
@@ -231,13 +238,11 @@ def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
             bar.progress(shown["fraction"], text=f"{shown['text']} · {now - started:.0f} s")
 
     return hosted.analyze(
-        spec,
-        rope_position=rope,
-        spectra=DASHBOARD_SPECTRA,
+        located,
+        options=options,
         progress=progress,
         check=heartbeat,
         visitor=guard.visitor(),
-        policy=guard.policy(),
     )
 
 
@@ -286,12 +291,12 @@ BASELINE_TEXT = "Gaussian baseline of the same shapes"
 
 def _baseline_at_hand(analysis: ModelAnalysis) -> bool:
     """Whether the baseline needs no computation: kept by the analysis, or in the store."""
-    from headforms import engine
+    from headforms.baseline import baseline_key
     from headforms.store import ResultStore
 
     if vars(analysis).get("_baseline") is not None or "baseline" in vars(analysis):
         return True
-    return engine.baseline_key(analysis.card.baseline_shapes) in ResultStore()
+    return baseline_key(analysis.card.baseline_shapes) in ResultStore()
 
 
 def baseline_heads(analysis: ModelAnalysis, where: Any = None) -> pd.DataFrame | None:

@@ -12,8 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from headforms import BUNDLED_MODELS, DEFAULT_MODEL, ModelAnalysis, ModelCard
-from headforms.engine import MAX_ROPE_POSITION
 from headforms.figures.style import head_name
+from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
+from headforms.options import MAX_ROPE_POSITION
 
 from . import guard, state
 from .loading import try_load
@@ -166,8 +167,9 @@ def render_sidebar() -> PageContext | None:
         format="%.3f",
         key=state.TOLERANCE_KEY,
         help="Parity shares (Table 2, Figure 12, Overview and Compare) count a head as Type II "
-        "when c_S + d_S is at most this; the paper uses 1/50 = 0.020. Markers on the plots keep "
-        "the paper's 1/50.",
+        f"when c_S + d_S is at most this; the paper uses {PARITY_TYPE_II_TEXT} = "
+        f"{PARITY_TYPE_II_THRESHOLD:.3f}. Markers on the plots keep the paper's "
+        f"{PARITY_TYPE_II_TEXT}.",
     )
     sidebar.caption(
         f"{guard.plain(card.name)}: {card.n_layers} layers × {card.n_heads} heads, "

@@ -19,8 +19,8 @@ import pandas as pd
 import streamlit as st
 
 from headforms import HeadformsError, ModelAnalysis
-from headforms.sources.specs import split_spec
-from headforms.tables import expand_table_spec, table_spec
+from headforms.sources import Spec, parse_spec
+from headforms.tables import expand_table_spec
 
 from . import guard
 
@@ -46,21 +46,30 @@ def expand_models(specs: Iterable[str]) -> list[str]:
     return models[: guard.MAX_EXTRA_MODELS]
 
 
+def _table(spec: str) -> Spec | None:
+    """The parsed spec if it names a published table (or a model in one), else None."""
+    try:
+        parsed = parse_spec(spec, guard.policy())
+    except HeadformsError:
+        return None
+    return parsed if parsed.kind == "table" else None
+
+
 def sibling_models(spec: str) -> list[str]:
     """The specs of every model in the table ``spec`` comes from (``[]`` if not a table)."""
-    parts = split_spec(spec)
-    if parts is None:
+    parsed = _table(spec)
+    if parsed is None:
         return []
     try:
-        return expand_table_spec(str(parts[0]), guard.policy())
+        return expand_table_spec(parsed.value, guard.policy())
     except HeadformsError:
         return []
 
 
 def first_model(spec: str) -> str:
     """A bare table file with several models -> its first model's spec; other specs unchanged."""
-    parts = split_spec(spec)
-    if parts is None or parts[1] is not None:
+    parsed = _table(spec)
+    if parsed is None or parsed.model is not None:
         return spec
     models = sibling_models(spec)
     return models[0] if len(models) > 1 else spec
@@ -145,6 +154,5 @@ __all__ = [
     "require_spectra",
     "selected_row",
     "sibling_models",
-    "table_spec",
     "value_bounds",
 ]

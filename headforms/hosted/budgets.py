@@ -14,7 +14,8 @@ import time
 from collections import OrderedDict, deque
 
 from ..errors import LimitError
-from .limits import VISITOR_ANALYSES_ENV, VISITOR_SAMPLES_ENV, Limits
+from ..settings import VISITOR_ANALYSES_ENV, VISITOR_SAMPLES_ENV
+from .limits import Limits
 
 KINDS = {
     "analyses": ("new analyses (models or RoPE positions)", VISITOR_ANALYSES_ENV),

@@ -19,17 +19,12 @@ Standard ASGI (no Streamlit import), the same in and outside hosted mode except 
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from .policy import enabled as hosted_enabled
+from ..settings import ALLOWED_HOSTS_ENV, DEFAULT_FRAME_ANCESTORS, settings
 
-ALLOWED_HOSTS_ENV = "HEADFORMS_ALLOWED_HOSTS"
-FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
-
-DEFAULT_FRAME_ANCESTORS = "'self'"
 LOCAL_NAMES = ("localhost",)
 """Names always answered (they resolve to this machine only)."""
 HIDDEN_IN_HOSTED_MODE = ("/_stcore/metrics",)
@@ -51,12 +46,10 @@ class Rules:
 
     @classmethod
     def from_env(cls) -> Rules:
-        """Read ``HEADFORMS_ALLOWED_HOSTS``, ``HEADFORMS_FRAME_ANCESTORS`` and hosted mode."""
-        hosts = tuple(
-            h.strip().lower() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()
-        )
-        ancestors = " ".join(os.environ.get(FRAME_ANCESTORS_ENV, "").split())
-        return cls(hosts, ancestors or DEFAULT_FRAME_ANCESTORS, hosted_enabled())
+        """The settings ``HEADFORMS_ALLOWED_HOSTS``, ``HEADFORMS_FRAME_ANCESTORS`` and hosted
+        mode."""
+        values = settings()
+        return cls(values.allowed_hosts, values.frame_ancestors, values.hosted)
 
     def host_allowed(self, host: str | None) -> bool:
         """Whether a request naming ``host`` (the ``Host`` header, port included) is answered."""

@@ -7,40 +7,20 @@ how many new computations of each kind may be started in a window of time.
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass
 
-from ..errors import LimitError
-
-MEMORY_ENV = "HEADFORMS_ANALYSIS_MEMORY"
-SECONDS_ENV = "HEADFORMS_ANALYSIS_SECONDS"
-CONCURRENT_ENV = "HEADFORMS_ANALYSIS_CONCURRENT"
-NICE_ENV = "HEADFORMS_ANALYSIS_NICE"
-QUEUE_ENV = "HEADFORMS_QUEUE_SECONDS"
-VISITOR_CONCURRENT_ENV = "HEADFORMS_VISITOR_CONCURRENT"
-VISITOR_ANALYSES_ENV = "HEADFORMS_VISITOR_ANALYSES"
-VISITOR_SAMPLES_ENV = "HEADFORMS_VISITOR_SAMPLES"
-WINDOW_ENV = "HEADFORMS_VISITOR_WINDOW"
-
-DEFAULT_MEMORY = 2 * 2**30
-"""Bytes of memory one analysis may allocate (a 2 GiB model's analysis needs about 1 GiB)."""
-DEFAULT_SECONDS = 300.0
-"""Wall-clock seconds one analysis may take."""
-DEFAULT_CONCURRENT = 2
-"""Contained computations running at once on one server."""
-DEFAULT_NICE = 10
-"""Scheduling niceness added to workers: pages and files are served before analyses run."""
-DEFAULT_QUEUE_SECONDS = 60.0
-"""Seconds a request may wait for a free worker before it is refused as busy."""
-DEFAULT_VISITOR_CONCURRENT = 1
-"""Computations of one visitor running at once (the others wait their turn)."""
-DEFAULT_VISITOR_ANALYSES = 12
-"""New analyses (models or RoPE positions not yet computed) one visitor may start per window."""
-DEFAULT_VISITOR_SAMPLES = 20
-"""New Theorem 5 samplings one visitor may start per window."""
-DEFAULT_WINDOW = 3600.0
-"""Seconds over which a visitor's new computations are counted."""
+from ..settings import (
+    DEFAULT_CONCURRENT,
+    DEFAULT_MEMORY,
+    DEFAULT_NICE,
+    DEFAULT_QUEUE_SECONDS,
+    DEFAULT_SECONDS,
+    DEFAULT_VISITOR_ANALYSES,
+    DEFAULT_VISITOR_CONCURRENT,
+    DEFAULT_VISITOR_SAMPLES,
+    DEFAULT_WINDOW,
+    settings,
+)
 
 
 @dataclass(frozen=True)
@@ -59,47 +39,17 @@ class Limits:
 
     @classmethod
     def from_env(cls) -> Limits:
-        """Read the ``HEADFORMS_ANALYSIS_*``, ``HEADFORMS_QUEUE_SECONDS`` and
-        ``HEADFORMS_VISITOR_*`` variables (a nonsense value: a one-line configuration error)."""
+        """The ``HEADFORMS_ANALYSIS_*``, ``HEADFORMS_QUEUE_SECONDS`` and ``HEADFORMS_VISITOR_*``
+        settings (a nonsense value: a one-line configuration error)."""
+        values = settings()
         return cls(
-            memory=int(_positive(MEMORY_ENV, DEFAULT_MEMORY)),
-            seconds=_positive(SECONDS_ENV, DEFAULT_SECONDS),
-            concurrent=_whole(CONCURRENT_ENV, DEFAULT_CONCURRENT),
-            nice=_niceness(),
-            queue_seconds=_positive(QUEUE_ENV, DEFAULT_QUEUE_SECONDS),
-            visitor_concurrent=_whole(VISITOR_CONCURRENT_ENV, DEFAULT_VISITOR_CONCURRENT),
-            visitor_analyses=_whole(VISITOR_ANALYSES_ENV, DEFAULT_VISITOR_ANALYSES),
-            visitor_samples=_whole(VISITOR_SAMPLES_ENV, DEFAULT_VISITOR_SAMPLES),
-            window=_positive(WINDOW_ENV, DEFAULT_WINDOW),
+            memory=values.analysis_memory,
+            seconds=values.analysis_seconds,
+            concurrent=values.analysis_concurrent,
+            nice=values.analysis_nice,
+            queue_seconds=values.queue_seconds,
+            visitor_concurrent=values.visitor_concurrent,
+            visitor_analyses=values.visitor_analyses,
+            visitor_samples=values.visitor_samples,
+            window=values.visitor_window,
         )
-
-
-def _niceness() -> int:
-    raw = os.environ.get(NICE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_NICE
-    if not raw.isdigit() or int(raw) > 19:
-        raise LimitError(
-            f"{NICE_ENV}={raw!r} is not a niceness from 0 to 19 (server configuration)"
-        )
-    return int(raw)
-
-
-def _positive(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise LimitError(f"{name}={raw!r} is not a positive number (server configuration)")
-    return value
-
-
-def _whole(name: str, default: int) -> int:
-    value = _positive(name, default)
-    if value != int(value):
-        raise LimitError(f"{name}={value:g} is not a whole number (server configuration)")
-    return int(value)

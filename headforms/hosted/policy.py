@@ -4,9 +4,10 @@ Switched on by ``HEADFORMS_HOSTED=1``: :func:`policy_in_force` is then a :class:
 None), which the caller hands to :func:`headforms.sources.locate` (the sources never import this
 module). A spec is checked twice, both times before any weight is read or downloaded:
 
-1. :meth:`Policy.check_spec`, on the text: no shell metacharacters or control characters;
-   bundled models always; local paths only under ``HEADFORMS_MODEL_ROOTS``
-   (``os.pathsep``-separated; no ``..``, no ``~``); hub ids only when
+1. :meth:`Policy.check_text` and :meth:`Policy.check_spec`, on the spec as it is classified
+   (once, :func:`headforms.sources.parse_spec`): no shell metacharacters or control
+   characters; bundled models always; local paths and published tables only under
+   ``HEADFORMS_MODEL_ROOTS`` (``os.pathsep``-separated; no ``..``, no ``~``); hub ids only when
    ``HEADFORMS_HUB_ALLOWLIST`` allows them (comma-separated ids or ``org/*`` globs; ``*``
    allows every id; unset: no hub model).
 2. :meth:`Policy.check_located`, on what :mod:`headforms.sources` located: every file the
@@ -31,23 +32,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..env import env_flag, human_bytes
 from ..errors import NotAllowedError
-from ..sources import BUNDLED_MODELS, Located, parse_spec
-from ..sources.local import Guard
+from ..settings import (
+    DEFAULT_HUB_CACHE_BYTES,
+    DEFAULT_MAX_BYTES,
+    MAX_BYTES_ENV,
+    ROOTS_ENV,
+    Settings,
+    human_bytes,
+    settings,
+)
+from ..sources import BUNDLED_MODELS, Guard, Located, Spec, parse_spec
 from ..sources.specs import MAX_SPEC_LENGTH
 
-HOSTED_ENV = "HEADFORMS_HOSTED"
-ROOTS_ENV = "HEADFORMS_MODEL_ROOTS"
-ALLOWLIST_ENV = "HEADFORMS_HUB_ALLOWLIST"
-MAX_BYTES_ENV = "HEADFORMS_MAX_MODEL_BYTES"
-HUB_CACHE_ENV = "HEADFORMS_HUB_CACHE_BYTES"
-
-DEFAULT_MAX_BYTES = 2 * 2**30
-"""Weight bytes allowed per model in hosted mode when ``HEADFORMS_MAX_MODEL_BYTES`` is unset."""
-
-DEFAULT_HUB_CACHE_BYTES = 16 * 2**30
-"""Bytes the local hub cache may keep in hosted mode (least recently used repositories go)."""
 MAX_INDEX_BYTES = 2 * 2**20
 """Largest shard index a hosted server parses (a 405B model's index is about 150 KiB)."""
 MAX_HUB_FILES = 10_000
@@ -60,13 +57,14 @@ SHELL_METACHARACTERS = frozenset(";|&$`<>()\\\"'*?[]{}!#")
 
 def enabled() -> bool:
     """Whether hosted mode is on (``HEADFORMS_HOSTED`` = 1, true, yes or on)."""
-    return env_flag(HOSTED_ENV)
+    return settings().hosted
 
 
 def policy_in_force() -> Policy | None:
-    """The policy of this server (read from the environment now), or None when hosted mode is
+    """The policy of this server (read from the settings now), or None when hosted mode is
     off: what a caller hands to :func:`headforms.sources.locate` and the engine."""
-    return Policy.from_env() if enabled() else None
+    values = settings()
+    return Policy.from_settings(values) if values.hosted else None
 
 
 @dataclass(frozen=True)
@@ -82,23 +80,24 @@ class Policy:
 
     @classmethod
     def from_env(cls) -> Policy:
-        """Read the policy from the ``HEADFORMS_*`` environment variables."""
-        roots = tuple(
-            Path(os.path.realpath(os.path.expanduser(r.strip())))
-            for r in os.environ.get(ROOTS_ENV, "").split(os.pathsep)
-            if r.strip()
-        )
-        allowlist = tuple(
-            a.strip() for a in os.environ.get(ALLOWLIST_ENV, "").split(",") if a.strip()
-        )
-        max_bytes = _bytes(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
-        hub_cache = _bytes(HUB_CACHE_ENV, DEFAULT_HUB_CACHE_BYTES)
-        return cls(roots, allowlist, max_bytes, hub_cache_bytes=hub_cache)
+        """The policy of the ``HEADFORMS_*`` settings now."""
+        return cls.from_settings(settings())
 
-    # --- the spec's text ---------------------------------------------------------------------
+    @classmethod
+    def from_settings(cls, values: Settings) -> Policy:
+        """The policy of ``values``."""
+        return cls(
+            values.model_roots,
+            values.hub_allowlist,
+            values.max_model_bytes,
+            hub_cache_bytes=values.hub_cache_bytes,
+        )
 
-    def check_spec(self, spec: str) -> None:
-        """Refuse a spec's text that this server does not serve (:class:`NotAllowedError`)."""
+    # --- the spec ----------------------------------------------------------------------------
+
+    def check_text(self, spec: str) -> None:
+        """Refuse a spec's text before it is classified (:class:`NotAllowedError`):
+        characters, length, ``~``, ``..``."""
         if not isinstance(spec, str):
             raise NotAllowedError("the model spec must be a string")
         _check_characters(spec)
@@ -115,26 +114,35 @@ class Policy:
                 "path traversal ('..') is not accepted on this server; give a path under "
                 + self.roots_text()
             )
-        parsed = parse_spec(spec, probe=False)
-        if parsed.kind == "path":
-            self.within_roots(Path(parsed.value), spec)
+
+    def check_spec(self, spec: Spec) -> None:
+        """Refuse a classified spec this server does not serve (:class:`NotAllowedError`):
+        local paths and tables outside the roots, hub ids off the allow-list."""
+        if spec.kind == "bundled":
+            return
+        if spec.kind in ("path", "table"):
+            self.within_roots(Path(spec.value), spec.text)
             return
         if not self.allowlist:
             raise NotAllowedError(
                 "hub models are disabled on this server; use a bundled model "
                 f"({', '.join(BUNDLED_MODELS)})" + (" or a local path" if self.roots else "")
             )
-        if not any(_allows(p, parsed.value, parsed.revision) for p in self.allowlist):
+        if not any(_allows(p, spec.value, spec.revision) for p in self.allowlist):
             raise NotAllowedError(
-                f"hub model {spec!r} is not allowed on this server; allowed: "
+                f"hub model {spec.text!r} is not allowed on this server; allowed: "
                 f"{', '.join(self.allowlist)} (and the bundled models: "
                 f"{', '.join(BUNDLED_MODELS)})"
                 + (
                     "; a revision other than main needs an entry naming it (e.g. 'org/name@*')"
-                    if parsed.revision not in (None, "main")
+                    if spec.revision not in (None, "main")
                     else ""
                 )
             )
+
+    def parse(self, spec: str) -> Spec:
+        """The spec as this server classifies it, or its refusal."""
+        return parse_spec(spec, self)
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -197,16 +205,6 @@ class Policy:
                 "was downloaded or read"
             )
         return located.with_files(download_budget=self.max_bytes, confined=True)
-
-
-def _bytes(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    try:
-        return int(raw) if raw else default
-    except ValueError as exc:
-        raise NotAllowedError(
-            f"{name}={raw!r} is not a whole number of bytes (server configuration)"
-        ) from exc
 
 
 def _allows(pattern: str, repo_id: str, revision: str | None) -> bool:

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import LimitError
-from .limits import CONCURRENT_ENV, QUEUE_ENV, Limits
+from ..settings import CONCURRENT_ENV, QUEUE_ENV
+from .limits import Limits
 
 USAGE_HALF_LIFE = 300.0
 """Seconds after which a visitor's past use of the workers counts half."""

@@ -11,37 +11,20 @@ cannot be a new visitor for every address of its own network.
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Iterable, Sequence
 
-from ..errors import LimitError
-
-TRUSTED_PROXIES_ENV = "HEADFORMS_TRUSTED_PROXIES"
+from ..settings import Network, settings
 
 LOCAL = "local"
 """The visitor of connections from this machine (loopback) and of unknown origin."""
 IPV6_PREFIX = 64
 """IPv6 addresses in one network of this prefix length are one visitor."""
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
 
 def trusted_proxies() -> tuple[Network, ...]:
     """The proxies whose ``X-Forwarded-For`` is believed (``HEADFORMS_TRUSTED_PROXIES``:
     comma-separated addresses or networks, e.g. ``127.0.0.1,10.0.0.0/8``; unset: none)."""
-    raw = os.environ.get(TRUSTED_PROXIES_ENV, "")
-    networks = []
-    for item in (part.strip() for part in raw.split(",")):
-        if not item:
-            continue
-        try:
-            networks.append(ipaddress.ip_network(item, strict=False))
-        except ValueError as exc:
-            raise LimitError(
-                f"{TRUSTED_PROXIES_ENV} has {item[:60]!r}, which is not an address or a network "
-                "(server configuration)"
-            ) from exc
-    return tuple(networks)
+    return settings().trusted_proxies
 
 
 def client_address(

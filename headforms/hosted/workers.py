@@ -42,17 +42,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import errors
-from ..env import human_bytes
 from ..errors import HeadformsError, LimitError
+from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes, settings
 from .budgets import Budgets
-from .limits import MEMORY_ENV, SECONDS_ENV, Limits
+from .limits import Limits
 from .policy import Policy
 from .slots import server_slots, slots
 from .visitors import LOCAL
 
 if TYPE_CHECKING:
-    from ..baseline import Baseline, BaselineShapes
+    from ..architectures import Shapes
+    from ..baseline import Baseline
+    from ..options import AnalysisOptions
     from ..results import ModelAnalysis
+    from ..sources import Located
 
 T = TypeVar("T")
 
@@ -306,9 +309,7 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
 
 
 def _threads() -> int:
-    from ..engine import default_threads
-
-    return default_threads()
+    return settings().threads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,12 +317,13 @@ def _threads() -> int:
 
 
 def analyze(
-    spec: str,
+    spec: str | Located,
     rope_position: int = 0,
     fold_qk_norm: bool = True,
     spectra: Iterable[str] = (),
     progress: Progress | None = None,
     *,
+    options: AnalysisOptions | None = None,
     visitor: str = LOCAL,
     check: Callable[[], None] | None = None,
     limits: Limits | None = None,
@@ -329,25 +331,29 @@ def analyze(
 ) -> ModelAnalysis:
     """:func:`headforms.engine.analyze` within the server's policy and limits.
 
-    ``progress(done, total, message)`` relays the flight's progress (its wait for a worker, then
-    the worker's). ``check()`` is called every :data:`POLL` seconds while waiting: it may raise
-    to stop waiting (a Streamlit rerun or stop; the flight then goes on for
-    :data:`ABANDON_GRACE` seconds in case someone comes back). A new computation is charged to
-    ``visitor`` (refused at once past its budget). ``policy``: default, this server's.
+    ``spec``: a spec's text, located here under ``policy`` (default: this server's), or a model
+    already located under it, which the worker opens as it is (never located again).
+    ``options``: the analysis's options as one value (else made from ``rope_position``,
+    ``fold_qk_norm`` and ``spectra``). ``progress(done, total, message)`` relays the flight's
+    progress (its wait for a worker, then the worker's). ``check()`` is called every
+    :data:`POLL` seconds while waiting: it may raise to stop waiting (a Streamlit rerun or stop;
+    the flight then goes on for :data:`ABANDON_GRACE` seconds in case someone comes back). A new
+    computation is charged to ``visitor`` (refused at once past its budget). A published table
+    holds its metrics already: it is read here, no worker needed.
     """
     from .. import engine
-    from ..sources import locate
-    from ..sources.specs import is_table_spec
+    from ..options import AnalysisOptions
+    from ..sources import Located, locate
 
-    policy = policy or Policy.from_env()
-    if is_table_spec(spec):  # a published table: read in-process, bounded before parsing
-        return engine.analyze(spec, rope_position, policy=policy)
-    rope_position = engine.check_rope_position(rope_position)
-    wanted = sorted(engine.spectra_names(spectra))
-    located = locate(spec, policy)
+    if options is None:
+        options = AnalysisOptions(rope_position, fold_qk_norm, tuple(spectra))
+    if isinstance(spec, Located):
+        located = spec
+    else:
+        located = locate(spec, policy or Policy.from_env())
 
     def stored() -> Any:
-        return engine.stored_analysis(located, rope_position, fold_qk_norm, wanted)
+        return engine.stored_analysis(located, options)
 
     hit = stored()
     if hit is not None:
@@ -356,46 +362,41 @@ def analyze(
         return hit
     request = {
         "task": "analysis",
-        "spec": spec,
-        "rope_position": rope_position,
-        "fold_qk_norm": bool(fold_qk_norm),
-        "spectra": wanted,
+        "located": located.as_dict(),
+        "options": options.as_dict(),
         "hub_repo": located.hub.repo_id if located.hub is not None else None,
         # torch maps a .bin file privately and writably: RLIMIT_DATA counts it whole
         "mapped_bytes": sum(f.size or 0 for f in located.weights) if located.format == "bin" else 0,
     }
-    key = ("analysis", located.fingerprint, rope_position, bool(fold_qk_norm), tuple(wanted))
-    label = f"the analysis of {spec}"
+    key = ("analysis", located.fingerprint, options)
+    label = f"the analysis of {located.spec}"
     flight = _run(key, label, request, limits, progress, check, visitor)
     return _result(flight, stored)
 
 
 def baseline(
-    shapes: BaselineShapes,
+    shapes: Shapes,
     progress: Progress | None = None,
     *,
     visitor: str = LOCAL,
     check: Callable[[], None] | None = None,
     limits: Limits | None = None,
 ) -> Baseline:
-    """:func:`headforms.engine.gaussian_baseline` of ``shapes`` within the limits: read from the
-    store, else computed in a worker (its size follows the model's shapes, so it is contained
-    like an analysis and charged as one)."""
+    """:func:`headforms.baseline.gaussian_baseline` of ``shapes`` within the limits: read from
+    the store, else computed in a worker (its size follows the model's shapes, so it is
+    contained like an analysis and charged as one)."""
     from dataclasses import asdict
 
-    from .. import engine
-    from ..results import baseline_from_record
-    from ..store import ResultStore
+    from ..baseline import baseline_key, stored_baseline
 
     def stored() -> Any:
-        record = ResultStore().get(engine.baseline_key(shapes), "baseline")
-        return None if record is None else baseline_from_record(record)
+        return stored_baseline(shapes)
 
     hit = stored()
     if hit is not None:
         return hit
     request = {"task": "baseline", "shapes": asdict(shapes)}
-    key = ("baseline", engine.baseline_key(shapes))
+    key = ("baseline", baseline_key(shapes))
     label = "the Gaussian baseline"
     return _result(_run(key, label, request, limits, progress, check, visitor), stored)
 
@@ -570,28 +571,27 @@ def worker_main() -> None:
 
     try:
         _apply_limits(request["memory"], request["cpu_seconds"], request["nice"])
-        from .. import engine
-
         if request["task"] == "baseline":
-            from ..baseline import BaselineShapes
+            from ..architectures import Shapes
+            from ..baseline import gaussian_baseline
 
             send("progress", 0, 1, "Gaussian baseline of the same shapes")
-            engine.gaussian_baseline(BaselineShapes(**request["shapes"]))
+            gaussian_baseline(Shapes(**request["shapes"]))
             send("done")
             return
-        policy = Policy.from_env()
-        result = engine.analyze(
-            request["spec"],
-            rope_position=request["rope_position"],
-            fold_qk_norm=request["fold_qk_norm"],
-            spectra=request["spectra"],
+        from .. import engine
+        from ..options import AnalysisOptions
+        from ..sources import Located
+
+        result = engine.analyze(  # located by the server, under its policy: opened as it is
+            Located.from_dict(request["located"]),
+            options=AnalysisOptions.from_dict(request["options"]),
             progress=lambda done, total, text: send("progress", done, total, text),
-            policy=policy,
         )
         if request.get("hub_repo"):  # it may have downloaded: keep the hub cache in bounds
             from ..sources.hub import evict_hub_cache
 
-            evict_hub_cache(policy.hub_cache_bytes, keep=request["hub_repo"])
+            evict_hub_cache(settings().hub_cache_bytes, keep=request["hub_repo"])
         send("done", result.card.fingerprint)
     except BaseException as exc:  # every outcome is one line for the server
         if _out_of_memory(exc):

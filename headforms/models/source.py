@@ -60,7 +60,8 @@ class ModelSource:
 
 
 def open_model(target: str | Located) -> ModelSource:
-    """Open a spec or a located model (downloading hub files if needed)."""
+    """Open a located model (downloading hub files if needed, within its policy), or a spec's
+    text located with nothing refused."""
     located = locate(target) if isinstance(target, str) else target
     if located.format == "gguf":
         return _open_gguf(located)

@@ -176,6 +176,11 @@ def regular_size(path: Path) -> int:
     return info.st_size
 
 
+def short_name(name: str, limit: int = 80) -> str:
+    """A file name as a message shows it (a 300-character name cut to ``limit``)."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
 def _file_kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a directory"),

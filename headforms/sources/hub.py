@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from ..architectures import architecture_for
-from ..env import env_flag
 from ..errors import (
     CorruptFileError,
     HeadformsError,
@@ -34,6 +33,7 @@ from ..errors import (
     ModelSpecError,
     NotAllowedError,
 )
+from ..settings import env_flag
 from .bundled import BUNDLED_MODELS
 from .files import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, choose_weight_files, read_small
 from .local import parse_config

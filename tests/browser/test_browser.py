@@ -1,0 +1,368 @@
+"""Real-browser round trips in headless Debian chromium: a click on a 3D simplex marker (also
+inside the crowd, through the chooser), a heatmap cell or a row of the heads table reaches
+Python and the head page shows that head; a shared link opens it and names it in the tab; a
+figure exports as SVG and its data as CSV; no page requests anything from another host.
+
+The server is `streamlit run app.py` on a free loopback port with the session's cache dir.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pandas as pd
+import pytest
+from numerics import assert_shares_close
+
+from headforms import DEFAULT_MODEL, analyze
+from ui.plot import PICK_RADIUS_PX
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SIDEBAR = 'section[data-testid="stSidebar"]'
+SERVER_START_S = 90
+PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also loads the model
+HEAD_PAGE_MS = 30_000
+
+SCENE_POINTS_JS = """
+(gd) => {
+  // Screen position of every head marker of the 3D scene: data coordinates times the scene's
+  // data scale, through the camera's projection x view x model matrices (column-major), into
+  // the scene's domain of the plot area, offset by the plot's position in the page.
+  const full = gd._fullLayout;
+  const scene = full.scene._scene;
+  const cam = scene.glplot.cameraParams;
+  const scale = scene.dataScale;
+  const size = full._size;
+  const dom = full.scene.domain;
+  const rect = gd.getBoundingClientRect();
+  const mul = (m, v) =>
+    [0, 1, 2, 3].map((r) => m[r] * v[0] + m[4 + r] * v[1] + m[8 + r] * v[2] + m[12 + r] * v[3]);
+  const left = size.l + dom.x[0] * size.w, width = (dom.x[1] - dom.x[0]) * size.w;
+  const top = size.t + (1 - dom.y[1]) * size.h, height = (dom.y[1] - dom.y[0]) * size.h;
+  const points = [];
+  gd._fullData.forEach((trace) => {
+    if (!trace.meta || trace.meta.role !== "heads") return;
+    for (let i = 0; i < trace.x.length; i++) {
+      const world = [trace.x[i] * scale[0], trace.y[i] * scale[1], trace.z[i] * scale[2], 1];
+      const clip = mul(cam.projection, mul(cam.view, mul(cam.model, world)));
+      const ndc = [clip[0] / clip[3], clip[1] / clip[3]];
+      points.push({
+        x: rect.left + left + ((ndc[0] + 1) / 2) * width,
+        y: rect.top + top + ((1 - ndc[1]) / 2) * height,
+        inView: clip[3] > 0 && Math.abs(ndc[0]) < 0.95 && Math.abs(ndc[1]) < 0.95,
+        layer: trace.customdata[i][1],
+        head: trace.customdata[i][2],
+      });
+    }
+  });
+  return points;
+}
+"""
+
+SCENE_READY_JS = """
+() => {
+  const gd = document.querySelector('div[data-hf-plot="simplex"]');
+  const scene = gd && gd._fullLayout && gd._fullLayout.scene && gd._fullLayout.scene._scene;
+  return Boolean(scene && scene.glplot && scene.glplot.cameraParams);
+}
+"""
+
+CELL_POINTS_JS = """
+(gd) => {
+  // Screen position of every cell of the trained-heads panel (first trace) of a heatmap.
+  const full = gd._fullLayout;
+  const trace = gd._fullData.find((t) => t.meta && t.meta.role === "cells");
+  const xa = full[trace.xaxis.replace("x", "xaxis")], ya = full[trace.yaxis.replace("y", "yaxis")];
+  const rect = gd.getBoundingClientRect();
+  const points = [];
+  for (let i = 0; i < trace.x.length; i++) {
+    points.push({
+      x: rect.left + xa._offset + xa.l2p(trace.x[i]),
+      y: rect.top + ya._offset + ya.l2p(trace.y[i]),
+      layer: trace.customdata[i][1],
+      head: trace.customdata[i][2],
+    });
+  }
+  return points;
+}
+"""
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+SERVER_URL_ENV = "HEADFORMS_BROWSER_TEST_URL"
+"""Base URL of an already-running app to test instead of starting one (the Docker image test)."""
+
+
+@pytest.fixture(scope="module")
+def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`streamlit run app.py`, headless on a free loopback port; yields its base URL. The
+    default model is analysed first, as the install does, so no test waits for it.
+
+    With ``$HEADFORMS_BROWSER_TEST_URL`` set, that running server is tested instead.
+    """
+    if os.environ.get(SERVER_URL_ENV):
+        yield os.environ[SERVER_URL_ENV].rstrip("/")
+        return
+    from ui.loading import warm
+
+    warm()
+    port = free_port()
+    env = {**os.environ, "HEADFORMS_CACHE_DIR": str(isolated_cache), "HEADFORMS_THREADS": "1"}
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless=true",
+        "--server.address=127.0.0.1",
+        f"--server.port={port}",
+        "--server.fileWatcherType=none",
+        "--browser.gatherUsageStats=false",
+    ]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Headless Debian chromium through Playwright (never `playwright install`)."""
+    if not CHROMIUM.exists():
+        pytest.skip("browser tests need Debian chromium: run `apt-get install -y chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, server: str):
+    """A fresh page (1500 x 1100) of the app."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def wait_for_head(page, layer: int, head: int) -> None:
+    """Wait until the head page's title names this head."""
+    title = page.locator("h1", has_text=f"Layer {layer} · Head {head}")
+    title.wait_for(timeout=HEAD_PAGE_MS)
+
+
+def most_isolated(points: list[dict]) -> dict:
+    """The point farthest from its nearest neighbour (a click cannot hit another one)."""
+
+    def gap(point: dict) -> float:
+        return min(
+            (point["x"] - q["x"]) ** 2 + (point["y"] - q["y"]) ** 2
+            for q in points
+            if q is not point
+        )
+
+    return max(points, key=gap)
+
+
+def click(page, point: dict) -> None:
+    """Hover, then press long enough for the 3D scene to see the button (>= 20 ms)."""
+    page.mouse.move(point["x"], point["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(point["x"], point["y"], delay=100)
+
+
+def test_a_shared_link_opens_the_head(page, server: str) -> None:
+    page.goto(f"{server}/head?model={DEFAULT_MODEL}&rope=0&layer=7&head=4")
+    wait_for_head(page, 7, 4)
+    assert page.get_by_role("link", name="Simplex").count() == 1  # inside app.py's navigation
+    page.wait_for_function("() => document.title.includes('L7·H4')", timeout=HEAD_PAGE_MS)
+    assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
+
+
+def test_clicking_a_simplex_marker_opens_its_head(page, server: str) -> None:
+    page.goto(server)
+    plot = page.locator('div[data-hf-plot="simplex"]')
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    points = plot.evaluate(SCENE_POINTS_JS)
+    shape = re.search(r"(\d+) layers × (\d+) heads", page.locator(SIDEBAR).inner_text())
+    assert len(points) == int(shape[1]) * int(shape[2])  # one marker per head
+    # markers the framed view leaves out (a scroll away) cannot be clicked
+    target = most_isolated([p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)])
+    click(page, target)
+    wait_for_head(page, target["layer"], target["head"])
+    assert f"layer={target['layer']}&head={target['head']}" in page.url
+
+
+def neighbours(point: dict, points: list[dict], radius: float) -> int:
+    """How many other markers are drawn within ``radius`` pixels of ``point``."""
+    return sum(
+        1
+        for q in points
+        if q is not point and (q["x"] - point["x"]) ** 2 + (q["y"] - point["y"]) ** 2 <= radius**2
+    )
+
+
+def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> None:
+    """The marker with the most others under the pointer: a click lists them all, and choosing
+    the aimed one opens it (not whichever marker plotly.js would have picked)."""
+    page.goto(server)
+    plot = page.locator('div[data-hf-plot="simplex"]')
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    points = plot.evaluate(SCENE_POINTS_JS)
+    target = max(
+        (p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)),
+        key=lambda p: neighbours(p, points, PICK_RADIUS_PX - 1),
+    )
+    assert neighbours(target, points, PICK_RADIUS_PX - 1) >= 2  # it is inside a crowd
+    click(page, target)
+    chooser = page.locator(".hf-chooser")
+    chooser.wait_for(timeout=HEAD_PAGE_MS)
+    choices = page.locator(".hf-chooser .hf-choice")
+    assert choices.count() >= 3
+    aimed = page.locator(f'.hf-choice[data-hf-head="{target["layer"]},{target["head"]}"]')
+    assert f"L{target['layer']}·H{target['head']}" in aimed.inner_text()
+    aimed.click()
+    wait_for_head(page, target["layer"], target["head"])
+    assert f"layer={target['layer']}&head={target['head']}" in page.url
+
+
+TABLE_HEADER_PX = 35
+TABLE_ROW_PX = 35
+"""Streamlit's data grid: header and row heights (px); its selection boxes are in the first
+column."""
+
+
+def test_picking_a_row_of_the_heads_table_opens_that_head(page, server: str) -> None:
+    page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
+    grid = page.locator('[data-testid="stDataFrame"]')
+    grid.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_timeout(1000)
+    box = grid.bounding_box()
+    row = 9 + 4  # layer-major: the row of layer 1, head 4
+    x, y = box["x"] + 18, box["y"] + TABLE_HEADER_PX + (row + 0.5) * TABLE_ROW_PX
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    wait_for_head(page, 1, 4)
+    assert "layer=1&head=4" in page.url
+
+
+def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
+    page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=2&head=5")
+    wait_for_head(page, 2, 5)
+    plot = page.locator("div[data-hf-plot]").first
+    plot.locator(".main-svg").first.wait_for(timeout=PLOT_APPEAR_MS)
+    plot.hover()
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        plot.locator('.modebar-btn[data-title="Download SVG"]').click()
+    svg = Path(download.value.path()).read_text()
+    assert svg.lstrip().startswith("<svg") and "Eigenvalues of S" in svg
+    assert download.value.suggested_filename.endswith(".svg")
+
+    page.goto(f"{server}/?model={DEFAULT_MODEL}")
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        page.get_by_role("button", name="CSV").first.click()
+    table = pd.read_csv(io.StringIO(Path(download.value.path()).read_text()))
+    heads = analyze(DEFAULT_MODEL).heads
+    assert len(table) == len(heads) and set(table["model"]) == {DEFAULT_MODEL}
+    merged = table.merge(heads, on=["layer", "head"], suffixes=("", "_engine"))
+    for column in ("a", "b", "c", "d", "energy", "pairing"):  # shares: compared absolutely
+        assert_shares_close(merged[column], merged[f"{column}_engine"], err_msg=column)
+
+
+def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
+    page.goto(f"{server}/heatmaps")
+    plot = page.locator('div[data-hf-plot="heatmap_energy"]')
+    page.locator('div[data-hf-plot="heatmap_energy"] .scatterlayer .point').first.wait_for(
+        timeout=PLOT_APPEAR_MS
+    )
+    points = plot.evaluate(CELL_POINTS_JS)
+    target = next(p for p in points if (p["layer"], p["head"]) == (2, 3))
+    click(page, target)
+    wait_for_head(page, 2, 3)
+    assert "layer=2&head=3" in page.url
+
+
+def test_no_page_requests_anything_from_another_host(browser, server: str) -> None:
+    """Every page of the navigation, loaded with no network: all requests stay on loopback
+    (Streamlit would fetch each page's Material icon from fonts.gstatic.com as favicon)."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    try:
+        page.goto(server)
+        page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+        nav = page.locator('[data-testid="stSidebarNav"] a')
+        paths = sorted(
+            {urlparse(nav.nth(i).get_attribute("href")).path for i in range(nav.count())}
+        )
+        assert len(paths) >= 10
+        for path in paths:
+            page.goto(f"{server}{path}")
+            page.locator("h1").first.wait_for(timeout=PLOT_APPEAR_MS)
+            # the page's script has finished (no run left behind to slow the next page)
+            page.locator('[data-testid="stStatusWidget"]').wait_for(
+                state="hidden", timeout=3 * PLOT_APPEAR_MS
+            )
+            page.wait_for_load_state("networkidle", timeout=PLOT_APPEAR_MS)
+    finally:
+        context.close()
+    hosts = {
+        urlparse(url).hostname for url in requests if urlparse(url).scheme in ("http", "https")
+    }
+    assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
+    assert len(requests) > 20  # the pages really loaded

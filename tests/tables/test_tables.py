@@ -1,0 +1,143 @@
+"""Published per-head tables (headforms.tables) as read-only models: ``FILE::MODEL`` specs.
+
+Tables are written here from random profiles (Dirichlet) with the author's column names
+(``symmetric_energy``, ``dim``, no ``parity``) or the survey's; the reader must keep every
+value, derive parity by the Table 2 rule (recomputed here with numpy), build the card from
+the table's shape, refuse malformed tables in one line, and give a Gaussian baseline only
+when the table has the model dim N.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from published_tables import author_table
+
+from headforms import analyze
+from headforms.errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
+from headforms.sources import parse_spec
+from headforms.sources.specs import split_spec
+from headforms.tables import expand_table_spec
+
+
+def is_table_spec(spec: str) -> bool:
+    return parse_spec(spec).kind == "table"
+
+
+def expected_parity(rows: pd.DataFrame) -> np.ndarray:
+    c, d = rows["c_sym"].to_numpy(), rows["d_sym"].to_numpy()
+    return np.where(c + d <= 1 / 50, "II", np.where(c > d, "I+", "I-"))
+
+
+@pytest.fixture
+def published(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    table = pd.concat(
+        [author_table("org/alpha", 3, 4, 2, 16, 0), author_table("beta", 2, 6, 6, 8, 1)],
+        ignore_index=True,
+    )
+    path = tmp_path / "head_statistics.csv"
+    table.sample(frac=1.0, random_state=0).to_csv(path, index=False)  # rows in any order
+    return path, table
+
+
+def test_author_columns_open_as_read_only_models(published):
+    path, table = published
+    for model, shape in (("org/alpha", (3, 4, 2, 16)), ("beta", (2, 6, 6, 8))):
+        result = analyze(f"{path}::{model}")
+        card = result.card
+        assert (card.n_layers, card.n_heads, card.n_kv_heads, card.head_dim) == shape
+        assert card.source_kind == "table" and card.model_dim == 0 and card.name == model
+        assert result.spectra == {}
+        rows = table[table["model"] == model].sort_values(["layer", "head"])
+        np.testing.assert_allclose(result.heads["energy"], rows["symmetric_energy"])
+        for column in ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "pairing", "balance"):
+            np.testing.assert_allclose(result.heads[column], rows[column], err_msg=column)
+        assert list(result.heads["parity"]) == list(expected_parity(rows))
+        assert result.heads["n_pos"].isna().all()  # not in the table: missing, not invented
+        with pytest.raises(UnavailableDataError, match="no Gaussian baseline"):
+            result.baseline  # noqa: B018
+
+
+def test_model_dim_column_gives_the_gaussian_baseline(tmp_path: Path):
+    table = author_table("m", 2, 4, 4, 8, 3)
+    table["model_dim"] = 64
+    path = tmp_path / "t.parquet"
+    table.to_parquet(path)
+    result = analyze(str(path))  # one model: the bare file is enough
+    baseline = result.baseline
+    assert (baseline.shapes.head_dim, baseline.shapes.model_dim) == (8, 64)
+    # Gaussian K, Q: E[energy] = (N + 1) / (2N) (SPEC fact 4), here within sampling error
+    assert abs(baseline.heads["energy"].mean() - 65 / 128) < 0.02
+
+
+def test_specs_and_expansion(published, tmp_path: Path):
+    path, _ = published
+    assert split_spec(f"{path}::beta") == (path, "beta")
+    assert is_table_spec("x.parquet") and is_table_spec("x.json::m")
+    assert not is_table_spec("gpt2") and not is_table_spec("x.json")
+    assert expand_table_spec(str(path)) == [f"{path}::org/alpha", f"{path}::beta"]
+    assert expand_table_spec("gpt2") == ["gpt2"]
+
+
+def test_an_empty_kv_head_column_means_one_key_head_per_query_head(published, tmp_path: Path):
+    path, table = published
+    table.assign(kv_head=np.nan).to_csv(tmp_path / "nokv.csv", index=False)
+    result = analyze(f"{tmp_path / 'nokv.csv'}::org/alpha")
+    assert result.card.n_kv_heads == result.card.n_heads == 4
+    np.testing.assert_array_equal(result.heads["kv_head"], result.heads["head"])
+
+
+@pytest.mark.parametrize(
+    "case, error, message",
+    [
+        ("several", ModelSpecError, "holds 2 models; name one as head_statistics.csv::MODEL"),
+        ("unknown", ModelSpecError, "has no model 'gamma'; it holds: org/alpha, beta"),
+        ("missing", ModelSpecError, "no such table file"),
+        ("rope", OptionError, "RoPE position 3 needs the weights"),
+        ("columns", CorruptFileError, "missing column(s) c_sym"),
+        ("grid", CorruptFileError, "not one per head of 3 layers x 4 heads"),
+        ("garbage", CorruptFileError, "cannot read it as a parquet table"),
+        ("kv-partly-empty", CorruptFileError, "column kv_head must hold non-negative integers"),
+    ],
+)
+def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message):
+    path, table = published
+    spec, rope = str(path), 0
+    if case == "unknown":
+        spec = f"{path}::gamma"
+    elif case == "missing":
+        spec = str(tmp_path / "nope.csv")
+    elif case == "rope":
+        spec, rope = f"{path}::beta", 3
+    elif case == "columns":
+        table.drop(columns="c_sym").to_csv(tmp_path / "c.csv", index=False)
+        spec = f"{tmp_path / 'c.csv'}::beta"
+    elif case == "grid":
+        table.drop(index=[5]).to_csv(tmp_path / "g.csv", index=False)
+        spec = f"{tmp_path / 'g.csv'}::org/alpha"
+    elif case == "kv-partly-empty":
+        table.loc[3, "kv_head"] = np.nan
+        table.to_csv(tmp_path / "k.csv", index=False)
+        spec = f"{tmp_path / 'k.csv'}::org/alpha"
+    elif case == "garbage":
+        (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+        spec = str(tmp_path / "bad.parquet")
+    with pytest.raises(error) as caught:
+        analyze(spec, rope_position=rope)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_hosted_mode_reads_tables_only_under_the_model_roots(published, tmp_path, monkeypatch):
+    from headforms.errors import NotAllowedError
+    from headforms.hosted import policy_in_force
+
+    path, _ = published
+    monkeypatch.setenv("HEADFORMS_HOSTED", "1")
+    monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(tmp_path / "elsewhere"))
+    with pytest.raises(NotAllowedError, match="outside the model directories"):
+        analyze(f"{path}::beta", policy=policy_in_force())
+    monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(path.parent))
+    assert analyze(f"{path}::beta", policy=policy_in_force()).card.n_heads == 6
