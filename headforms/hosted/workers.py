@@ -264,8 +264,8 @@ _flights_lock = threading.Lock()
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker's whole process group (it leads its own session: anything it started
-    goes too, even after it exited) and reap it."""
+    """SIGKILL the worker's whole process group (it leads its own: anything it started goes
+    too, even after it exited) and reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -292,7 +292,11 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
             stdin=subprocess.PIPE,
             pass_fds=(writer,),
             env=env,
-            start_new_session=True,  # its own process group: killed whole
+            # Its own process group (killed whole), in the server's session: where the kernel
+            # groups sessions for scheduling (autogroup), the worker then shares the server's
+            # group, below the server by its niceness, and the two together get the group's
+            # fair share of a machine run by others too (benchmarks/bench_nice.py).
+            process_group=0,
         )
     except BaseException:
         os.close(reader)
@@ -505,30 +509,14 @@ def _result(flight: _Flight, stored: Callable[[], Any]) -> Any:
 # The worker process
 
 
-AUTOGROUP = Path("/proc/self/autogroup")
-"""Linux's scheduling group of this process's session (with ``sched_autogroup_enabled``)."""
-
-
 def _apply_limits(memory: int, cpu_seconds: float, nice: int) -> None:
     """Cap this process's memory and CPU time (the kernel enforces both); lower its priority."""
     import resource
 
-    lower_priority(nice)
+    os.nice(nice)  # within the server's session: below the server, even under autogroup
     resource.setrlimit(resource.RLIMIT_DATA, (int(memory), int(memory)))
     cpu = max(1, math.ceil(cpu_seconds))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-
-
-def lower_priority(nice: int) -> None:
-    """Run below the server by ``nice``. A worker leads its own session, and where the kernel
-    groups sessions for scheduling (autogroup) a process's niceness only ranks it within its
-    group: the group's niceness is what counts against the server, so both are set (raising
-    one's own niceness needs no privilege)."""
-    os.nice(nice)
-    try:
-        AUTOGROUP.write_text(str(min(19, nice)))
-    except OSError:  # no autogroup (kernel option off, or not Linux): os.nice alone counts
-        pass
 
 
 def _watch_parent(parent: int) -> None:
