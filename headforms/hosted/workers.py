@@ -86,13 +86,20 @@ class _Flight:
     (progress, outcome, who is still waiting)."""
 
     def __init__(
-        self, key: tuple, label: str, request: dict[str, Any], limits: Limits, visitor: str
+        self,
+        key: tuple,
+        label: str,
+        request: dict[str, Any],
+        limits: Limits,
+        visitor: str,
+        charged: bool = True,
     ) -> None:
         self.key = key
         self.label = label
         self.request = request
         self.limits = limits
         self.visitor = visitor
+        self.charged = charged
         self.proc: subprocess.Popen | None = None
         self.started: float | None = None
         self.progress: tuple[int, int, str] = (0, 1, "waiting for a worker")
@@ -133,15 +140,15 @@ class _Flight:
         try:
             slots.acquire(self.visitor, self.limits, self._raise_if_stopped, self._waiting)
         except _Stopped as stop:
-            budgets.refund(self.visitor, "analyses")
+            self._refund()
             self._finish(stop.outcome)
             return
         except LimitError as busy:
-            budgets.refund(self.visitor, "analyses")
+            self._refund()
             self._finish(["busy", str(busy)])
             return
         except BaseException as exc:  # never leave waiters hanging on a bug
-            budgets.refund(self.visitor, "analyses")
+            self._refund()
             self._finish(["failed", type(exc).__name__])
             return
         self.started = time.monotonic()
@@ -157,6 +164,11 @@ class _Flight:
         finally:
             slots.release(self.visitor, time.monotonic() - self.started)
             self.done.set()
+
+    def _refund(self) -> None:
+        """Give its visitor back the new analysis it was charged (it never ran)."""
+        if self.charged:
+            budgets.refund(self.visitor, "analyses")
 
     def _finish(self, outcome: list[Any]) -> None:
         """End a flight that never ran a worker (the flight's thread)."""
@@ -374,7 +386,11 @@ def analyze(
     }
     key = ("analysis", located.fingerprint, options)
     label = f"the analysis of {located.spec}"
-    flight = _run(key, label, request, limits, progress, check, visitor)
+    # More spectra of a model already analysed at these options are not a new analysis (they
+    # come from its stored factors, as cheap as a reread): no charge to the visitor.
+    core = AnalysisOptions(options.rope_position, options.fold_qk_norm)
+    charge = core == options or engine.stored_analysis(located, core) is None
+    flight = _run(key, label, request, limits, progress, check, visitor, charge)
     return _result(flight, stored)
 
 
@@ -431,10 +447,11 @@ def _run(
     progress: Progress | None,
     check: Callable[[], None] | None,
     visitor: str,
+    charge: bool = True,
 ) -> _Flight:
     """Wait, attached, for the flight computing ``key`` (started if none is) to end."""
     limits = limits or Limits.from_env()
-    flight = _join(key, label, request, limits, visitor)
+    flight = _join(key, label, request, limits, visitor, charge)
     shown = None
     try:
         while not flight.done.wait(POLL):
@@ -448,14 +465,17 @@ def _run(
     return flight
 
 
-def _join(key: tuple, label: str, request: dict[str, Any], limits: Limits, visitor: str) -> _Flight:
-    """The flight computing ``key`` (a new one, charged to ``visitor``, if none is), with the
-    caller attached."""
+def _join(
+    key: tuple, label: str, request: dict[str, Any], limits: Limits, visitor: str, charge: bool
+) -> _Flight:
+    """The flight computing ``key`` (a new one, charged to ``visitor`` when ``charge``, if none
+    is), with the caller attached."""
     with _flights_lock:
         flight = _flights.get(key)
         if flight is None:
-            budgets.spend(visitor, "analyses", limits)
-            flight = _Flight(key, label, request, limits, visitor)
+            if charge:
+                budgets.spend(visitor, "analyses", limits)
+            flight = _Flight(key, label, request, limits, visitor, charge)
             _flights[key] = flight
             threading.Thread(target=flight.fly, name="headforms-flight", daemon=True).start()
         flight.attach()
