@@ -9,8 +9,7 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.analyses.parity import parity_by_layer
-from headforms.figures import heatmaps
-from headforms.figures import paper as figures_paper
+from headforms.figures import distributions, fits, heatmaps, parity
 from headforms.figures import simplex as simplex_figures
 from headforms.forms import PARITY_TYPE_II_TEXT
 from ui import (
@@ -57,13 +56,13 @@ st.caption("Profiles of every compared model on one simplex, coloured by model; 
 table = cached(
     "compare_table",
     (*key, tolerance),
-    lambda: figures_paper.parity_comparison_table(models, tolerance),
+    lambda: parity.parity_comparison_table(models, tolerance),
 )
 show_figure(
     cached(
         "compare_parity",
         (*key, tolerance),
-        lambda: figures_paper.parity_comparison_figure(table, tolerance),
+        lambda: parity.parity_comparison_figure(table, tolerance),
     ),
     f"Table 2: percent of heads by parity (Type II: c_S + d_S ≤ {tolerance:g}, set in the "
     f"sidebar); rows marked paper are the published values (at {PARITY_TYPE_II_TEXT}) with their "
@@ -78,7 +77,7 @@ show_figure(
     cached(
         "compare_fig12",
         (*key, tolerance),
-        lambda: figures_paper.parity_by_layer_grid_figure(
+        lambda: parity.parity_by_layer_figure(
             {name: parity_by_layer(heads, tolerance) for name, heads in models.items()},
             tolerance,
         ),
@@ -93,7 +92,7 @@ with left:
         cached(
             "compare_pairing",
             key,
-            lambda: figures_paper.distribution_figure(models, baselines=baselines),
+            lambda: distributions.distribution_figure(models, baselines=baselines),
         ),
         "Pairing score per model (dashed: medians; dotted: Gaussian baselines).",
     )
@@ -102,7 +101,7 @@ with right:
         cached(
             "compare_energy",
             key,
-            lambda: figures_paper.distribution_figure(
+            lambda: distributions.distribution_figure(
                 models, "energy", "symmetric energy ‖S‖²/‖L‖²", baselines
             ),
         ),
@@ -146,7 +145,7 @@ errors_by_model = {
 }
 unknown = [name for name, (size, _) in errors_by_model.items() if not size]
 show_figure(
-    cached("compare_fig6", key, lambda: figures_paper.fit_error_vs_size_figure(errors_by_model)),
+    cached("compare_fig6", key, lambda: fits.fit_error_vs_size_figure(errors_by_model)),
     "Fig 6: average error of each fitted family over each model's heads (both lobes), against "
     "the model's parameter count from its weight files' headers (log scale)"
     + (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms import BUNDLED_MODELS
-from headforms.figures import paper as figures_paper
+from headforms.figures import distributions
 from ui import cached, model_label, page_context, show_figure
 from ui.loading import baselines_of, load_models
 
@@ -35,7 +35,7 @@ show_figure(
     cached(
         "pairing_fig",
         key,
-        lambda: figures_paper.distribution_figure(models, "pairing", baselines=baselines),
+        lambda: distributions.distribution_figure(models, "pairing", baselines=baselines),
     ),
     "Fig 11: distribution of the heads' pairing scores per model.",
 )
@@ -43,7 +43,7 @@ show_figure(
     cached(
         "energy_fig",
         key,
-        lambda: figures_paper.distribution_figure(
+        lambda: distributions.distribution_figure(
             models, "energy", "symmetric energy ‖S‖²/‖L‖²", baselines
         ),
     ),

@@ -10,7 +10,7 @@ import streamlit as st
 
 from headforms import HeadformsError
 from headforms.analyses import theorem5
-from headforms.figures import paper as figures_paper
+from headforms.figures import theorem5 as figures
 from ui import cached, guard, page_context, show_figure
 
 PAPER = theorem5.PAPER_PARAMETERS
@@ -77,7 +77,7 @@ show_figure(
     cached(
         "theorem5_fig",
         key,
-        lambda: figures_paper.theorem5_figure(
+        lambda: figures.theorem5_figure(
             samples, limit, f"μ = {mu:g}, ν = {nu:g}, k = {k:g}, {key[4]} spectra per n"
         ),
     ),

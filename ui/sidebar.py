@@ -109,7 +109,8 @@ def render_sidebar() -> PageContext | None:
         "Model",
         model_options(ss[state.MODEL_KEY]),
         key=state.MODEL_KEY,
-        format_func=model_label,
+        # the spec alone: "name — title" was cut at the sidebar's width (the title is in the
+        # caption below the picker)
         accept_new_options=True,
         help="A bundled model (works offline), or type a hub id (gpt2, org/name@revision), "
         "a local path (a directory with config.json, or a .gguf file), or a published per-head "

@@ -61,7 +61,7 @@ DEFAULTS: dict[str, Any] = {
     COLOR_KEY: "parity",
     OVERLAY_KEY: [],
     JUMP_KEY: True,
-    FRAME_KEY: "heads",
+    FRAME_KEY: "simplex",
     TOLERANCE_KEY: PARITY_TYPE_II_THRESHOLD,
 }
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
+import numpy as np
 import pandas as pd
 import pytest
 from numerics import assert_shares_close
@@ -47,7 +48,8 @@ PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also 
 HEAD_PAGE_MS = 30_000
 
 SCENE_POINTS_JS = """
-(gd) => {
+(gd, role) => {
+  role = role || "heads";
   // Screen position of every head marker of the 3D scene: data coordinates times the scene's
   // data scale, through the camera's projection x view x model matrices (column-major), into
   // the scene's domain of the plot area, offset by the plot's position in the page.
@@ -64,8 +66,9 @@ SCENE_POINTS_JS = """
   const top = size.t + (1 - dom.y[1]) * size.h, height = (dom.y[1] - dom.y[0]) * size.h;
   const points = [];
   gd._fullData.forEach((trace) => {
-    if (!trace.meta || trace.meta.role !== "heads") return;
+    if (!trace.meta || trace.meta.role !== role) return;
     for (let i = 0; i < trace.x.length; i++) {
+      if (trace.x[i] === null || !isFinite(trace.x[i])) continue;  // a line break
       const world = [trace.x[i] * scale[0], trace.y[i] * scale[1], trace.z[i] * scale[2], 1];
       const clip = mul(cam.projection, mul(cam.view, mul(cam.model, world)));
       const ndc = [clip[0] / clip[3], clip[1] / clip[3]];
@@ -73,8 +76,8 @@ SCENE_POINTS_JS = """
         x: rect.left + left + ((ndc[0] + 1) / 2) * width,
         y: rect.top + top + ((1 - ndc[1]) / 2) * height,
         inView: clip[3] > 0 && Math.abs(ndc[0]) < 0.95 && Math.abs(ndc[1]) < 0.95,
-        layer: trace.customdata[i][1],
-        head: trace.customdata[i][2],
+        layer: trace.customdata ? trace.customdata[i][1] : null,
+        head: trace.customdata ? trace.customdata[i][2] : null,
       });
     }
   });
@@ -87,6 +90,32 @@ SCENE_READY_JS = """
   const gd = document.querySelector('div[data-hf-plot="simplex"]');
   const scene = gd && gd._fullLayout && gd._fullLayout.scene && gd._fullLayout.scene._scene;
   return Boolean(scene && scene.glplot && scene.glplot.cameraParams);
+}
+"""
+
+ONE_MARKER_JS = """
+async (gd, which) => {
+  // Keep only the `which`-th head trace (or the selection ring), reduced to its first point with
+  // the marker settings plotly.js resolved for it (a per-point size array stays an array), in
+  // black; hide every other trace and the annotations: the plot then shows one marker exactly
+  // as that trace draws its markers. Without `which`: how many such traces there are.
+  const Plotly = gd.hfPlotly;
+  const probes = gd._fullData
+    .map((t, i) => [t, i])
+    .filter(([t]) => t.meta && ["heads", "selected"].includes(t.meta.role));
+  if (which === undefined || which === null) return probes.length;
+  const [trace, index] = probes[which];
+  const size = typeof trace.marker.size === "number" ? trace.marker.size : [trace.marker.size[0]];
+  const others = gd._fullData.map((_, i) => i).filter((i) => i !== index);
+  await Plotly.restyle(gd, { visible: false }, others);
+  await Plotly.restyle(
+    gd,
+    { x: [[trace.x[0]]], y: [[trace.y[0]]], z: [[trace.z[0]]], "marker.size": [size],
+      "marker.color": "#000000", "marker.opacity": 1, visible: true },
+    [index],
+  );
+  await Plotly.relayout(gd, { "scene.annotations": [] });
+  return { role: trace.meta.role, parity: trace.meta.parity || null, top: gd._fullLayout._size.t };
 }
 """
 
@@ -306,9 +335,10 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     plot.locator(".main-svg").first.wait_for(timeout=PLOT_APPEAR_MS)
     plot.hover()
     with page.expect_download(timeout=HEAD_PAGE_MS) as download:
-        plot.locator('.modebar-btn[data-title="Download SVG"]').click()
+        plot.locator('.modebar-btn[data-title="Download SVG (vector)"]').click()
     svg = Path(download.value.path()).read_text()
     assert svg.lstrip().startswith("<svg") and "Eigenvalues of S" in svg
+    assert "<image" not in svg  # vector: no raster picture inside
     assert download.value.suggested_filename.endswith(".svg")
 
     page.goto(f"{server}/?model={DEFAULT_MODEL}")
@@ -366,3 +396,84 @@ def test_no_page_requests_anything_from_another_host(browser, server: str) -> No
     }
     assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
     assert len(requests) > 20  # the pages really loaded
+
+
+LEGIBLE_MARKER_PX = 9
+"""Smallest drawn extent (px) of a head marker in the 3D scene that reads as its glyph."""
+
+
+def open_simplex(page, url: str) -> object:
+    """Load the simplex page and wait until its 3D scene is drawn; returns the plot."""
+    page.goto(url)
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    return page.locator('div[data-hf-plot="simplex"]')
+
+
+@pytest.mark.parametrize("selected", [(0, 0), (2, 4)])
+def test_every_head_marker_is_drawn_legibly_and_the_selected_one_larger(
+    browser, server: str, selected: tuple[int, int]
+) -> None:
+    """At 1280 x 800, each head trace of the 3D simplex (one per parity type, whichever holds
+    the selected head) draws its markers at a legible size, and the selected head's ring is
+    drawn larger than any of them: measured on the pixels plotly.js draws."""
+    from PIL import Image
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    url = f"{server}/?model={DEFAULT_MODEL}&layer={selected[0]}&head={selected[1]}"
+    try:
+        count = open_simplex(page, url).evaluate(ONE_MARKER_JS, None)
+        assert count >= 3  # the parity types of the model, and the ring
+        drawn = {}
+        for which in range(count):
+            plot = open_simplex(page, url)
+            probe = plot.evaluate(ONE_MARKER_JS, which)
+            page.wait_for_timeout(1500)  # the scene redraws
+            pixels = np.asarray(Image.open(io.BytesIO(plot.screenshot())).convert("L"))
+            ys, xs = np.nonzero(pixels[int(probe["top"]) :] < 160)  # below the title
+            assert len(xs), probe
+            extent = max(xs.max() - xs.min(), ys.max() - ys.min()) + 1
+            drawn[(probe["role"], probe["parity"])] = extent
+    finally:
+        context.close()
+    heads = {key: px for key, px in drawn.items() if key[0] == "heads"}
+    assert len(heads) >= 2 and ("selected", None) in drawn, drawn
+    assert min(heads.values()) >= LEGIBLE_MARKER_PX, drawn
+    assert drawn[("selected", None)] > max(heads.values()), drawn
+
+
+def test_the_whole_tetrahedron_is_in_the_default_view(browser, server: str) -> None:
+    """The first view at 1280 x 800 shows all four vertices and every head inside the plot, as
+    the drawn scene's camera projects them."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+        edges = plot.evaluate(SCENE_POINTS_JS, "edges")
+        heads = plot.evaluate(SCENE_POINTS_JS, "heads")
+        box = plot.bounding_box()
+    finally:
+        context.close()
+    assert len(edges) >= 10 and len(heads) == analyze(DEFAULT_MODEL).card.total_heads
+    for point in edges + heads:  # the edges' ends are the vertices
+        assert point["inView"], point
+        assert box["x"] <= point["x"] <= box["x"] + box["width"], point
+        assert box["y"] <= point["y"] <= box["y"] + box["height"], point
+
+
+def test_the_3d_figure_exports_a_high_resolution_png_and_no_svg(page, server: str) -> None:
+    """A WebGL scene's SVG would only wrap a picture: its toolbar offers a PNG at 4x the plot's
+    pixels, labelled so, and no SVG."""
+    from PIL import Image
+
+    plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+    plot.hover()
+    assert plot.locator('.modebar-btn[data-title^="Download SVG"]').count() == 0
+    button = plot.locator('.modebar-btn[data-title="Download PNG (high resolution, 4×)"]')
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        button.click()
+    width, height = Image.open(download.value.path()).size
+    box = plot.bounding_box()
+    assert download.value.suggested_filename.endswith(".png")
+    assert width >= 3.9 * box["width"] and height >= 3.9 * box["height"] * 0.9
