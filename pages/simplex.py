@@ -21,6 +21,7 @@ from ui import (
     clickable_plot,
     fit_to_column,
     go_to_head_box,
+    guard,
     jump_toggle,
     model_label,
     page_context,
@@ -165,7 +166,7 @@ with st.expander("Reading the simplex: a short geometry reference (Figures 1 and
     st.markdown(
         "**Scoring parameters of an attention block** (Table 1; value map and positional "
         "encoding excluded; N = dim C, ℓ the sequence length, h the heads). "
-        f"{card.name}: N = {card.model_dim or '?'}, h = {card.n_heads}."
+        f"{guard.plain(card.name)}: N = {card.model_dim or '?'}, h = {card.n_heads}."
     )
     st.table(
         {
