@@ -50,7 +50,7 @@ from .style import (
     UIREVISION,
     FigureInputError,
     Selected,
-    head_choice_labels,
+    head_choices,
     head_customdata,
     head_name,
     label_position,
@@ -198,7 +198,7 @@ def _head_traces(
                         "role": "heads",
                         "model": model,
                         "parity": parity,
-                        "choices": head_choice_labels(part, tuple(columns)),
+                        "choices": head_choices(part, tuple(columns)),
                     },
                 }
             )
