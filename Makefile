@@ -1,6 +1,7 @@
 # Two commands do all setup on a fresh machine:
 #   make run    start the dashboard on the embedded default model (http://localhost:8501)
 #   make test   lint and run the whole test suite
+# Everyday edits: make check (lint and the fast lane, see below).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
@@ -8,7 +9,7 @@ PORT ?= 8501
 # not ask an outside service for the machine's external IP.
 HOST ?= localhost
 
-.PHONY: run test install install-dev lint bench
+.PHONY: run test check install install-dev lint bench
 
 install:
 	VENV=$(VENV) scripts/install.sh
@@ -27,6 +28,15 @@ lint: install-dev
 test: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+
+# The fast lane: lint and every test without the heavy markers (pyproject.toml): no browser,
+# Docker image, wheel build, install run, fuzzing or other slow test. Two xdist workers, each
+# taking whole files (module fixtures are built once); CHECK_ARGS adds options ("-n 0": one
+# process).
+FAST := not (browser or image or package or fuzz or slow)
+check: install-dev
+	$(PY) -m ruff check .
+	$(PY) -m pytest -m "$(FAST)" -n 2 --dist loadfile $(CHECK_ARGS)
 
 # Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).
 bench: install-dev

@@ -47,6 +47,7 @@ from hostile_files import (
     safetensors_parts,
 )
 
+pytestmark = pytest.mark.fuzz
 REPO = Path(__file__).resolve().parents[2]
 CASE_SECONDS = 20  # per-case alarm inside the worker (a hang is reported, not waited out)
 WORKER_SECONDS = 240  # the whole worker, as a last resort

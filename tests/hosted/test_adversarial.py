@@ -369,6 +369,7 @@ def test_the_memory_limit_stops_an_analysis_and_spares_the_server(
     assert nothing_stored(spec)
 
 
+@pytest.mark.slow
 def test_a_bin_model_is_not_charged_its_file_size_against_the_memory_limit(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -753,6 +754,7 @@ def test_hosted_mode_hides_exception_details(
     assert st.get_option("client.showErrorDetails") == own
 
 
+@pytest.mark.slow
 def test_new_rope_positions_per_visitor_are_limited(
     hosted_app: None, root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -155,6 +155,7 @@ def _start_workers(
     return procs, outs, log
 
 
+@pytest.mark.slow
 def test_two_processes_extract_once_and_agree(
     model: Path, reference: ModelAnalysis, fresh_cache: Path, tmp_path: Path
 ) -> None:

@@ -163,6 +163,7 @@ def has_torch(venv: Path) -> bool:
     return subprocess.run([venv / "bin" / "python", "-c", probe], timeout=60).returncode == 0
 
 
+@pytest.mark.package
 @pytest.mark.parametrize("configured_by", ["PIP_FIND_LINKS", "PIP_CONFIG_FILE"])
 def test_install_takes_torch_from_the_named_index_only(tmp_path: Path, configured_by: str) -> None:
     """An unreachable torch index fails the install: pip's configured find-links (by
@@ -214,6 +215,7 @@ def fake_torch_wheel(folder: Path, version: str, cuda: str) -> Path:
     return wheel
 
 
+@pytest.mark.package
 def test_install_refuses_a_cuda_torch(tmp_path: Path) -> None:
     """A torch wheel handed in that is a CUDA build stops the install right after torch."""
     pinned = pinned_torch()

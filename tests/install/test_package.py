@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.package  # builds the wheel and installs it into a fresh venv
 REPO = Path(__file__).resolve().parents[2]
 IGNORED = (
     ".git",

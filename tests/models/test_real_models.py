@@ -207,6 +207,7 @@ def smollm2_source():
     return source, shapes, TensorIndex.for_source(source)
 
 
+@pytest.mark.slow
 def test_gguf_forms_match_transformers_gguf_loading(hf_smollm2, smollm2_source) -> None:
     source, shapes, index = smollm2_source
     config = hf_smollm2["config"]

@@ -75,6 +75,7 @@ def test_smollm2_metadata_scalars_match(smollm2_path: Path, smollm2_reference) -
     assert n_arrays > 0  # the tokenizer arrays were skipped over correctly
 
 
+@pytest.mark.slow
 def test_gemma_attention_tensors_are_bit_identical() -> None:
     path = BUNDLED_MODELS["gemma3-270m"].locate()
     reference = reference_tensors(path)

@@ -315,6 +315,7 @@ print(json.dumps({"reader": type(source.reader).__name__,
 """
 
 
+@pytest.mark.slow
 def test_hub_spec_with_ranges_reads_only_headers_and_qk(
     checkpoint: Path, server: _Server, tmp_path: Path
 ) -> None:
@@ -354,6 +355,7 @@ def test_hub_spec_with_ranges_reads_only_headers_and_qk(
     assert list((tmp_path / "headforms" / "hub-ranges").rglob("*.bin"))
 
 
+@pytest.mark.slow
 def test_offline_with_ranges_reads_the_snapshot_already_on_disk(
     checkpoint: Path, server: _Server, tmp_path: Path
 ) -> None:

@@ -287,6 +287,7 @@ def test_analyze_hub_errors_are_one_line(fake_hub: FakeHub, llamas: list[Path]):
         assert "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_cli_in_a_fresh_process_uses_hf_endpoint(fake_hub: FakeHub, llamas, tmp_path: Path):
     sha = fake_hub.add_repo(REPO).commit(checkpoint_files(llamas[0]))
     out = tmp_path / "heads.csv"

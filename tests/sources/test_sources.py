@@ -253,6 +253,7 @@ def test_hub_id_resolves_offline_and_fingerprints_by_commit(
     assert open_model(f"{REPO}@{SHA_2}").fingerprint == open_model(REPO).fingerprint
 
 
+@pytest.mark.slow
 def test_hub_id_from_hf_home_in_a_fresh_process(
     saved: _Saved, single_analysis: ModelAnalysis, hub_cache: Path
 ) -> None:

@@ -391,7 +391,14 @@ print(result.card.n_layers, ",".join(heavy) or "-", f"{elapsed:.3f}")
 """
 
 
-@pytest.mark.parametrize("name", ["smollm2-135m", "minilm-l6", "gemma3-270m"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "smollm2-135m",
+        pytest.param("minilm-l6", marks=pytest.mark.slow),
+        pytest.param("gemma3-270m", marks=pytest.mark.slow),
+    ],
+)
 def test_a_cache_hit_opens_no_weights_and_imports_no_heavy_library(
     name: str, tmp_path: Path
 ) -> None:

@@ -103,6 +103,7 @@ def test_bad_arguments_exit_2(tmp_path: Path):
         assert message in done.stderr, (args, done.stderr)
 
 
+@pytest.mark.slow
 def test_killed_survey_resumes_where_it_stopped(tiny_dirs, tmp_path: Path):
     specs = [str(tiny_dirs[f]) for f in ("gpt2", "opt", "gpt_neox")] + ["minilm-l6"]
     listing = tmp_path / "models.txt"
@@ -170,6 +171,7 @@ def test_survey_of_a_published_table(tmp_path: Path):
         assert got["energy"] == pytest.approx(rows["symmetric_energy"].mean())
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_same_table(tiny_dirs, tmp_path: Path):
     from distributed import LocalCluster
 
@@ -185,6 +187,7 @@ def test_dask_local_cluster_gives_the_same_table(tiny_dirs, tmp_path: Path):
     assert (tmp_path / "dask.csv.parts").is_dir()  # written by the workers
 
 
+@pytest.mark.slow
 def test_paper_preset_through_the_fake_hub(fake_hub: FakeHub, tiny_dirs, tmp_path: Path):
     served = {
         "gpt2": "gpt2",
@@ -206,6 +209,7 @@ def test_paper_preset_through_the_fake_hub(fake_hub: FakeHub, tiny_dirs, tmp_pat
         np.testing.assert_allclose(rows["energy"], analyze(str(tiny_dirs[family])).heads["energy"])
 
 
+@pytest.mark.slow
 def test_paper_preset_offline_fails_in_one_line_each(tmp_path: Path):
     done = cli(
         "--preset",

@@ -24,7 +24,7 @@ from safetensors.numpy import load_file, save_file
 
 from headforms import analyze
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHARES = ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "energy", "pairing", "balance")
 FORMATS = (".csv", ".json", ".parquet")
 ZERO, PSD, NSD, RANK_ONE = range(4)
