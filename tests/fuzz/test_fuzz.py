@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hostile_files import (
+from model_files import (
     ARRAY,
     CONFIG,
     F16_TYPE,

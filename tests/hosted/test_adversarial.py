@@ -41,8 +41,9 @@ import page_runner
 import psutil
 import pytest
 import tiny_models
-from hostile_files import gguf_file, slow_gguf, wide_model
-from hostile_files import patched as gguf_patched
+from hostile_files import slow_gguf, wide_model
+from model_files import gguf_file
+from model_files import patched as gguf_patched
 from streamlit.testing.v1 import AppTest
 
 from headforms import DEFAULT_MODEL, engine, hosted, sources
