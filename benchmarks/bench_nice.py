@@ -1,12 +1,16 @@
 """Does a contained worker really run below the server? CPU shares on one shared core.
 
-A busy "server" process (this one's session) and a busy "worker" in a session of its own (as
-the contained workers are started: ``start_new_session=True``), both pinned to one CPU, spin
-for ``--seconds``; the worker's share of that CPU is reported for: no niceness, ``os.nice(10)``
-alone, and :func:`headforms.hosted.workers.lower_priority` (``os.nice`` and the session's
-autogroup niceness). Where the kernel groups sessions for scheduling
-(``/proc/sys/kernel/sched_autogroup_enabled`` = 1) a process's niceness ranks it only within its
-group, so ``os.nice`` alone leaves the worker at about half the core.
+A busy "server" process (this one's session) and a busy "worker", both pinned to one CPU, spin
+for ``--seconds``; the worker's share of that CPU is reported for a worker in a session of its
+own (``start_new_session=True``) with no niceness, with ``os.nice(10)``, with ``os.nice(10)`` and
+its session's autogroup niceness 10, and for a worker in the server's session (a process group
+of its own, ``process_group=0``, as the contained workers are started) with ``os.nice(10)``.
+Where the kernel groups sessions for scheduling (``/proc/sys/kernel/sched_autogroup_enabled`` =
+1) a process's niceness ranks it only within its session's group: in a session of its own,
+``os.nice`` alone leaves the worker at about half the core, and raising its group's niceness
+instead makes it yield to every other session of the machine too (a worker with autogroup
+niceness 10 got 5% of a core beside another session's busy process, a worker in the server's
+session 32%: its group's fair share while the server was idle).
 
 Run: ``.venv/bin/python benchmarks/bench_nice.py [--seconds 4]``.
 """
@@ -25,16 +29,22 @@ from _common import ROOT, machine_line, print_table
 SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
 SETUPS = {
-    "no niceness": "",
-    "os.nice(10) only": "import os; os.nice(10)\n",
-    "lower_priority(10)": (
-        "from headforms.hosted.workers import lower_priority; lower_priority(10)\n"
+    "own session, no niceness": ("", True),
+    "own session, os.nice(10)": ("import os; os.nice(10)\n", True),
+    "own session, os.nice(10) + its autogroup's 10": (
+        "import os; os.nice(10); open('/proc/self/autogroup', 'w').write('10')\n",
+        True,
     ),
+    "the server's session (own process group), os.nice(10)": ("import os; os.nice(10)\n", False),
 }
+"""How the worker is started and lowered: (setup code, in a session of its own)."""
 
 
-def share(setup: str, seconds: float, cpu: int) -> float:
-    """The worker's share of CPU ``cpu`` while the server spins beside it."""
+def share(
+    setup: str, own_session: bool, seconds: float, cpu: int, neighbour: bool = False
+) -> float:
+    """The worker's share of CPU ``cpu`` while the server (or, with ``neighbour``, a process of
+    another session, the server idle) spins beside it."""
     code = f"import os; os.sched_setaffinity(0, {{{cpu}}})\n{setup}{SPIN.format(seconds=seconds)}"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
@@ -44,9 +54,11 @@ def share(setup: str, seconds: float, cpu: int) -> float:
             f"import os; os.sched_setaffinity(0, {{{cpu}}})\n" + SPIN.format(seconds=seconds + 1),
         ],
         env=env,
+        start_new_session=neighbour,
     )
     time.sleep(0.3)
-    worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
+    started = {"start_new_session": True} if own_session else {"process_group": 0}
+    worker = subprocess.Popen([sys.executable, "-c", code], env=env, **started)
     _, status, usage = os.wait4(worker.pid, 0)
     server.wait()
     del status
@@ -61,11 +73,17 @@ def main() -> None:
     autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled")
     grouped = autogroup.read_text().strip() if autogroup.exists() else "absent"
     rows = [
-        {"worker": name, "its share of the core": share(setup, args.seconds, cpu)}
-        for name, setup in SETUPS.items()
+        {"worker": name, "its share of the core": share(setup, own, args.seconds, cpu)}
+        for name, (setup, own) in SETUPS.items()
+    ]
+    beside = [
+        {"worker": name, "its share of the core": share(setup, own, args.seconds, cpu, True)}
+        for name, (setup, own) in SETUPS.items()
+        if "10" in name
     ]
     print(f"\n{machine_line(1)}; sched_autogroup_enabled = {grouped}")
     print_table("a busy worker beside a busy server on one core", rows)
+    print_table("a busy worker beside another session's busy process (the server idle)", beside)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from headforms.figures import paper as figures_paper
 from ui import cached, guard, page_context, show_figure
 from ui.fits import lobe_fit_errors
 from ui.fits import lobe_fits as fitted_lobes
+from ui.loading import FITS_SPECTRA, load_analysis
 from ui.tables import require_spectra
 
 ctx = page_context()
@@ -55,7 +56,8 @@ st.dataframe(errors.style.format("{:.4f}"))
 
 st.subheader("|Eigenvalues of L| and singular values of A (Observation 6)")
 try:
-    obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(ctx.analysis.spectra))
+    full = load_analysis(ctx.spec, ctx.rope_position, spectra=FITS_SPECTRA)  # + sv_a, |eig L|
+    obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(full.spectra))
 except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
     st.stop()

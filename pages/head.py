@@ -14,13 +14,14 @@ from ui import (
     show_figure,
     step_head,
 )
-from ui.loading import load_baseline
+from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.tables import require_spectra
 from ui.widgets import number
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Head")
-card, row, spectra = ctx.card, ctx.head_row, ctx.analysis.spectra
+card, row = ctx.card, ctx.head_row
+spectra = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA).spectra  # + sv_a
 baseline = load_baseline(ctx.analysis)
 base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
 

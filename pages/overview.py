@@ -9,6 +9,7 @@ from headforms.figures import heatmaps as figures
 from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from ui import cached, guard, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
+from ui.loading import DASHBOARD_SPECTRA, load_analysis
 from ui.widgets import format_layers
 
 ctx = page_context()
@@ -97,7 +98,9 @@ dl[0].download_button(
 )
 dl[1].download_button(
     "Spectra (npz)",
-    data=lambda: spectra_npz(ctx.analysis),
+    data=lambda: spectra_npz(  # every spectrum, the extra ones computed now if they never were
+        load_analysis(ctx.spec, ctx.rope_position, spectra=DASHBOARD_SPECTRA, quiet=True)
+    ),
     file_name=f"{stem}_spectra.npz",
     mime="application/octet-stream",
     icon=":material/download:",

@@ -14,8 +14,11 @@ the progress bar must be drawn only while the engine really works. A load parses
 the spec once (:func:`located_model`) and hands the located model on: to the engine, or in
 hosted mode to the contained worker.
 
-A model's first view needs its heads only: the Gaussian baseline is computed when a view asks
-for it (:func:`load_baseline`, with its own progress line), never while the model loads.
+A model's first view needs its heads only: its core spectra (the eigenvalues of S and their
+lobes, from which every per-head statistic comes); the pages that draw the other spectra ask
+for them (:func:`load_analysis`'s ``spectra``: the singular values of A, the eigenvalues of L,
+from the stored factors), and the Gaussian baseline is computed when a view asks for it
+(:func:`load_baseline`, with its own progress line), never while the model loads.
 
 A model that is not in memory is analysed while the script thread redraws the bar every
 :data:`POLL_S` seconds with what is happening and for how long, so the page shows progress from
@@ -47,7 +50,7 @@ from headforms.bounded import ByteLRU
 from headforms.columns import ALL_SPECTRA
 from headforms.errors import UnavailableDataError
 from headforms.options import AnalysisOptions
-from headforms.sources import Located, Spec, locate, parse_spec
+from headforms.sources import TABLE_FORMAT, Located, Spec, locate, parse_spec
 
 from . import guard
 from .tables import expand_models
@@ -70,16 +73,22 @@ POLL_S = 0.25
 """How often the progress bar is redrawn while a model is analysed."""
 
 DASHBOARD_SPECTRA = ALL_SPECTRA
-"""The spectra the dashboard's pages read (the head page needs sv_a)."""
+"""Every spectrum the dashboard's pages read (the install's warm-up computes them all)."""
+HEAD_SPECTRA = ("sv_a",)
+"""The spectra the head page draws besides the core ones."""
+FITS_SPECTRA = ("sv_a", "eig_l_abs")
+"""The spectra the fits page's Observation 6 fits besides the core ones."""
 
 StoreKey = tuple[str, int]
 """``(fingerprint, rope_position)`` of the located model (weights or a published table)."""
 
 
-def dashboard_options(rope_position: int = 0) -> AnalysisOptions:
-    """The options of the dashboard's analyses at ``rope_position``: every spectrum its pages
-    read (checked once, here)."""
-    return AnalysisOptions(rope_position, spectra=DASHBOARD_SPECTRA)
+def dashboard_options(
+    rope_position: int = 0, spectra: Iterable[str] = DASHBOARD_SPECTRA
+) -> AnalysisOptions:
+    """The options of the dashboard's analyses at ``rope_position`` with ``spectra`` besides
+    the core ones (checked once, here)."""
+    return AnalysisOptions(rope_position, spectra=tuple(spectra))
 
 
 def dashboard_analysis(
@@ -134,14 +143,15 @@ class AnalysisStore:
 
     def job(self, key: StoreKey, target: str | Located, options: AnalysisOptions) -> LoadJob:
         """The running analysis of ``key`` (``target`` at ``options``), started now if there is
-        none. When it finishes, its result is kept (even if the page that asked for it was left
-        meanwhile)."""
+        none with those spectra. When it finishes, its result is kept (even if the page that
+        asked for it was left meanwhile)."""
+        job_key = (*key, options.spectra)
         with self._lock:
-            running = self._jobs.get(key)
+            running = self._jobs.get(job_key)
             if running is not None:
                 return running
             job = LoadJob(target.spec if isinstance(target, Located) else target)
-            self._jobs[key] = job
+            self._jobs[job_key] = job
 
         def work() -> None:
             try:
@@ -153,7 +163,7 @@ class AnalysisStore:
                 job.future.set_result(analysis)
             finally:
                 with self._lock:
-                    self._jobs.pop(key, None)
+                    self._jobs.pop(job_key, None)
 
         self._pool.submit(work)
         return job
@@ -183,20 +193,44 @@ def located_model(spec: str) -> Located:
     return _located_hub(parsed) if parsed.kind == "hub" else _located_local(parsed)
 
 
-def load_analysis(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis:
-    """The analysis of ``spec`` at ``rope_position``; while it is computed, a progress bar in
-    ``where`` (default: the main area) says what is happening and for how long.
+class _Silent:
+    """A progress bar that draws nothing (a download being prepared has no page to draw on)."""
+
+    def progress(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing."""
+
+    def empty(self) -> None:
+        """Nothing."""
+
+
+def load_analysis(
+    spec: str,
+    rope_position: int = 0,
+    where: Any = None,
+    spectra: Iterable[str] = (),
+    quiet: bool = False,
+) -> ModelAnalysis:
+    """The analysis of ``spec`` at ``rope_position`` with ``spectra`` besides the core ones (a
+    first view needs none); while it is computed, a progress bar in ``where`` (default: the
+    main area; none when ``quiet``) says what is happening and for how long. The one kept in
+    memory for the model has every spectrum asked for so far.
 
     Raises :class:`HeadformsError` with a one-line message on bad input or at a limit.
     """
     spec = guard.checked_spec(spec)
-    options = dashboard_options(rope_position)
     located = located_model(spec)
     store = analysis_store()
-    key = (located.fingerprint, options.rope_position)
+    key = (located.fingerprint, AnalysisOptions(rope_position).rope_position)
     analysis = store.get(key)
+    wanted = set(spectra)
+    if analysis is not None and located.format != TABLE_FORMAT:
+        if not wanted <= analysis.spectra.keys():
+            wanted |= set(analysis.spectra)  # keep what the model in memory has
+            analysis = None
+    options = dashboard_options(rope_position, sorted(wanted & set(ALL_SPECTRA)))
     if analysis is None:
-        bar = (where if where is not None else st).progress(0.0, text=f"{guard.shown(spec)} …")
+        area = where if where is not None else st
+        bar = _Silent() if quiet else area.progress(0.0, text=f"{guard.shown(spec)} …")
         try:
             if guard.is_hosted():
                 analysis = _contained(located, options, bar)
@@ -387,7 +421,7 @@ def _weights_of(key: Hashable) -> tuple:
 
 
 def warm(spec: str = DEFAULT_MODEL) -> None:
-    """Analyse ``spec`` into the disk cache as the dashboard will ask for it, with its Gaussian
-    baseline, so that no page of the default model waits (what ``headforms analyze MODEL
-    --spectra all --baseline`` does too)."""
-    dashboard_analysis(spec).baseline  # noqa: B018 - computed and stored
+    """Analyse ``spec`` into the disk cache as the dashboard will ask for it, with every
+    spectrum and its Gaussian baseline, so that no page of the default model waits (what
+    ``headforms analyze MODEL --spectra all --baseline`` does too)."""
+    dashboard_analysis(spec, dashboard_options()).baseline  # noqa: B018 - computed and stored

@@ -10,6 +10,8 @@
 - :mod:`.slots`: fair turns at the few workers, with a bounded wait.
 - :mod:`.workers`: the flights and the worker process: :func:`analyze`, :func:`baseline` (in a
   worker), :func:`in_server` (a bounded computation in the server, at its turn).
+- :mod:`.http`: the server's HTTP rules (host names answered, framing, hidden endpoints), an
+  ASGI middleware that ``server.py`` puts around Streamlit.
 
 The engine and the sources never import this package; the dashboard and the command line hand
 its policy in and call its workers.

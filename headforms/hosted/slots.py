@@ -1,12 +1,13 @@
 """Fair turns at the server's few workers: who runs next when every slot is taken.
 
-At most ``HEADFORMS_ANALYSIS_CONCURRENT`` contained computations (analyses in workers, Theorem 5
-samplings in the server) run at once, and at most ``HEADFORMS_VISITOR_CONCURRENT`` of one
-visitor. A request that finds no free slot waits in a queue, for at most
-``HEADFORMS_QUEUE_SECONDS`` (then it is refused as busy, in one line); when a slot frees, the
-waiting visitor who has used the workers least recently goes first (slot-seconds, halved every
-:data:`USAGE_HALF_LIFE` seconds; ties in order of arrival), so one or two clients looping over
-new computations cannot keep anyone else out: a newcomer overtakes them at the next free slot.
+At most ``HEADFORMS_ANALYSIS_CONCURRENT`` contained computations run at once in workers (and as
+many in the server itself: Theorem 5 samplings, in a lane of their own), and at most
+``HEADFORMS_VISITOR_CONCURRENT`` of one visitor in each. A request that finds no free slot waits
+in a queue, for at most ``HEADFORMS_QUEUE_SECONDS`` (then it is refused as busy, in one line);
+when a slot frees, the waiting visitor who has used the slots least recently goes first
+(slot-seconds, halved every :data:`USAGE_HALF_LIFE` seconds; ties in order of arrival), so one
+or two clients looping over new computations cannot keep anyone else out: a newcomer overtakes
+them at the next free slot.
 A visitor may have at most :data:`MAX_WAITING_PER_VISITOR` requests waiting, the server at most
 :data:`MAX_WAITING`; past either a request is refused at once.
 """
@@ -195,4 +196,7 @@ class Slots:
 
 
 slots = Slots()
-"""The slots of this server process."""
+"""The slots of this server process's workers."""
+server_slots = Slots()
+"""The slots of computations run in the server itself (Theorem 5 samplings: small and bounded,
+so they need not wait behind a worker's analysis; the same limits, a lane of their own)."""

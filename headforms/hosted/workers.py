@@ -47,7 +47,7 @@ from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes, settings
 from .budgets import Budgets
 from .limits import Limits
 from .policy import Policy
-from .slots import slots
+from .slots import server_slots, slots
 from .visitors import LOCAL
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ budgets = Budgets()
 
 
 def running() -> int:
-    """Contained computations running now in this server process."""
-    return slots.running()
+    """Contained computations running now in this server process (workers and in-server)."""
+    return slots.running() + server_slots.running()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,13 +86,20 @@ class _Flight:
     (progress, outcome, who is still waiting)."""
 
     def __init__(
-        self, key: tuple, label: str, request: dict[str, Any], limits: Limits, visitor: str
+        self,
+        key: tuple,
+        label: str,
+        request: dict[str, Any],
+        limits: Limits,
+        visitor: str,
+        charged: bool = True,
     ) -> None:
         self.key = key
         self.label = label
         self.request = request
         self.limits = limits
         self.visitor = visitor
+        self.charged = charged
         self.proc: subprocess.Popen | None = None
         self.started: float | None = None
         self.progress: tuple[int, int, str] = (0, 1, "waiting for a worker")
@@ -133,15 +140,15 @@ class _Flight:
         try:
             slots.acquire(self.visitor, self.limits, self._raise_if_stopped, self._waiting)
         except _Stopped as stop:
-            budgets.refund(self.visitor, "analyses")
+            self._refund()
             self._finish(stop.outcome)
             return
         except LimitError as busy:
-            budgets.refund(self.visitor, "analyses")
+            self._refund()
             self._finish(["busy", str(busy)])
             return
         except BaseException as exc:  # never leave waiters hanging on a bug
-            budgets.refund(self.visitor, "analyses")
+            self._refund()
             self._finish(["failed", type(exc).__name__])
             return
         self.started = time.monotonic()
@@ -157,6 +164,11 @@ class _Flight:
         finally:
             slots.release(self.visitor, time.monotonic() - self.started)
             self.done.set()
+
+    def _refund(self) -> None:
+        """Give its visitor back the new analysis it was charged (it never ran)."""
+        if self.charged:
+            budgets.refund(self.visitor, "analyses")
 
     def _finish(self, outcome: list[Any]) -> None:
         """End a flight that never ran a worker (the flight's thread)."""
@@ -264,8 +276,8 @@ _flights_lock = threading.Lock()
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker's whole process group (it leads its own session: anything it started
-    goes too, even after it exited) and reap it."""
+    """SIGKILL the worker's whole process group (it leads its own: anything it started goes
+    too, even after it exited) and reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -292,7 +304,11 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
             stdin=subprocess.PIPE,
             pass_fds=(writer,),
             env=env,
-            start_new_session=True,  # its own process group: killed whole
+            # Its own process group (killed whole), in the server's session: where the kernel
+            # groups sessions for scheduling (autogroup), the worker then shares the server's
+            # group, below the server by its niceness, and the two together get the group's
+            # fair share of a machine run by others too (benchmarks/bench_nice.py).
+            process_group=0,
         )
     except BaseException:
         os.close(reader)
@@ -370,7 +386,11 @@ def analyze(
     }
     key = ("analysis", located.fingerprint, options)
     label = f"the analysis of {located.spec}"
-    flight = _run(key, label, request, limits, progress, check, visitor)
+    # More spectra of a model already analysed at these options are not a new analysis (they
+    # come from its stored factors, as cheap as a reread): no charge to the visitor.
+    core = AnalysisOptions(options.rope_position, options.fold_qk_norm)
+    charge = core == options or engine.stored_analysis(located, core) is None
+    flight = _run(key, label, request, limits, progress, check, visitor, charge)
     return _result(flight, stored)
 
 
@@ -414,7 +434,7 @@ def in_server(
     sampling), which need no worker of their own."""
     limits = limits or Limits.from_env()
     budgets.check(visitor, kind, limits)
-    with slots.hold(visitor, limits, check, what="computations"):
+    with server_slots.hold(visitor, limits, check, what="computations"):
         budgets.spend(visitor, kind, limits)
         return build()
 
@@ -427,10 +447,11 @@ def _run(
     progress: Progress | None,
     check: Callable[[], None] | None,
     visitor: str,
+    charge: bool = True,
 ) -> _Flight:
     """Wait, attached, for the flight computing ``key`` (started if none is) to end."""
     limits = limits or Limits.from_env()
-    flight = _join(key, label, request, limits, visitor)
+    flight = _join(key, label, request, limits, visitor, charge)
     shown = None
     try:
         while not flight.done.wait(POLL):
@@ -444,14 +465,17 @@ def _run(
     return flight
 
 
-def _join(key: tuple, label: str, request: dict[str, Any], limits: Limits, visitor: str) -> _Flight:
-    """The flight computing ``key`` (a new one, charged to ``visitor``, if none is), with the
-    caller attached."""
+def _join(
+    key: tuple, label: str, request: dict[str, Any], limits: Limits, visitor: str, charge: bool
+) -> _Flight:
+    """The flight computing ``key`` (a new one, charged to ``visitor`` when ``charge``, if none
+    is), with the caller attached."""
     with _flights_lock:
         flight = _flights.get(key)
         if flight is None:
-            budgets.spend(visitor, "analyses", limits)
-            flight = _Flight(key, label, request, limits, visitor)
+            if charge:
+                budgets.spend(visitor, "analyses", limits)
+            flight = _Flight(key, label, request, limits, visitor, charge)
             _flights[key] = flight
             threading.Thread(target=flight.fly, name="headforms-flight", daemon=True).start()
         flight.attach()
@@ -505,30 +529,14 @@ def _result(flight: _Flight, stored: Callable[[], Any]) -> Any:
 # The worker process
 
 
-AUTOGROUP = Path("/proc/self/autogroup")
-"""Linux's scheduling group of this process's session (with ``sched_autogroup_enabled``)."""
-
-
 def _apply_limits(memory: int, cpu_seconds: float, nice: int) -> None:
     """Cap this process's memory and CPU time (the kernel enforces both); lower its priority."""
     import resource
 
-    lower_priority(nice)
+    os.nice(nice)  # within the server's session: below the server, even under autogroup
     resource.setrlimit(resource.RLIMIT_DATA, (int(memory), int(memory)))
     cpu = max(1, math.ceil(cpu_seconds))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-
-
-def lower_priority(nice: int) -> None:
-    """Run below the server by ``nice``. A worker leads its own session, and where the kernel
-    groups sessions for scheduling (autogroup) a process's niceness only ranks it within its
-    group: the group's niceness is what counts against the server, so both are set (raising
-    one's own niceness needs no privilege)."""
-    os.nice(nice)
-    try:
-        AUTOGROUP.write_text(str(min(19, nice)))
-    except OSError:  # no autogroup (kernel option off, or not Linux): os.nice alone counts
-        pass
 
 
 def _watch_parent(parent: int) -> None:

@@ -41,4 +41,11 @@ def test_a_load_locates_its_model_once(
     loading.analysis_store.clear()
     analysis = loading.load_analysis(str(tiny_dir))
     assert located == [tiny_dir]
-    assert len(analysis.heads) == tm.LAYERS * tm.H and set(analysis.spectra) >= {"sv_a"}
+    assert len(analysis.heads) == tm.LAYERS * tm.H
+    # A first view computes what it draws: the core spectra, not the singular values of A nor
+    # the eigenvalues of L; the page that draws them asks for them, from the stored factors.
+    assert set(analysis.spectra) == {"eig_s", "lobe_pos", "lobe_neg"}
+    full = loading.load_analysis(str(tiny_dir), spectra=loading.HEAD_SPECTRA)
+    assert "sv_a" in full.spectra and full.heads.equals(analysis.heads)
+    assert loading.load_analysis(str(tiny_dir)) is full  # the richer one is kept
+    assert located == [tiny_dir]
