@@ -46,7 +46,7 @@ PARTIAL_SECONDS = 3600.0
 """A partial entry untouched this long is a killed writer's leftover and is removed."""
 META = "factors.json"
 PARTIAL_PREFIX = ".partial-"
-QUEUED_LAYERS = 4
+QUEUED_LAYERS = 2
 """Layers waiting for the writer thread at most (the producer waits beyond: bounded memory)."""
 
 
