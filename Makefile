@@ -22,11 +22,16 @@ install-dev:
 run: install
 	VENV=$(VENV) HOST=$(HOST) PORT=$(PORT) scripts/start.sh
 
+# ruff for Python; eslint (node_modules/, pinned by package-lock.json) for ui/*.js and ui/*.css.
+ESLINT := node_modules/.bin/eslint
+
 lint: install-dev
 	$(PY) -m ruff check .
+	$(ESLINT) ui
 
 test: install-dev
 	$(PY) -m ruff check .
+	$(ESLINT) ui
 	$(PY) -m pytest
 
 # The fast lane: lint and every test without the heavy markers (pyproject.toml): no browser,
@@ -36,6 +41,7 @@ test: install-dev
 FAST := not (browser or image or package or fuzz or slow)
 check: install-dev
 	$(PY) -m ruff check .
+	$(ESLINT) ui
 	$(PY) -m pytest -m "$(FAST)" -n 2 --dist loadfile $(CHECK_ARGS)
 
 # Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).

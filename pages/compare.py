@@ -9,14 +9,14 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.analyses.parity import parity_by_layer
-from headforms.figures import heatmaps
-from headforms.figures import paper as figures_paper
+from headforms.figures import distributions, fits, heatmaps, parity
 from headforms.figures import simplex as simplex_figures
 from headforms.forms import PARITY_TYPE_II_TEXT
 from ui import (
     PlotPayload,
     cached,
     clickable_plot,
+    links,
     model_label,
     page_context,
     select_from_customdata,
@@ -25,14 +25,18 @@ from ui import (
 from ui.fits import lobe_fit_errors
 from ui.loading import baselines_of, load_models
 
+MODELS_KEY = "compare_models"
+HEATMAP_KEY = "compare_heatmap"
+CAMERA_KEY = "compare_camera"
+
 ctx = page_context()
 st.title("Compare models")
 others = [name for name in BUNDLED_MODELS if name != ctx.spec]
+links.bind(links.specs("models", MODELS_KEY, default=others[:1], label="compared"))
 chosen = st.multiselect(
     "Models to compare with the current one",
-    others,
-    default=others[:1],
-    key="compare_models",
+    list(dict.fromkeys([*others, *st.session_state[MODELS_KEY]])),
+    key=MODELS_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",
@@ -51,19 +55,22 @@ simplex = cached(
         simplex_figures.simplex_figure(models, color_by="model", selected=ctx.selected)
     ),
 )
-clickable_plot(simplex, key="compare_simplex", on_click=select_from_customdata)
+links.bind(links.camera("camera", CAMERA_KEY))
+clickable_plot(
+    simplex, key="compare_simplex", on_click=select_from_customdata, camera_key=CAMERA_KEY
+)
 st.caption("Profiles of every compared model on one simplex, coloured by model; click a head.")
 
 table = cached(
     "compare_table",
     (*key, tolerance),
-    lambda: figures_paper.parity_comparison_table(models, tolerance),
+    lambda: parity.parity_comparison_table(models, tolerance),
 )
 show_figure(
     cached(
         "compare_parity",
         (*key, tolerance),
-        lambda: figures_paper.parity_comparison_figure(table, tolerance),
+        lambda: parity.parity_comparison_figure(table, tolerance),
     ),
     f"Table 2: percent of heads by parity (Type II: c_S + d_S ≤ {tolerance:g}, set in the "
     f"sidebar); rows marked paper are the published values (at {PARITY_TYPE_II_TEXT}) with their "
@@ -78,7 +85,7 @@ show_figure(
     cached(
         "compare_fig12",
         (*key, tolerance),
-        lambda: figures_paper.parity_by_layer_grid_figure(
+        lambda: parity.parity_by_layer_figure(
             {name: parity_by_layer(heads, tolerance) for name, heads in models.items()},
             tolerance,
         ),
@@ -93,7 +100,7 @@ with left:
         cached(
             "compare_pairing",
             key,
-            lambda: figures_paper.distribution_figure(models, baselines=baselines),
+            lambda: distributions.distribution_figure(models, baselines=baselines),
         ),
         "Pairing score per model (dashed: medians; dotted: Gaussian baselines).",
     )
@@ -102,7 +109,7 @@ with right:
         cached(
             "compare_energy",
             key,
-            lambda: figures_paper.distribution_figure(
+            lambda: distributions.distribution_figure(
                 models, "energy", "symmetric energy ‖S‖²/‖L‖²", baselines
             ),
         ),
@@ -113,12 +120,13 @@ HEATMAPS = {
     "energy": "Figure 13: symmetric energy ‖S‖²/‖L‖²",
     "pairing": "Figure 14: pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
 }
+links.bind(links.choice("heatmap", HEATMAP_KEY, list(HEATMAPS), "energy", "a heatmap"))
 column = st.radio(
     "Layer × head heatmaps of",
     list(HEATMAPS),
     format_func=HEATMAPS.__getitem__,
     horizontal=True,
-    key="compare_heatmap",
+    key=HEATMAP_KEY,
 )
 shared = heatmaps.heatmap_range(
     [frame[column] for frame in (*models.values(), *baselines.values())]
@@ -146,7 +154,7 @@ errors_by_model = {
 }
 unknown = [name for name, (size, _) in errors_by_model.items() if not size]
 show_figure(
-    cached("compare_fig6", key, lambda: figures_paper.fit_error_vs_size_figure(errors_by_model)),
+    cached("compare_fig6", key, lambda: fits.fit_error_vs_size_figure(errors_by_model)),
     "Fig 6: average error of each fitted family over each model's heads (both lobes), against "
     "the model's parameter count from its weight files' headers (log scale)"
     + (

@@ -8,8 +8,9 @@ import streamlit as st
 
 from headforms import HeadformsError
 from headforms.analyses import fits
-from headforms.figures import paper as figures_paper
-from ui import cached, guard, page_context, show_figure
+from headforms.analyses.observations import OBSERVATIONS
+from headforms.figures import fits as figures
+from ui import cached, guard, links, page_context, show_figure
 from ui.fits import lobe_fit_errors
 from ui.fits import lobe_fits as fitted_lobes
 from ui.loading import FITS_SPECTRA, load_analysis
@@ -28,11 +29,12 @@ lobe_fits = fitted_lobes(*model_key, ctx.analysis)
 errors = lobe_fit_errors(*model_key, ctx.analysis)
 
 st.subheader("Spectral lobes λ₊ and λ₋ (Observation 3, Figure 6)")
+st.caption(f"Observation 3: {OBSERVATIONS[3].statement}. **{OBSERVATIONS[3].label}**")
 try:
     head_fig = cached(
         "fits_head",
         (*model_key, ctx.row),
-        lambda: figures_paper.fit_head_figure(
+        lambda: figures.fit_head_figure(
             fits.head_histograms(lobe_fits, ctx.row),
             fits.head_fit_curves(lobe_fits, ctx.row),
             f"{ctx.spec}, {ctx.label}",
@@ -46,7 +48,7 @@ show_figure(
     cached(
         "fits_errors_fig",
         model_key,
-        lambda: figures_paper.fit_errors_figure(errors, ctx.spec, "spectral lobes"),
+        lambda: figures.fit_errors_figure(errors, ctx.spec, "spectral lobes"),
     ),
     f"Average error of each family over the {len(ctx.heads)} heads of {guard.plain(ctx.spec)}, "
     "per lobe "
@@ -55,12 +57,13 @@ show_figure(
 st.dataframe(errors.style.format("{:.4f}"))
 
 st.subheader("|Eigenvalues of L| and singular values of A (Observation 6)")
+st.caption(f"Observation 6: {OBSERVATIONS[6].statement}. **{OBSERVATIONS[6].label}**")
 try:
     full = load_analysis(ctx.spec, ctx.rope_position, spectra=FITS_SPECTRA)  # + sv_a, |eig L|
     obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(full.spectra))
 except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
-    st.stop()
+    links.stop_page()
 obs6_errors = cached(
     "fits_obs6_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, obs6))
 )
@@ -70,7 +73,7 @@ try:
         cached(
             "fits_obs6_head",
             (*model_key, ctx.row),
-            lambda: figures_paper.sample_fits_figure(
+            lambda: figures.sample_fits_figure(
                 fits.head_histograms(obs6, ctx.row),
                 fits.head_fit_curves(obs6, ctx.row),
                 f"Fitted families, {ctx.spec}, {ctx.label}",
@@ -85,7 +88,7 @@ show_figure(
     cached(
         "fits_obs6_pooled_fig",
         model_key,
-        lambda: figures_paper.sample_fits_figure(
+        lambda: figures.sample_fits_figure(
             fits.head_histograms(pooled, 0),
             fits.head_fit_curves(pooled, 0),
             f"Pooled over the {len(ctx.heads)} heads, {ctx.spec}",
@@ -98,7 +101,7 @@ show_figure(
     cached(
         "fits_obs6_errors_fig",
         model_key,
-        lambda: figures_paper.fit_errors_figure(obs6_errors, ctx.spec, "|λ(L)| and σ(A)"),
+        lambda: figures.fit_errors_figure(obs6_errors, ctx.spec, "|λ(L)| and σ(A)"),
     ),
     "Average error of each family over the heads, per kind of sample (Observation 6: "
     "gamma-like profiles).",

@@ -25,7 +25,7 @@ spectra = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA).spect
 baseline = load_baseline(ctx.analysis)
 base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
 
-nav = st.columns([6, 1, 1], vertical_alignment="bottom")
+nav = st.columns([5, 1.5, 1.2], vertical_alignment="bottom")  # "Previous" whole at 1280 px
 nav[0].title(ctx.label)
 nav[1].button(
     "Previous",

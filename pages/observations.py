@@ -1,6 +1,8 @@
 """Observations page: the paper's observations checked on the loaded models: balanced symmetric
 parts (Observation 1, Theorem 3), accumulation near Theta against the Gaussian baseline
-(Observation 2), and proportional lobes with their consequences (Observation 5)."""
+(Observation 2), the symmetric bias (Observation 4) and proportional lobes with their
+consequences (Observation 5), each with its status in the paper (Table 14; Observations 3 and 6
+are on the Fits page)."""
 
 from __future__ import annotations
 
@@ -8,22 +10,26 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.analyses.lobes import observation5_summary
+from headforms.analyses.observations import OBSERVATIONS, symmetric_bias_summary
 from headforms.analyses.parity import theorem3_summary
 from headforms.analyses.theta import theta_summary
+from headforms.figures import distributions
 from headforms.figures import observations as figures_obs
-from headforms.figures import paper as figures_paper
 from headforms.forms import MAX_LOBE_DEPARTURE
 from ui import (
     PlotPayload,
     cached,
     clickable_plot,
     jump_toggle,
+    links,
     model_label,
     page_context,
     select_from_customdata,
     show_figure,
 )
 from ui.loading import baselines_of, load_models
+
+MODELS_KEY = "observations_models"
 
 ctx = page_context()
 st.title("Observations")
@@ -32,11 +38,15 @@ st.caption(
     "K, Q of the same n and N (the baseline). Click a head in a scatter to select it."
 )
 controls = st.columns([3, 1], vertical_alignment="bottom")
+links.bind(links.specs("models", MODELS_KEY, label="other"))
 extra = controls[0].multiselect(
     "Other models",
-    [name for name in BUNDLED_MODELS if name != ctx.spec],
-    default=[],
-    key="observations_models",
+    list(
+        dict.fromkeys(
+            [*(name for name in BUNDLED_MODELS if name != ctx.spec), *st.session_state[MODELS_KEY]]
+        )
+    ),
+    key=MODELS_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",
@@ -50,7 +60,23 @@ models = {name: analysis.heads for name, analysis in analyses.items()}
 baselines = baselines_of(analyses)
 key = (tuple(models), ctx.rope_position)
 
-st.subheader("Observation 1: the symmetric part is balanced (Theorem 3)")
+
+def observation(number: int, title: str) -> None:
+    """The observation's heading with its status in the paper (Table 14) beside it."""
+    st.subheader(f"Observation {number}: {title}")
+    st.caption(f"**{OBSERVATIONS[number].label}**")
+
+
+with st.expander("The paper's observations and their status (Table 14)"):
+    st.table(
+        {
+            "observation": [f"{o.number}: {o.statement}" for o in OBSERVATIONS.values()],
+            "status": [o.status for o in OBSERVATIONS.values()],
+            "explained by": [o.explanation or "—" for o in OBSERVATIONS.values()],
+        }
+    )
+
+observation(1, "the symmetric part is balanced (Theorem 3)")
 st.dataframe(
     cached(
         "obs_theorem3",
@@ -69,7 +95,7 @@ st.caption(
     "Heads with fewer are degenerate (e.g. a QK-norm gain that is exactly zero)."
 )
 
-st.subheader("Observation 2: heads accumulate near Θ, spread along its branches")
+observation(2, "heads accumulate near Θ, spread along its branches")
 scatter = cached(
     "obs_theta_scatter",
     key,
@@ -101,12 +127,46 @@ st.dataframe(
 )
 st.caption("Per model: median distance to Θ, spread of |position| along it, share on the c side.")
 
-st.subheader("Observation 5: the sorted spectral lobes are approximately proportional")
+observation(4, "symmetric bias: trained heads are more symmetric than random ones")
+show_figure(
+    cached(
+        "obs_bias",
+        key,
+        lambda: distributions.distribution_figure(
+            models,
+            "energy",
+            "symmetric energy ‖S‖²/‖L‖²",
+            baselines,
+            references=((0.5, "½: ‖S‖² = ‖A‖²"),),
+        ),
+    ),
+    "Symmetric energy ‖S‖²/‖L‖² per model against independent Gaussian K, Q of the same shapes, "
+    "whose energy concentrates at (N + 1)/(2N), just above ½ (dotted: their medians). Heads to "
+    "the right of ½ put more of ‖L‖² in the symmetric part than in the antisymmetric one.",
+)
+st.dataframe(
+    cached("obs_bias_summary", key, lambda: symmetric_bias_summary(models, baselines)),
+    hide_index=True,
+    column_config={
+        c: st.column_config.NumberColumn(format="%.3f")
+        for c in ("median energy", "baseline median energy")
+    }
+    | {
+        c: st.column_config.NumberColumn(format="%.1f")
+        for c in ("above 1/2 (%)", "above baseline median (%)")
+    },
+)
+st.caption(
+    "Per model: median symmetric energy of the trained heads and of their baseline, and "
+    "the share of trained heads above ½ and above the baseline's median."
+)
+
+observation(5, "the sorted spectral lobes are approximately proportional")
 show_figure(
     cached(
         "obs_departure",
         key,
-        lambda: figures_paper.distribution_figure(
+        lambda: distributions.distribution_figure(
             models,
             "lobe_departure",
             "lobe departure ‖λ₋ − ρλ₊‖/‖λ₋‖",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms.analyses.parity import paper_table2, parity_by_layer, parity_table
-from headforms.figures import heatmaps as figures
+from headforms.figures import parity as figures
 from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from ui import cached, guard, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
@@ -75,7 +75,9 @@ with right:
         cached(
             "parity_by_layer",
             (ctx.spec, ctx.rope_position, ctx.tolerance),
-            lambda: figures.parity_by_layer_figure(parity_by_layer(ctx.heads, ctx.tolerance)),
+            lambda: figures.parity_by_layer_figure(
+                {card.name: parity_by_layer(ctx.heads, ctx.tolerance)}, ctx.tolerance
+            ),
         ),
         f"Percent of each layer's heads of each parity type (the paper's Figure 12), Type II "
         f"tolerance {ctx.tolerance:g}.",

@@ -1,7 +1,9 @@
 """Simplex page: every head on the 3-simplex of profiles and on the triangle of symmetric profiles.
 
 Clicking a marker selects that head (and opens the head page unless switched off); where
-markers overlap, the plot lists them to choose from. The 3D view frames the heads by default.
+markers overlap, the plot lists them to choose from. The 3D view shows the whole tetrahedron by
+default, "Zoom to heads" frames the crowd; a short geometry reference (Figures 1 and 7, Tables 1
+and 3) explains the faces.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.figures import simplex as figures
+from headforms.figures.camera import FRAMED_SHARE, FRAMES
+from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geometry_reference
 from headforms.forms import PARITY_TYPE_II_TEXT
 from ui import (
     PlotPayload,
@@ -17,7 +21,9 @@ from ui import (
     clickable_plot,
     fit_to_column,
     go_to_head_box,
+    guard,
     jump_toggle,
+    links,
     model_label,
     page_context,
     select_from_customdata,
@@ -25,7 +31,7 @@ from ui import (
 )
 from ui.loading import baselines_of, load_models
 
-FRAME_LABELS = {"heads": "Fit to heads", "simplex": "Whole simplex"}
+BASELINE_KEY = "simplex_baseline"
 
 ctx = page_context()
 st.title("Profiles on the simplex")
@@ -36,7 +42,8 @@ st.caption(
     "head to open it."
 )
 
-controls = st.columns([5, 3, 2], vertical_alignment="bottom")
+controls = st.columns([4, 3, 2], vertical_alignment="bottom")
+links.bind(links.specs("overlay", state.OVERLAY_KEY, label="overlaid"))
 extra = controls[0].multiselect(
     "Overlay other models",
     list(dict.fromkeys([*BUNDLED_MODELS, *st.session_state[state.OVERLAY_KEY]])),
@@ -45,26 +52,39 @@ extra = controls[0].multiselect(
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",
     help="Extra models drawn on the same simplex and triangle (at RoPE position 0), each in its "
-    "own colour and marker family; a published per-head table (.csv/.parquet) adds all its "
-    "models; the sidebar's model is always drawn.",
+    "own colour (the marker shapes keep their parity meaning); a published per-head table "
+    "(.csv/.parquet) adds all its models; the sidebar's model is always drawn.",
+)
+links.bind(
+    links.choice(
+        "view",
+        state.FRAME_KEY,
+        list(FRAMES),
+        state.DEFAULTS[state.FRAME_KEY],
+        "a 3D view",
+        FRAMES.get,
+    )
 )
 frame = controls[1].segmented_control(
     "3D view",
-    list(FRAME_LABELS),
-    format_func=FRAME_LABELS.__getitem__,
+    list(FRAMES),
+    format_func=FRAMES.__getitem__,
     key=state.FRAME_KEY,
     required=True,
-    help=f"Fit to heads: the camera looks at the region holding {figures.FRAMED_SHARE:.0%} of "
-    "the heads, so crowded heads pull apart. Whole simplex: the tetrahedron as in the paper's "
-    "Figure 1.",
+    help="Whole simplex: the tetrahedron as in the paper's Figures 1, 2 and 8, faces labelled. "
+    f"Zoom to heads: the camera looks at the region holding {FRAMED_SHARE:.0%} of the heads, "
+    "so crowded heads pull apart.",
 )
+camera_key = f"simplex_camera:{frame}"  # each view keeps its own camera
+links.bind(links.camera("camera", camera_key))
 with controls[2]:
     go_to_head_box(ctx)
 with st.container(horizontal=True, gap="large"):
     jump_toggle()
+    links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline"))
     show_baseline = st.toggle(
         "Gaussian baseline",
-        key="simplex_baseline",
+        key=BASELINE_KEY,
         help="Also draw, in grey, independent Gaussian K, Q of the same n, N as each model's "
         "heads: they sit at Θ's midpoint a = b = 1/2.",
     )
@@ -82,7 +102,7 @@ simplex = cached(
             figures.simplex_figure(
                 models, ctx.color_by, ctx.selected, frame=frame, baselines=baselines
             ),
-            1.15 if frame == "simplex" else 1.0,
+            1.12 if frame == "simplex" else 1.0,  # vertex labels inside a narrow column
         )
     ),
 )
@@ -94,14 +114,15 @@ triangle = cached(
     ),
 )
 profiles = cached("profile_table", key[:2], lambda: figures.profile_table(models))
-overlays = " Overlaid models: their own colour and marker shapes." if len(models) > 1 else ""
+overlays = " Overlaid models: each its own colour, the same shapes." if len(models) > 1 else ""
 overlays += " Grey dots: Gaussian K, Q of the same n, N." if baselines else ""
 framed = (
-    f"Framed: the {figures.FRAMED_SHARE:.0%} of the heads nearest their median profile (the "
-    'camera turns about it); the rest and the vertices are a scroll away (the "→ toward" '
-    "hints point to them), or choose Whole simplex."
+    f"Zoomed: the {FRAMED_SHARE:.0%} of the heads nearest their median profile (the camera "
+    'turns about it); the rest and the vertices are a scroll away (the "→ toward" hints point '
+    "to them), or choose Whole simplex."
     if frame == "heads"
-    else "The whole tetrahedron."
+    else "The whole tetrahedron, its faces labelled as in the paper's Figure 1 (the back facet "
+    "b = 0 and the dashed edge a = b = 0 are empty); Zoom to heads pulls the crowd near Θ apart."
 )
 
 left, right = st.columns([3, 2])
@@ -111,20 +132,24 @@ with left:
         key="simplex",
         on_click=select_from_customdata,
         caption=f"The tetrahedron Δ₃ of profiles (a, b, c, d). {framed} Marker shape = parity "
-        f"type, colour as chosen in the sidebar; red: Θ, where rank-one forms land; the selected "
-        f"head is drawn larger and labelled. Where markers overlap, a click lists them.{overlays}",
+        "type as in the paper's Figures 2 and 8 (+ Type I+, ○ Type II, and ◆ for Type I−, a 3D "
+        "scene has no dash), colour as chosen in the sidebar; red: Θ, where rank-one forms land; "
+        f"the selected head is ringed and labelled. Where markers overlap, a click lists them."
+        f"{overlays}",
         data=profiles,
         filename=f"{ctx.spec}_simplex",
         scroll_zoom=True,
+        camera_key=camera_key,
     )
 with right:
     clickable_plot(
         triangle,
         key="triangle",
         on_click=select_from_customdata,
-        caption="Symmetric profiles (b_S, c_S, d_S) of S alone on the triangle a = 0; the band "
-        f"near the b vertex (c_S + d_S ≤ {PARITY_TYPE_II_TEXT}) is Type II. Scroll to zoom; click "
-        "a head to open it.",
+        caption="Symmetric profiles (b_S, c_S, d_S) of S alone on the triangle a = 0, oriented "
+        "as the paper's Figure 10 (c = 1 left, b = 1 right); markers as in Figure 9: + Type I+, "
+        "○ Type II, − Type I−. The band near the b vertex "
+        f"(c_S + d_S ≤ {PARITY_TYPE_II_TEXT}) is Type II. Scroll to zoom; click a head to open it.",
         data=profiles,
         filename=f"{ctx.spec}_triangle",
         scroll_zoom=True,
@@ -138,3 +163,32 @@ st.markdown(
     f"{row['c']:.3f}, {row['d']:.3f})"
 )
 st.page_link("pages/head.py", label="Open the head page", icon=":material/arrow_forward:")
+
+with st.expander("Reading the simplex: a short geometry reference (Figures 1 and 7, Tables 1, 3)"):
+    st.markdown(
+        "A head's form L = KᵀQ splits into its symmetric part S = (L + Lᵀ)/2 and antisymmetric "
+        "part A = (L − Lᵀ)/2. Its profile (a, b, c, d) sums to 1: a = ‖A‖²/‖L‖², and the energy "
+        "of S divides into b (positive and negative eigenvalues matched in pairs, a hyperbolic "
+        "part H), c (the excess of positive ones, a positive semidefinite part P) and d (the "
+        "excess of negative ones, −P). So every point of Δ₃ says how a form mixes T = A, H and "
+        "±P. Rank-one forms k qᵀ land on the red set Θ = {a = b, cd = 0}; trained heads "
+        "accumulate near it, Gaussian ones at its midpoint a = b = ½."
+    )
+    st.table(geometry_reference())
+    st.caption(
+        "The faces of Δ₃ and the forms whose profiles lie over them (Table 3, Figure 1). The "
+        "triangle on the right is the facet a = 0 of symmetric forms, drawn for S alone (Figure 7, "
+        "right): " + "; ".join(f"{edge.equations}: {edge.fiber}" for edge in TRIANGLE_EDGES) + "."
+    )
+    card = ctx.card
+    st.markdown(
+        "**Scoring parameters of an attention block** (Table 1; value map and positional "
+        "encoding excluded; N = dim C, ℓ the sequence length, h the heads). "
+        f"{guard.plain(card.name)}: N = {card.model_dim or '?'}, h = {card.n_heads}."
+    )
+    st.table(
+        {
+            "attention": [m for m, _ in SCORING_PARAMETERS],
+            "trainable scoring parameters": [f for _, f in SCORING_PARAMETERS],
+        }
+    )

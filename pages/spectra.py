@@ -8,13 +8,15 @@ import streamlit as st
 
 from headforms.analyses import spectra as sp
 from headforms.analyses.theta import theta_frame
-from headforms.figures import paper as figures_paper
+from headforms.figures import spectra as figures
+from headforms.figures.style import PARITY_NAMES
 from ui import (
     PlotPayload,
     cached,
     clickable_plot,
     guard,
     jump_toggle,
+    links,
     page_context,
     select_from_customdata,
     show_figure,
@@ -23,7 +25,9 @@ from ui.loading import load_baseline
 from ui.tables import require_spectra
 
 AUTO = "best silhouette"
-PROJECTIONS = {"svd": "uncentred SVD (paper)", "pca": "centred PCA"}
+K_KEY = "spectra_k"
+PROJECTION_KEY = "spectra_projection"
+COLOR_KEY = "spectra_color"
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Spectra")
@@ -40,34 +44,69 @@ if not ks:
         f"Clustering the spectra needs at least 3 heads; {guard.plain(ctx.spec)} has {len(eig_s)}.",
         icon=":material/info:",
     )
-    st.stop()
+    links.stop_page()
 scan = cached("spectra_silhouette_scan", model_key, lambda: sp.silhouette_scan(eig_s))
 best = sp.best_k_or_none(scan)
 
 controls = st.columns([2, 2, 2, 2], vertical_alignment="bottom")
+k_options = [
+    *([sp.PAPER_K] if sp.PAPER_K in ks else []),
+    *([AUTO] if best is not None else []),
+    *(k for k in ks if k != sp.PAPER_K),
+]
+links.bind(
+    links.choice(
+        "k",
+        K_KEY,
+        k_options,
+        k_options[0],
+        "a number of clusters offered here",
+        lambda k: f"k = {k}",
+        lambda k: "best" if k == AUTO else str(k),
+    )
+)
+if st.session_state[K_KEY] not in k_options:  # a k of another model
+    st.session_state[K_KEY] = k_options[0]
 k_choice = controls[0].selectbox(
     "Number of clusters",
-    [
-        *([sp.PAPER_K] if sp.PAPER_K in ks else []),
-        *([AUTO] if best is not None else []),
-        *(k for k in ks if k != sp.PAPER_K),
-    ],
-    key="spectra_k",
+    k_options,
+    key=K_KEY,
     format_func=lambda k: f"{k} (paper)" if k == sp.PAPER_K else str(k),
-    help="k-means on the unit spectra (fixed seed); the paper uses 3, named Type I+, II, I− by "
-    "decreasing mean signed asymmetry. 'best silhouette' picks the k with the largest one. "
-    "Offered: fewer clusters than heads.",
+    help="k-means on the unit spectra (fixed seed); the paper uses 3, which the author ranks as "
+    "Type I+, II, I− by decreasing mean signed asymmetry (rank names of clusters, not the "
+    "parity classes). 'best silhouette' picks the k with the largest one. Offered: fewer "
+    "clusters than heads.",
+)
+links.bind(
+    links.choice(
+        "projection",
+        PROJECTION_KEY,
+        list(figures.PROJECTION_NAMES),
+        "svd",
+        "a projection",
+        figures.PROJECTION_NAMES.get,
+    )
 )
 projection_kind = controls[1].radio(
     "Projection",
-    list(PROJECTIONS),
-    format_func=PROJECTIONS.__getitem__,
-    key="spectra_projection",
+    list(figures.PROJECTION_NAMES),
+    format_func=figures.PROJECTION_NAMES.__getitem__,
+    key=PROJECTION_KEY,
     help="The paper projects X on its uncentred SVD (component 1 is the common shape); the "
     "centred PCA's PC1-3 are the SVD's components 2-4.",
 )
+links.bind(
+    links.choice(
+        "heads_color",
+        COLOR_KEY,
+        ["cluster", "parity"],
+        "cluster",
+        "a colouring of the heads",
+        lambda by: f"heads coloured by {by}",
+    )
+)
 color_by = controls[2].radio(
-    "Colour heads by", ["cluster", "parity"], horizontal=True, key="spectra_color"
+    "Colour heads by", ["cluster", "parity"], horizontal=True, key=COLOR_KEY
 )
 with controls[3]:
     jump_toggle()
@@ -98,12 +137,16 @@ projection_plot = cached(
     "spectra_projection_fig",
     plot_key,
     lambda: PlotPayload.of(
-        figures_paper.projection_figure(
+        figures.projection_figure(
             frame, ctx.spec, projection, plane, levels, color_by, ctx.selected, clusters.types
         )
     ),
 )
-clickable_plot(projection_plot, key="spectra_fig5", on_click=select_from_customdata)
+camera_key = f"spectra_camera:{projection_kind}"  # each projection keeps its own camera
+links.bind(links.camera("camera", camera_key))
+clickable_plot(
+    projection_plot, key="spectra_fig5", on_click=select_from_customdata, camera_key=camera_key
+)
 if projection_kind == "svd":
     st.caption(
         "Fig 5: each head's unit spectrum x on the uncentred SVD X = U S Vᵀ (coordinates: the "
@@ -127,7 +170,7 @@ show_figure(
     cached(
         "spectra_fig4",
         (*model_key, k),
-        lambda: figures_paper.cluster_spectra_figure(
+        lambda: figures.cluster_spectra_figure(
             summary,
             means,
             ctx.spec,
@@ -136,14 +179,16 @@ show_figure(
         ),
     ),
     f"Fig 4: k-means with k = {clusters.k} on the unit spectra; clusters ordered by decreasing "
-    "mean signed asymmetry (positive minus negative energy) and, for k = 3, named Type I+, II, "
-    "I− in that order (a rank, as in the paper: compare the parity column below). Each "
+    "mean signed asymmetry (positive minus negative energy) and, for k = 3, given the author's "
+    "rank names “Type I+”, “Type II”, “Type I−” in that order. They are clusters of spectra, "
+    "not the parity classes: each panel gives its parity make-up, and they are drawn in their "
+    "own colours and shapes, never the parity ones. Each "
     f"histogram is the mean sorted unit spectrum of up to {sp.extreme_count(len(eig_s))} of the "
     f"cluster's most extreme heads ({sp.N_EXTREME} per {sp.HEADS_PER_EXTREME} heads, at least "
     f"{sp.N_EXTREME}; a smaller cluster gives all its heads; column n_extreme below; largest "
-    "projection of x − mean on the cluster's direction), hung from their mean position on Θ, "
-    "unfolded above: vertex c = 1, midpoint, vertex d = 1; ticks: every head's position, by "
-    "cluster.",
+    "projection of x − mean on the cluster's direction), hung from their mean position on Θ "
+    "(the “Type II” cluster from Θ's midpoint, as the paper's caption attaches it), unfolded "
+    "above: vertex c = 1, midpoint, vertex d = 1; ticks: every head's position, by cluster.",
 )
 st.dataframe(
     summary.drop(columns=["cluster"]),
@@ -155,11 +200,16 @@ st.dataframe(
         **{c: st.column_config.NumberColumn(format="%.3f") for c in ("a", "b", "c", "d")},
         "pairing": st.column_config.NumberColumn(format="%.3f"),
         "parity": st.column_config.TextColumn("majority parity (extreme heads)"),
+        **{
+            f"heads {p}": st.column_config.NumberColumn(f"{name} heads")
+            for p, name in PARITY_NAMES.items()
+        },
     },
 )
 st.caption(
     "Clusters: size and mean signed asymmetry; of their extreme heads: the negative energy of "
-    "their mean spectrum, mean Θ position, mean profile, pairing and majority parity."
+    "their mean spectrum, mean Θ position, mean profile, pairing and majority parity; then how "
+    "many of all the cluster's heads have each parity type."
 )
 
 baseline = load_baseline(ctx.analysis)  # Fig 3 draws it beside the heads
@@ -167,7 +217,7 @@ show_figure(
     cached(
         "spectra_fig3",
         model_key,
-        lambda: figures_paper.mean_spectrum_figure(
+        lambda: figures.mean_spectrum_figure(
             sp.mean_unit_spectrum(eig_s),
             sp.mean_unit_spectrum(baseline.spectra["eig_s"]),
             ctx.spec,
@@ -180,7 +230,7 @@ show_figure(
     cached(
         "spectra_silhouette",
         (*model_key, k),
-        lambda: figures_paper.silhouette_figure(scan, clusters.k),
+        lambda: figures.silhouette_figure(scan, clusters.k),
     ),
     f"Silhouette of k-means for each k (on the first {sp.SILHOUETTE_COMPONENTS} principal "
     f"coordinates of X): "

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One install script for every machine: developers (make), CI (.ci/run) and the Docker image.
 #   scripts/install.sh            runtime: venv + requirements.txt + bundled models
-#   scripts/install.sh --dev      also test tools, and (as root) Debian's chromium for the browser
-#                                 tests and docker.io + debootstrap for the image test
+#   scripts/install.sh --dev      also test tools: the JavaScript/CSS linter (eslint, pinned in
+#                                 package-lock.json, with npm ci into node_modules/), and (as root)
+#                                 Debian's chromium for the browser tests, docker.io + debootstrap
+#                                 for the image test and npm when it is missing
 # VENV (default .venv) names the virtual environment; PYTHON (default python3) creates it.
 # torch from one source only (the Docker image): TORCH_WHEELS names a folder holding the torch
 # wheel, else TORCH_INDEX_URL an index (e.g. https://download.pytorch.org/whl/cpu); either one
@@ -87,12 +89,14 @@ if [ -d headforms ]; then
 fi
 
 # Debian packages of the tests: chromium (browser tests), docker.io and debootstrap (the image
-# test builds and runs the Docker image; debootstrap makes its base without Docker Hub).
+# test builds and runs the Docker image; debootstrap makes its base without Docker Hub), npm (the
+# linter below).
 if [ "$DEV" = 1 ]; then
   missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   command -v dockerd >/dev/null || missing+=(docker.io)
   command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+  command -v npm >/dev/null || missing+=(npm)
   if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "installing Debian packages for the tests: ${missing[*]}" >&2
@@ -101,5 +105,13 @@ if [ "$DEV" = 1 ]; then
     else
       echo "note: some tests need Debian packages: run 'sudo apt-get install -y ${missing[*]}'" >&2
     fi
+  fi
+fi
+
+# eslint for ui/*.js and ui/*.css (`make lint`), exactly the versions of package-lock.json; npm ci
+# again only when the lock file changed. Without npm, `make lint` says eslint is missing.
+if [ "$DEV" = 1 ] && command -v npm >/dev/null; then
+  if [ ! -x node_modules/.bin/eslint ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null
   fi
 fi

@@ -36,7 +36,7 @@ from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits
 
 from ..errors import HeadformsError
-from ..forms import unit_spectra
+from ..forms import PARITY_LABELS, unit_spectra
 from .theta import PROFILE, theta_projection
 
 RANDOM_STATE = 0
@@ -45,10 +45,17 @@ RANDOM_STATE = 0
 PAPER_K = 3
 """The paper's number of clusters."""
 
-CLUSTER_NAMES = ("Type I+", "Type II", "Type I−")
-CLUSTER_TYPES = ("I+", "II", "I-")
-"""Names (and parity keys, for markers and colours) of the k = 3 clusters in order of
-decreasing mean signed asymmetry."""
+CLUSTER_TYPES = PARITY_LABELS
+"""The author's rank names of the k = 3 clusters, in order of decreasing mean signed asymmetry
+(the parity labels they are named after: I+, II, I-)."""
+
+CLUSTER_NAMES = tuple(
+    f"cluster {j + 1} (“Type {name.replace('-', '−')}” by rank)"
+    for j, name in enumerate(CLUSTER_TYPES)
+)
+"""Names of the k = 3 clusters: each says it is a cluster, with the author's rank name beside
+it. The clusters are k-means clusters of spectra, not the parity classes (their parity make-up
+is in :func:`cluster_summary`)."""
 
 DEFAULT_K_RANGE = range(2, 9)
 """Cluster counts tried by the silhouette criterion."""
@@ -393,14 +400,16 @@ def cluster_summary(
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """Per cluster (in order): name, size, mean signed asymmetry, and of its extreme heads the
     negative energy of their mean spectrum, their mean position along Theta, mean profile,
-    pairing and majority parity. Also returns the (k, 2n) mean sorted unit spectra of each
-    cluster's extreme heads (the histograms of Fig 4)."""
+    pairing and majority parity; then the parity make-up of the whole cluster (``heads I+``,
+    ``heads II``, ``heads I-``: how many of its heads have each parity type). Also returns the
+    (k, 2n) mean sorted unit spectra of each cluster's extreme heads (the histograms of Fig 4)."""
     extremes = extreme_heads(eig_s, clustering.labels, n_extreme)
     _, _, position = theta_projection(heads[list(PROFILE)].to_numpy(dtype=float))
     rows = []
     means = []
     for cluster, idx in extremes.items():
         chosen = heads.iloc[idx]
+        members = heads["parity"].to_numpy()[clustering.labels == cluster]
         mean = mean_unit_spectrum(eig_s[idx])
         parity_counts = chosen["parity"].value_counts()
         rows.append(
@@ -418,6 +427,7 @@ def cluster_summary(
                 "d": chosen["d"].mean(),
                 "pairing": chosen["pairing"].mean(),
                 "parity": parity_counts.index[0],
+                **{f"heads {p}": int(np.sum(members == p)) for p in PARITY_LABELS},
                 "extreme_heads": ", ".join(
                     f"L{layer}H{head}"
                     for layer, head in zip(chosen["layer"], chosen["head"], strict=True)

@@ -15,6 +15,19 @@ from .style import DECORATIVE_ROLES
 
 _POINT_COLUMNS = ("x", "y", "z")
 
+SVG_TRACE_TYPES = frozenset({"scatter", "bar", "histogram", "box", "violin", "contour"})
+"""Trace types that plotly.js draws as SVG elements, so that an SVG export of a figure made of
+them alone is vector. Others are WebGL (scatter3d, mesh3d, scattergl) or images (heatmap): an SVG
+export would hold a raster picture of them."""
+
+HIGH_RESOLUTION_PNG_SCALE = 4
+"""Scale of the PNG export of a figure that cannot be vector (a 650 px 3D scene: 2600 px)."""
+
+
+def exports_as_vector(fig: go.Figure) -> bool:
+    """Whether ``fig``'s SVG export is true vector graphics (every trace drawn as SVG)."""
+    return all(trace.type in SVG_TRACE_TYPES for trace in fig.data)
+
 
 def _role(trace: go.BaseTraceType) -> str | None:
     meta = trace.meta

@@ -1,5 +1,5 @@
-"""Layer x head views: heatmaps of a per-head column beside its Gaussian baseline (Figures 13,
-14) and parity by layer (Figure 12)."""
+"""Layer x head views: heatmaps of a per-head column beside its Gaussian baseline, or of several
+models side by side on one scale (Figures 13, 14)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..forms import PARITY_LABELS
 from .style import (
     COLUMN_TITLES,
     DIVERGING_SCALE,
-    PARITY_COLORS,
-    PARITY_NAMES,
     SELECTED_COLOR,
     TEMPLATE,
     UIREVISION,
@@ -235,32 +232,6 @@ def _grid(heads: pd.DataFrame) -> tuple[int, int]:
     if not len(heads):
         return 1, 1
     return int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
-
-
-def parity_by_layer_figure(frame: pd.DataFrame, title: str = "Parity by layer") -> go.Figure:
-    """Figure 12: stacked bars of the percent of each layer's heads of type I+, II, I-
-    (``frame`` from :func:`headforms.analyses.parity.parity_by_layer`)."""
-    fig = go.Figure()
-    for parity in PARITY_LABELS:
-        values = frame[parity] if parity in frame.columns else pd.Series(0.0, index=frame.index)
-        fig.add_trace(
-            go.Bar(
-                x=frame.index.to_numpy(),
-                y=values.to_numpy(),
-                name=PARITY_NAMES[parity],
-                marker={"color": PARITY_COLORS[parity]},
-                hovertemplate=f"layer %{{x}}<br>%{{y:.1f}}%<extra>{PARITY_NAMES[parity]}</extra>",
-            )
-        )
-    fig.update_layout(
-        template=TEMPLATE,
-        title={"text": title},
-        barmode="stack",
-        xaxis={"title": {"text": "layer"}, "dtick": 1 if len(frame) <= 24 else None},
-        yaxis={"title": {"text": "% of the layer's heads"}, "range": [0, 100]},
-        legend={"traceorder": "normal"},
-    )
-    return fig
 
 
 def heatmap_table(heads: pd.DataFrame, baseline: pd.DataFrame | None, column: str) -> pd.DataFrame:

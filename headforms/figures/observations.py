@@ -15,16 +15,22 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analyses.theta import theta_frame
-from .style import BASELINE_COLOR, MODEL_COLORS, TEMPLATE, UIREVISION, head_customdata
+from .style import BASELINE_COLOR, TEMPLATE, UIREVISION, head_customdata, model_color
 
-THETA_POSITION_TITLE = "position along Θ (c − d: +1 vertex c, −1 vertex d)"
+THETA_POSITION_TITLE = "position along Θ, c − d: ← vertex c (+1) · midpoint · vertex d (−1) →"
+"""The position axis runs from the vertex c (left, as in the triangle and Figure 10) to d."""
 THETA_DISTANCE_TITLE = "distance to Θ (barycentric, log scale)"
 DISTANCE_FLOOR = 1e-5
 """Distances below this are drawn at it (a log axis has no 0; exact rank-one forms are at 0)."""
 
-
-def _color(index: int) -> str:
-    return MODEL_COLORS[index % len(MODEL_COLORS)]
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+_DECADES = range(round(np.log10(DISTANCE_FLOOR)), 1)
+DECADE_TICKS = {
+    "tickvals": [10.0**k for k in _DECADES],
+    "ticktext": [f"10{str(k).translate(_SUPERSCRIPTS)}" for k in _DECADES],
+}
+"""Ticks of the distance axes: one per decade from DISTANCE_FLOOR to 1, written 10⁻³ in the tick
+font itself (plotly's "power" format draws the exponent at 70%, below 11 px)."""
 
 
 def _position_extent(frames: list[pd.DataFrame]) -> float:
@@ -70,7 +76,7 @@ def _trained_points(
         x=heads[x],
         y=y,
         mode="markers",
-        marker={"color": _color(index), "size": 7, "opacity": 0.8},
+        marker={"color": model_color(index), "size": 7, "opacity": 0.8},
         name=f"{name}: trained heads",
         customdata=head_customdata(heads, name),
         hovertemplate=f"layer %{{customdata[1]}}, head %{{customdata[2]}}<br>{hover}"
@@ -123,8 +129,7 @@ def theta_scatter_figure(
         yaxis={
             "title": {"text": THETA_DISTANCE_TITLE},
             "type": "log",
-            "dtick": 1,
-            "exponentformat": "power",
+            **DECADE_TICKS,
         },
         legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
         height=520,
@@ -185,7 +190,7 @@ def theta_distribution_figure(
                         x=x,
                         y=y,
                         mode="lines",
-                        line={"color": _color(i), "dash": dash, "width": 2},
+                        line={"color": model_color(i), "dash": dash, "width": 2},
                         name=f"{label} ({medians})",
                         legendgroup=label,
                         showlegend=col == 1,
@@ -195,9 +200,7 @@ def theta_distribution_figure(
                     col=col,
                 )
     fig.update_xaxes(title_text=THETA_POSITION_TITLE, range=[extent, -extent], row=1, col=1)
-    fig.update_xaxes(
-        title_text=THETA_DISTANCE_TITLE, type="log", dtick=1, exponentformat="power", row=1, col=2
-    )
+    fig.update_xaxes(title_text=THETA_DISTANCE_TITLE, type="log", **DECADE_TICKS, row=1, col=2)
     fig.update_yaxes(title_text="density of heads", row=1, col=1)
     fig.update_yaxes(title_text="density per decade", row=1, col=2)
     fig.update_layout(

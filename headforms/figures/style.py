@@ -21,26 +21,30 @@ UIREVISION = "headforms"
 PARITY_COLORS: dict[str, str] = {"I+": "#E69F00", "II": "#009E73", "I-": "#0072B2"}
 """One colour per parity type (Okabe-Ito, colour-blind safe), used by every figure."""
 
-PARITY_SYMBOLS: dict[str, str] = {"I+": "cross", "II": "circle", "I-": "diamond"}
-"""Marker per parity type (the paper uses +, o, -); all three exist in Scatter3d and Scatter."""
+PARITY_SYMBOLS: dict[str, str] = {
+    "I+": "cross-thin-open",
+    "II": "circle-open",
+    "I-": "line-ew-open",
+}
+"""2D marker per parity type, as the captions of Figures 2, 8 and 9 draw them: + Type I+, an open
+circle Type II, a dash Type I-. Line symbols: drawn in the marker colour with
+:data:`PARITY_LINE_WIDTH`. The same for every model of a figure; models differ by colour."""
 
-MARKER_FAMILIES_3D: tuple[dict[str, str], ...] = (
-    PARITY_SYMBOLS,
-    {"I+": "square-open", "II": "circle-open", "I-": "diamond-open"},
-    {"I+": "cross", "II": "square", "I-": "square-open"},
-    {"I+": "square", "II": "diamond-open", "I-": "circle-open"},
-)
-"""Parity markers of the k-th model drawn on one simplex. Scatter3d draws symbols as glyphs and
-has seven usable ones ("x" is an emoji glyph, a blank box without an emoji font), so families
-share some symbols; the model colour tells them apart."""
+PARITY_SYMBOLS_3D: dict[str, str] = {"I+": "cross", "II": "circle-open", "I-": "diamond"}
+"""The closest legible set in a 3D scene, whose markers are text glyphs (+, ○, ◆; plotly.js has
+no dash glyph): + and the open circle as in the captions, a filled diamond for Type I-."""
 
-MARKER_FAMILIES_2D: tuple[dict[str, str], ...] = (
-    PARITY_SYMBOLS,
-    {"I+": "x-thin-open", "II": "circle-open", "I-": "diamond-open"},
-    {"I+": "asterisk-open", "II": "square", "I-": "triangle-down"},
-    {"I+": "y-up-open", "II": "hexagon-open", "I-": "star-open"},
-)
-"""The same for 2D scatters (triangle), where more symbols exist."""
+PARITY_LINE_WIDTH = 2.0
+"""Stroke width (px) of the 2D line symbols: thinner, a + and a dash vanish at marker size."""
+
+MARKER_SIZE_2D = 9
+MARKER_SIZE_3D = 6
+"""Marker sizes of head markers: every head legible, in 2D and in the 3D scene (one size per
+trace: plotly.js draws a 3D trace with per-point sizes at a fraction of them)."""
+
+SELECTED_SIZE_2D = 20
+SELECTED_SIZE_3D = 15
+"""Sizes of the ring drawn around the selected head."""
 
 PARITY_NAMES: dict[str, str] = {"I+": "Type I+", "II": "Type II", "I-": "Type I−"}
 
@@ -54,9 +58,31 @@ MODEL_COLORS: tuple[str, ...] = (
     "#17becf",
     "#2ca02c",
 )
-"""Discrete palette of models (and clusters): never the red of Theta; from the second colour on,
-far from the parity colours and (the first ones) from :data:`CONTINUOUS_SCALE`, so an overlaid
-model never reads as a parity type or a value of the colour scale."""
+"""Discrete palette of models: never the red of Theta; from the second colour on, far from the
+parity colours and (the first ones) from :data:`CONTINUOUS_SCALE`, so an overlaid model never
+reads as a parity type or a value of the colour scale."""
+
+CLUSTER_COLORS: tuple[str, ...] = ("#CC79A7", "#8c564b", "#bcbd22", "#7f7f7f", "#17becf", "#9467bd")
+"""Palette of k-means clusters (Figures 4, 5): none of the parity colours, nor Theta's red, so a
+cluster never reads as a parity type (the clusters are not the parity classes)."""
+
+CLUSTER_SYMBOLS: tuple[str, ...] = (
+    "square",
+    "triangle-up",
+    "pentagon",
+    "star",
+    "hexagon",
+    "bowtie",
+)
+CLUSTER_SYMBOLS_3D: tuple[str, ...] = ("square", "square-open", "diamond-open", "circle")
+"""Cluster markers in 2D and 3D: none of the parity glyphs (+, open circle, dash) in 2D; in 3D,
+where glyphs are few, clusters are told apart by colour first."""
+
+
+def model_color(index: int) -> str:
+    """The colour of the ``index``-th model (or series) of a figure: :data:`MODEL_COLORS` cycled."""
+    return MODEL_COLORS[index % len(MODEL_COLORS)]
+
 
 HEAD_COLOR = "#d62728"
 BASELINE_COLOR = "#555555"
@@ -116,13 +142,22 @@ def head_name(layer: int, head: int) -> str:
     return f"L{int(layer)}·H{int(head)}"
 
 
-def head_choice_labels(heads: pd.DataFrame, columns: tuple[str, ...] | list[str]) -> list[str]:
-    """One line per head for the dashboard's chooser of overlapping markers (carried in a head
-    trace's ``meta["choices"]``): name, parity and the coordinates drawn."""
-    values = heads[list(columns)].to_numpy(dtype=float)
+CHOICE_DECIMALS = 8
+"""Decimals of the coordinates a chooser entry carries (it shows as many as tell heads apart)."""
+
+
+def head_choices(heads: pd.DataFrame, columns: tuple[str, ...] | list[str]) -> list[dict]:
+    """One entry per head for the dashboard's chooser of overlapping markers (a head trace's
+    ``meta["choices"]``): ``{"label": "L3·H5 · I+", "coords": {"a": ..., ...}}``, the name,
+    parity and the coordinates drawn, which the chooser shows with enough decimals to tell the
+    listed heads apart."""
+    values = heads[list(columns)].to_numpy(dtype=float).round(CHOICE_DECIMALS)
+    names = [c.removesuffix("_sym") for c in columns]
     return [
-        f"{head_name(layer, head)} · {parity} · "
-        + " ".join(f"{c.removesuffix('_sym')} {v:.3f}" for c, v in zip(columns, row, strict=True))
+        {
+            "label": f"{head_name(layer, head)} · {parity}",
+            "coords": dict(zip(names, row.tolist(), strict=True)),
+        }
         for layer, head, parity, row in zip(
             heads["layer"].to_numpy(),
             heads["head"].to_numpy(),
@@ -160,17 +195,28 @@ def selected_row(
     return row, model
 
 
+def label_position(x: float, y: float) -> str:
+    """``textposition`` of a label beside a point at (x, y) in [0, 1]^2 of the plot (0, 0 bottom
+    left): toward the middle, so that a label near an edge stays inside the frame."""
+    vertical = "bottom" if y > 0.75 else "top"
+    horizontal = "left" if x > 0.7 else "right" if x < 0.3 else "center"
+    return f"{vertical} {horizontal}"
+
+
 def selected_marker(
     row: pd.DataFrame,
     model: str,
     coordinates: Mapping[str, np.ndarray],
     hovertemplate: str | None = None,
+    textposition: str = "top center",
 ) -> go.Scatter | go.Scatter3d:
     """The selected head's ring with its name, at ``coordinates`` (``x, y`` or ``x, y, z``),
     clickable like any head (same customdata) and marked ``meta.role = "selected"`` so that the
-    dashboard's chooser of overlapping markers skips it."""
+    dashboard's chooser of overlapping markers skips it. ``textposition``: where its name goes
+    (:func:`label_position` keeps it inside the frame)."""
     three_d = "z" in coordinates
-    marker: dict = {"color": SELECTED_COLOR, "size": 12 if three_d else 18, "symbol": "circle-open"}
+    size = SELECTED_SIZE_3D if three_d else SELECTED_SIZE_2D
+    marker: dict = {"color": SELECTED_COLOR, "size": size, "symbol": "circle-open"}
     if not three_d:
         marker["line"] = {"width": 3, "color": SELECTED_COLOR}
     trace = go.Scatter3d if three_d else go.Scatter
@@ -179,7 +225,9 @@ def selected_marker(
         mode="markers+text",
         marker=marker,
         text=[head_name(row["layer"].iloc[0], row["head"].iloc[0])],
-        textposition="top center",
+        textposition=textposition,
+        textfont={"size": 13, "color": SELECTED_COLOR},
+        showlegend=False,
         name="selected",
         customdata=head_customdata(row, model),
         hovertemplate=hovertemplate,

@@ -11,7 +11,7 @@ from scipy import stats
 from headforms import analyze
 from headforms.analyses import fits
 from headforms.errors import HeadformsError
-from headforms.figures.paper import fit_errors_figure, fit_head_figure
+from headforms.figures.fits import fit_errors_figure, fit_head_figure
 
 GENERATORS = {
     "gamma": lambda rng, n: rng.gamma(3.0, 2.0, n),
@@ -201,7 +201,7 @@ def test_pooled_fit_matches_scipy_on_the_pooled_unit_mean_sample(ragged_samples)
 
 def test_observation6_tables_and_figures_on_a_model():
     from headforms.columns import ALL_SPECTRA
-    from headforms.figures.paper import fit_error_vs_size_figure, sample_fits_figure
+    from headforms.figures.fits import fit_error_vs_size_figure, sample_fits_figure
 
     res = analyze("minilm-l6", spectra=ALL_SPECTRA)
     result = fits.fit_observation6(res.spectra)

@@ -18,8 +18,8 @@ from headforms.analyses.parity import (
 )
 from headforms.errors import HeadformsError
 from headforms.figures.observations import against_figure
-from headforms.figures.paper import (
-    parity_by_layer_grid_figure,
+from headforms.figures.parity import (
+    parity_by_layer_figure,
     parity_comparison_figure,
     parity_comparison_table,
 )
@@ -173,9 +173,10 @@ def test_comparison_figures_with_a_tolerance(minilm):
     bars = parity_comparison_figure(table, 0.1)
     assert "0.1" in bars.layout.title.text
     assert any("(paper, 144 heads)" in label for label in bars.data[0].y)
-    grid = parity_by_layer_grid_figure({"minilm-l6": parity_by_layer(minilm.heads, 0.1)}, 0.1)
-    heatmap = grid.data[0]
-    np.testing.assert_allclose(np.asarray(heatmap.z).sum(axis=0), 100.0)
+    grid = parity_by_layer_figure({"minilm-l6": parity_by_layer(minilm.heads, 0.1)}, 0.1)
+    cells = grid.data[0]
+    totals = pd.Series(cells.marker.color).groupby(np.asarray(cells.x)).sum()
+    np.testing.assert_allclose(totals.to_numpy(), 100.0)
     assert (grid.layout.coloraxis.cmin, grid.layout.coloraxis.cmax) == (0, 100)
     scatter = against_figure(
         models,

@@ -12,12 +12,13 @@ from sklearn.metrics import adjusted_rand_score
 from headforms import analyze
 from headforms.analyses import spectra as sp
 from headforms.errors import HeadformsError
-from headforms.figures.paper import (
+from headforms.figures.spectra import (
     cluster_spectra_figure,
     mean_spectrum_figure,
     projection_figure,
     silhouette_figure,
 )
+from headforms.forms import PARITY_LABELS
 
 HALF = 32
 DECAY = np.linspace(1.0, 0.05, HALF)
@@ -174,10 +175,12 @@ def test_three_clusters_are_found_and_named_by_signed_asymmetry(planted):
     clusters = sp.cluster_spectra(eig)
     assert clusters.k == 3
     assert adjusted_rand_score(labels, clusters.labels) == 1.0
-    # Planted shape j was built to be I+, II, I- in that order: names follow it.
-    for j, name in enumerate(("Type I+", "Type II", "Type I−")):
+    # Planted shape j was built to be I+, II, I- in that order: the rank names follow it, in a
+    # name that says it is a cluster
+    for j, rank in enumerate(("Type I+", "Type II", "Type I−")):
         found = np.unique(clusters.labels[labels == j])
-        assert len(found) == 1 and clusters.names[found[0]] == name
+        assert len(found) == 1
+        assert clusters.names[found[0]].startswith(f"cluster {j + 1}") and rank in clusters.names[j]
     asymmetry = _asymmetry(_dense_unit(eig))
     expected = [asymmetry[clusters.labels == c].mean() for c in range(3)]
     np.testing.assert_allclose(clusters.asymmetry, expected, rtol=1e-12)
@@ -325,3 +328,47 @@ def test_real_model_pipeline(minilm):
     sorted_unit = -np.sort(-eig, axis=1) / np.linalg.norm(eig, axis=1, keepdims=True)
     np.testing.assert_allclose(mean, sorted_unit.mean(axis=0), rtol=1e-12, atol=1e-15)
     assert mean[0] > 0 > mean[-1]  # both lobes are there on average
+
+
+def test_clusters_have_their_own_palette_their_parity_make_up_and_type_ii_at_the_midpoint(
+    minilm,
+):
+    """Figures 4 and 5 never draw a cluster in a parity colour or glyph; each cluster's parity
+    make-up is counted over all its heads and shown; the "Type II" cluster hangs from Theta's
+    midpoint (the caption), the others from their extreme heads' mean position."""
+    from headforms.figures import style
+
+    heads, eig = minilm.heads, minilm.spectra["eig_s"]
+    clusters = sp.cluster_spectra(eig)
+    summary, means = sp.cluster_summary(heads, eig, clusters)
+    for j, row in summary.iterrows():
+        members = heads["parity"][clusters.labels == j]
+        for parity in PARITY_LABELS:
+            assert row[f"heads {parity}"] == int((members == parity).sum())
+    assert (summary[[f"heads {p}" for p in PARITY_LABELS]].sum(axis=1) <= summary["size"]).all()
+    parity_colours = {c.lower() for c in style.PARITY_COLORS.values()}
+    parity_glyphs = {*style.PARITY_SYMBOLS.values(), *style.PARITY_SYMBOLS_3D.values()}
+    assert not parity_colours & {c.lower() for c in style.CLUSTER_COLORS}
+    frame = sp.projection_frame(heads, sp.project(eig, "svd"), clusters)
+    fig5 = projection_figure(frame, "m", sp.project(eig, "svd"), types=clusters.types)
+    theta = sp.theta_projection(heads[["a", "b", "c", "d"]].to_numpy(float))[2]
+    fig4 = cluster_spectra_figure(
+        summary,
+        means,
+        "m",
+        pd.DataFrame({"position": theta, "cluster": clusters.labels}),
+        clusters.types,
+    )
+    for fig in (fig4, fig5):
+        for trace in fig.data:
+            if trace.type in ("scatter", "scatter3d") and trace.mode == "markers":
+                colour = trace.marker.color or (trace.marker.line and trace.marker.line.color)
+                assert str(colour).lower() not in parity_colours, trace.name
+                assert trace.marker.symbol not in parity_glyphs, trace.name
+    titles = [a.text for a in fig4.layout.annotations if "cluster" in a.text]
+    for (_, row), title in zip(summary.iterrows(), titles, strict=True):
+        assert f"I+ {row['heads I+']} · II {row['heads II']} · I− {row['heads I-']}" in title
+    anchors = {t.name: t.x[0] for t in fig4.data if t.name in set(summary["name"])}
+    for row, rank in zip(summary.itertuples(), clusters.types, strict=True):
+        expected = 0.0 if rank == "II" else row.theta_position
+        assert anchors[row.name] == pytest.approx(expected)

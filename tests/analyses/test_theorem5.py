@@ -8,7 +8,7 @@ from oracle import dense_abcd
 
 from headforms.analyses import theorem5
 from headforms.errors import HeadformsError
-from headforms.figures.paper import theorem5_figure
+from headforms.figures.theorem5 import theorem5_figure
 from headforms.forms import profile_from_lobes
 
 

@@ -1,7 +1,10 @@
-"""Real-browser round trips in headless Debian chromium: a click on a 3D simplex marker (also
-inside the crowd, through the chooser), a heatmap cell or a row of the heads table reaches
-Python and the head page shows that head; a shared link opens it and names it in the tab; a
-figure exports as SVG and its data as CSV; no page requests anything from another host.
+"""Real-browser round trips in headless Debian chromium: a click on a 3D simplex marker (on the
+first click; also inside the crowd, through the chooser), a heatmap cell or a row of the heads
+table reaches Python and the head page shows that head, while a change of the table's filters
+stays on the table; a shared link opens the head and names it in the tab, and reproduces the
+overlays, filters and 3D camera it carries; a bad link value and a bad model each show one line
+and leave the page usable; a figure exports as SVG and its data as CSV; no page requests
+anything from another host.
 
 The server is `streamlit run app.py` on a free loopback port with the session's cache dir.
 """
@@ -20,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
+import numpy as np
 import pandas as pd
 import pytest
 from numerics import assert_shares_close
@@ -47,7 +51,8 @@ PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also 
 HEAD_PAGE_MS = 30_000
 
 SCENE_POINTS_JS = """
-(gd) => {
+(gd, role) => {
+  role = role || "heads";
   // Screen position of every head marker of the 3D scene: data coordinates times the scene's
   // data scale, through the camera's projection x view x model matrices (column-major), into
   // the scene's domain of the plot area, offset by the plot's position in the page.
@@ -64,8 +69,9 @@ SCENE_POINTS_JS = """
   const top = size.t + (1 - dom.y[1]) * size.h, height = (dom.y[1] - dom.y[0]) * size.h;
   const points = [];
   gd._fullData.forEach((trace) => {
-    if (!trace.meta || trace.meta.role !== "heads") return;
+    if (!trace.meta || trace.meta.role !== role) return;
     for (let i = 0; i < trace.x.length; i++) {
+      if (trace.x[i] === null || !isFinite(trace.x[i])) continue;  // a line break
       const world = [trace.x[i] * scale[0], trace.y[i] * scale[1], trace.z[i] * scale[2], 1];
       const clip = mul(cam.projection, mul(cam.view, mul(cam.model, world)));
       const ndc = [clip[0] / clip[3], clip[1] / clip[3]];
@@ -73,8 +79,8 @@ SCENE_POINTS_JS = """
         x: rect.left + left + ((ndc[0] + 1) / 2) * width,
         y: rect.top + top + ((1 - ndc[1]) / 2) * height,
         inView: clip[3] > 0 && Math.abs(ndc[0]) < 0.95 && Math.abs(ndc[1]) < 0.95,
-        layer: trace.customdata[i][1],
-        head: trace.customdata[i][2],
+        layer: trace.customdata ? trace.customdata[i][1] : null,
+        head: trace.customdata ? trace.customdata[i][2] : null,
       });
     }
   });
@@ -87,6 +93,32 @@ SCENE_READY_JS = """
   const gd = document.querySelector('div[data-hf-plot="simplex"]');
   const scene = gd && gd._fullLayout && gd._fullLayout.scene && gd._fullLayout.scene._scene;
   return Boolean(scene && scene.glplot && scene.glplot.cameraParams);
+}
+"""
+
+ONE_MARKER_JS = """
+async (gd, which) => {
+  // Keep only the `which`-th head trace (or the selection ring), reduced to its first point with
+  // the marker settings plotly.js resolved for it (a per-point size array stays an array), in
+  // black; hide every other trace and the annotations: the plot then shows one marker exactly
+  // as that trace draws its markers. Without `which`: how many such traces there are.
+  const Plotly = gd.hfPlotly;
+  const probes = gd._fullData
+    .map((t, i) => [t, i])
+    .filter(([t]) => t.meta && ["heads", "selected"].includes(t.meta.role));
+  if (which === undefined || which === null) return probes.length;
+  const [trace, index] = probes[which];
+  const size = typeof trace.marker.size === "number" ? trace.marker.size : [trace.marker.size[0]];
+  const others = gd._fullData.map((_, i) => i).filter((i) => i !== index);
+  await Plotly.restyle(gd, { visible: false }, others);
+  await Plotly.restyle(
+    gd,
+    { x: [[trace.x[0]]], y: [[trace.y[0]]], z: [[trace.z[0]]], "marker.size": [size],
+      "marker.color": "#000000", "marker.opacity": 1, visible: true },
+    [index],
+  );
+  await Plotly.relayout(gd, { "scene.annotations": [] });
+  return { role: trace.meta.role, parity: trace.meta.parity || null, top: gd._fullLayout._size.t };
 }
 """
 
@@ -216,10 +248,34 @@ def most_isolated(points: list[dict]) -> dict:
 
 
 def click(page, point: dict) -> None:
-    """Hover, then press long enough for the 3D scene to see the button (>= 20 ms)."""
+    """Move the pointer onto the point once and click once, as fast as a script can (no wait
+    for a hover, no held button): a 3D scene once lost such clicks."""
     page.mouse.move(point["x"], point["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(point["x"], point["y"], delay=100)
+    page.mouse.click(point["x"], point["y"])
+
+
+SCENE_VIEW_JS = """
+(gd) => Array.from(gd._fullLayout.scene._scene.glplot.cameraParams.view)
+"""
+
+
+def open_simplex(page, url: str) -> object:
+    """Open ``url`` and wait for the simplex's 3D scene; its plot element."""
+    page.goto(url)
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    return page.locator('div[data-hf-plot="simplex"]')
+
+
+def drag(page, x: float, y: float, dx: float, dy: float) -> None:
+    """Press, move in small steps (the scene samples the pointer once a frame), release."""
+    page.mouse.move(x, y)
+    page.wait_for_timeout(100)
+    page.mouse.down()
+    for step in range(1, 16):
+        page.mouse.move(x + dx * step / 15, y + dy * step / 15)
+        page.wait_for_timeout(40)
+    page.mouse.up()
 
 
 def test_a_shared_link_opens_the_head(page, server: str) -> None:
@@ -230,11 +286,8 @@ def test_a_shared_link_opens_the_head(page, server: str) -> None:
     assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
 
 
-def test_clicking_a_simplex_marker_opens_its_head(page, server: str) -> None:
-    page.goto(server)
-    plot = page.locator('div[data-hf-plot="simplex"]')
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
-    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+def test_clicking_a_simplex_marker_opens_its_head_on_the_first_click(page, server: str) -> None:
+    plot = open_simplex(page, server)
     points = plot.evaluate(SCENE_POINTS_JS)
     shape = re.search(r"(\d+) layers × (\d+) heads", page.locator(SIDEBAR).inner_text())
     assert len(points) == int(shape[1]) * int(shape[2])  # one marker per head
@@ -257,10 +310,7 @@ def neighbours(point: dict, points: list[dict], radius: float) -> int:
 def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> None:
     """The marker with the most others under the pointer: a click lists them all, and choosing
     the aimed one opens it (not whichever marker plotly.js would have picked)."""
-    page.goto(server)
-    plot = page.locator('div[data-hf-plot="simplex"]')
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
-    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    plot = open_simplex(page, server)
     points = plot.evaluate(SCENE_POINTS_JS)
     target = max(
         (p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)),
@@ -272,6 +322,15 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     chooser.wait_for(timeout=HEAD_PAGE_MS)
     choices = page.locator(".hf-chooser .hf-choice")
     assert choices.count() >= 3
+    # each listed head told apart by its coordinates, nearest to the pointer first
+    coordinates = choices.locator(".hf-choice-coords").all_inner_texts()
+    assert len(set(coordinates)) == len(coordinates), coordinates
+    distances = [
+        float(t.split()[0]) for t in choices.locator(".hf-choice-distance").all_inner_texts()
+    ]
+    assert distances == sorted(distances) and distances[-1] <= PICK_RADIUS_PX
+    # plotly's hover label, drawn at the pointer, does not cover the list
+    assert page.locator(".hf-plot g.hovertext:visible").count() == 0
     aimed = page.locator(f'.hf-choice[data-hf-head="{target["layer"]},{target["head"]}"]')
     assert f"L{target['layer']}·H{target['head']}" in aimed.inner_text()
     aimed.click()
@@ -299,6 +358,113 @@ def test_picking_a_row_of_the_heads_table_opens_that_head(page, server: str) -> 
     assert "layer=1&head=4" in page.url
 
 
+def widget_text(widget) -> str:
+    """What a widget shows, its inputs' values included (a selectbox shows its value in one)."""
+    return widget.evaluate(
+        "(e) => [e.textContent, ...[...e.querySelectorAll('input')].map((i) => i.value)].join(' ')"
+    )
+
+
+def shown_count(page) -> int:
+    """How many heads the heads table shows (its caption: "N of M heads shown")."""
+    caption = page.get_by_text(re.compile(r"^\d+ of \d+ heads shown"))
+    return int(caption.inner_text().split()[0])
+
+
+def wait_for_url(page, part: str) -> None:
+    """Wait until the page's URL holds ``part`` (the run that wrote it has finished)."""
+    page.wait_for_function(f"() => document.location.href.includes({part!r})", timeout=HEAD_PAGE_MS)
+
+
+def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> None:
+    """With "Open head on click" on, a parity pill and the layer slider filter the table; only
+    selecting a row opens a head (each filter change once opened the selected head's page)."""
+    page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
+    page.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+    heads = analyze(DEFAULT_MODEL).heads
+    assert shown_count(page) == len(heads)
+    page.get_by_role("button", name="II", exact=True).click()  # II off: I+ and I- remain
+    wait_for_url(page, "parity=")
+    page.locator('input[aria-label="Layers — end"]').focus()
+    page.keyboard.press("Home")  # layers 0-0
+    wait_for_url(page, "layers=0")
+    page.wait_for_timeout(1500)  # a navigation, had there been one, has happened by now
+    assert urlparse(page.url).path == "/table"
+    assert page.locator("h1").first.inner_text() == "Heads table"
+    kept = heads[(heads["layer"] == 0) & (heads["parity"] != "II")]
+    assert shown_count(page) == len(kept) > 0
+
+
+def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, server: str) -> None:
+    """A link copied from one browser opened in another: the same overlaid model, 3D view and
+    camera on the simplex; the same filters, sort and rows on the heads table."""
+    sender = browser.new_context(viewport={"width": 1500, "height": 1100}).new_page()
+    receiver = browser.new_context(viewport={"width": 1500, "height": 1100}).new_page()
+    try:
+        plot = open_simplex(sender, f"{server}/?overlay=minilm-l6&view=simplex")
+        box = plot.bounding_box()
+        drag(sender, box["x"] + box["width"] * 0.45, box["y"] + 300, 120, -45)
+        wait_for_url(sender, "camera=")
+        view = plot.evaluate(SCENE_VIEW_JS)
+        link = sender.url
+        shared = open_simplex(receiver, link)
+        models = shared.evaluate(
+            "(gd) => [...new Set(gd._fullData.filter((t) => t.meta && t.meta.role === 'heads')"
+            ".map((t) => t.meta.model))]"
+        )
+        assert sorted(models) == sorted([DEFAULT_MODEL, "minilm-l6"])
+        pressed = receiver.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')
+        assert "Whole simplex" in pressed.all_inner_texts()
+        received = shared.evaluate(SCENE_VIEW_JS)
+        assert max(abs(a - b) for a, b in zip(view, received, strict=True)) < 2e-3
+
+        sender.goto(f"{server}/table?model={DEFAULT_MODEL}&range=energy~0.5~&sort=-pairing")
+        sender.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        sender.get_by_role("button", name="I+", exact=True).click()
+        wait_for_url(sender, "parity=")
+        receiver.goto(sender.url)
+        receiver.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        heads = analyze(DEFAULT_MODEL).heads
+        kept = heads[(heads["energy"] >= 0.5) & (heads["parity"] != "I+")]
+        assert shown_count(receiver) == shown_count(sender) == len(kept) > 0
+        sort_by = receiver.locator('[data-testid="stSelectbox"]', has_text="Sort by")
+        assert "pairing" in widget_text(sort_by)
+        assert receiver.get_by_role("switch", name="Decreasing").is_checked()
+        assert receiver.url == sender.url
+    finally:
+        sender.context.close()
+        receiver.context.close()
+
+
+def test_a_bad_link_value_shows_its_notice(page, server: str) -> None:
+    page.goto(f"{server}/?model={DEFAULT_MODEL}&head=-3&layer=abc")
+    notice = page.get_by_text(f"The link's head=-3 is not a head of {DEFAULT_MODEL}")
+    notice.wait_for(timeout=PLOT_APPEAR_MS)
+    assert "showing head 0" in notice.inner_text()
+    assert page.get_by_text("The link's layer=abc is not a layer").count() == 1
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    assert "layer=0&head=0" in page.url
+
+
+def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -> None:
+    """A name typed in the model picker that is no model here: one line saying so, the page and
+    the sidebar stay (on the model shown before)."""
+    page.goto(f"{server}/overview?model=minilm-l6")
+    page.locator("h1", has_text="Model overview").wait_for(timeout=PLOT_APPEAR_MS)
+    picker = page.locator(SIDEBAR).locator('[data-testid="stSelectbox"]').first
+    picker.click()
+    page.keyboard.type("no-such-model-anywhere")
+    page.keyboard.press("Enter")
+    line = page.get_by_text("no such model here: 'no-such-model-anywhere'")
+    line.wait_for(timeout=HEAD_PAGE_MS)
+    assert "(showing minilm-l6 instead)" in line.inner_text()
+    assert "cannot reach the Hugging Face hub" not in line.inner_text()
+    assert page.locator("h1").first.inner_text() == "Model overview"
+    assert "minilm-l6" in widget_text(picker)
+    assert "model=minilm-l6" in page.url
+    assert page.locator(SIDEBAR).get_by_text("Layer", exact=True).count() == 1
+
+
 def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=2&head=5")
     wait_for_head(page, 2, 5)
@@ -306,9 +472,10 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     plot.locator(".main-svg").first.wait_for(timeout=PLOT_APPEAR_MS)
     plot.hover()
     with page.expect_download(timeout=HEAD_PAGE_MS) as download:
-        plot.locator('.modebar-btn[data-title="Download SVG"]').click()
+        plot.locator('.modebar-btn[data-title="Download SVG (vector)"]').click()
     svg = Path(download.value.path()).read_text()
     assert svg.lstrip().startswith("<svg") and "Eigenvalues of S" in svg
+    assert "<image" not in svg  # vector: no raster picture inside
     assert download.value.suggested_filename.endswith(".svg")
 
     page.goto(f"{server}/?model={DEFAULT_MODEL}")
@@ -366,3 +533,76 @@ def test_no_page_requests_anything_from_another_host(browser, server: str) -> No
     }
     assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
     assert len(requests) > 20  # the pages really loaded
+
+
+LEGIBLE_MARKER_PX = 9
+"""Smallest drawn extent (px) of a head marker in the 3D scene that reads as its glyph."""
+
+
+@pytest.mark.parametrize("selected", [(0, 0), (2, 4)])
+def test_every_head_marker_is_drawn_legibly_and_the_selected_one_larger(
+    browser, server: str, selected: tuple[int, int]
+) -> None:
+    """At 1280 x 800, each head trace of the 3D simplex (one per parity type, whichever holds
+    the selected head) draws its markers at a legible size, and the selected head's ring is
+    drawn larger than any of them: measured on the pixels plotly.js draws."""
+    from PIL import Image
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    url = f"{server}/?model={DEFAULT_MODEL}&layer={selected[0]}&head={selected[1]}"
+    try:
+        count = open_simplex(page, url).evaluate(ONE_MARKER_JS, None)
+        assert count >= 3  # the parity types of the model, and the ring
+        drawn = {}
+        for which in range(count):
+            plot = open_simplex(page, url)
+            probe = plot.evaluate(ONE_MARKER_JS, which)
+            page.wait_for_timeout(1500)  # the scene redraws
+            pixels = np.asarray(Image.open(io.BytesIO(plot.screenshot())).convert("L"))
+            ys, xs = np.nonzero(pixels[int(probe["top"]) :] < 160)  # below the title
+            assert len(xs), probe
+            extent = max(xs.max() - xs.min(), ys.max() - ys.min()) + 1
+            drawn[(probe["role"], probe["parity"])] = extent
+    finally:
+        context.close()
+    heads = {key: px for key, px in drawn.items() if key[0] == "heads"}
+    assert len(heads) >= 2 and ("selected", None) in drawn, drawn
+    assert min(heads.values()) >= LEGIBLE_MARKER_PX, drawn
+    assert drawn[("selected", None)] > max(heads.values()), drawn
+
+
+def test_the_whole_tetrahedron_is_in_the_default_view(browser, server: str) -> None:
+    """The first view at 1280 x 800 shows all four vertices and every head inside the plot, as
+    the drawn scene's camera projects them."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+        edges = plot.evaluate(SCENE_POINTS_JS, "edges")
+        heads = plot.evaluate(SCENE_POINTS_JS, "heads")
+        box = plot.bounding_box()
+    finally:
+        context.close()
+    assert len(edges) >= 10 and len(heads) == analyze(DEFAULT_MODEL).card.total_heads
+    for point in edges + heads:  # the edges' ends are the vertices
+        assert point["inView"], point
+        assert box["x"] <= point["x"] <= box["x"] + box["width"], point
+        assert box["y"] <= point["y"] <= box["y"] + box["height"], point
+
+
+def test_the_3d_figure_exports_a_high_resolution_png_and_no_svg(page, server: str) -> None:
+    """A WebGL scene's SVG would only wrap a picture: its toolbar offers a PNG at 4x the plot's
+    pixels, labelled so, and no SVG."""
+    from PIL import Image
+
+    plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+    plot.hover()
+    assert plot.locator('.modebar-btn[data-title^="Download SVG"]').count() == 0
+    button = plot.locator('.modebar-btn[data-title="Download PNG (high resolution, 4×)"]')
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        button.click()
+    width, height = Image.open(download.value.path()).size
+    box = plot.bounding_box()
+    assert download.value.suggested_filename.endswith(".png")
+    assert width >= 3.9 * box["width"] and height >= 3.9 * box["height"] * 0.9

@@ -16,8 +16,11 @@ from plotly.colors import hex_to_rgb
 from headforms import HeadformsError, analyze
 from headforms.analyses.parity import parity_by_layer
 from headforms.columns import ALL_SPECTRA
+from headforms.figures import camera as FC
+from headforms.figures import export as FE
 from headforms.figures import head as FH
 from headforms.figures import heatmaps as FM
+from headforms.figures import parity as FP
 from headforms.figures import simplex as FS
 from headforms.figures import style as FT
 from headforms.forms import PARITY_LABELS, head_forms
@@ -107,12 +110,10 @@ def test_simplex_vertices_form_a_regular_tetrahedron():
     np.testing.assert_allclose(distances, distances[0], rtol=1e-12)
     assert distances[0] > 0
     labels = [a for a in fig.layout.scene.annotations if a.name == "vertex"]
-    assert [a.text for a in labels] == [
-        "a = 1 antisymmetric",
-        "b = 1 hyperbolic",
-        "c = 1 PSD",
-        "d = 1 NSD",
-    ]
+    # each vertex says which one it is and what lies over it (Table 3)
+    meanings = ("antisymmetric", "H", "P (PSD)", "−P (NSD)")
+    for label, letter, meaning in zip(labels, "abcd", meanings, strict=True):
+        assert label.text.startswith(f"{letter} = 1") and meaning in label.text
     np.testing.assert_allclose([[a.x, a.y, a.z] for a in labels], vertices)
 
 
@@ -233,10 +234,33 @@ def test_simplex_traces_are_per_parity_with_palette_and_symbols(minilm):
     assert len(head_traces) == len(set(minilm.heads["parity"]) & set(PARITY_LABELS))
     symbols = {t.meta["parity"]: t.marker.symbol for t in head_traces}
     assert len(set(symbols.values())) == len(symbols)
+    # 3D markers are text glyphs: + for Type I+ and an open circle for Type II, as the
+    # captions draw them; never "x" (an emoji glyph, a blank box without an emoji font)
+    assert symbols["I+"] == "cross" and symbols["II"] == "circle-open"
+    assert all("x" not in symbol.split("-") for symbol in symbols.values())
     for trace in head_traces:
         assert trace.marker.color == FT.PARITY_COLORS[trace.meta["parity"]]
-        assert trace.marker.symbol in {"circle", "diamond", "square", "cross"}
         assert "layer" in trace.text[0] and "energy" in trace.text[0]
+
+
+PLUS, OPEN_CIRCLE, DASH = "cross-thin-open", "circle-open", "line-ew-open"
+"""plotly's 2D symbols that draw a thin +, an open circle and a horizontal dash in the marker
+colour (the captions' markers of Type I+, II and I-)."""
+
+
+@pytest.mark.parametrize("overlay", [False, True])
+def test_2d_parity_markers_are_plus_open_circle_and_dash_for_every_model(minilm, smollm, overlay):
+    """Figures 2, 8 and 9: + Type I+, open circle Type II, dash Type I-, for every model of the
+    figure (an overlaid model keeps the meaning of each shape), drawn with a visible stroke."""
+    models = {"smollm2": smollm.heads, **({"minilm": minilm.heads} if overlay else {})}
+    fig = FS.triangle_figure(models)
+    expected = {"I+": PLUS, "II": OPEN_CIRCLE, "I-": DASH}
+    for trace in traces_with(fig, "heads"):
+        assert trace.marker.symbol == expected[trace.meta["parity"]], trace.name
+        assert trace.marker.line.width >= 1.5  # line symbols vanish without a stroke
+    for trace in traces_with(fig, "heads"):  # the legend names the type (and the model)
+        assert trace.name.endswith(FT.PARITY_NAMES[trace.meta["parity"]])
+        assert (trace.meta["model"] in trace.name) == overlay
 
 
 @pytest.mark.parametrize("color_by", ["layer", "energy", "pairing"])
@@ -302,7 +326,9 @@ def is_reddish(color: str) -> bool:
 
 @pytest.mark.parametrize("three_d", [True, False])
 @pytest.mark.parametrize("color_by", ["parity", "energy", "model"])
-def test_each_overlaid_model_has_its_own_colour_and_markers(minilm, smollm, three_d, color_by):
+def test_each_overlaid_model_has_its_own_colour_and_the_same_shapes(
+    minilm, smollm, three_d, color_by
+):
     models = {"smollm2": smollm.heads, "minilm": minilm.heads, "again": minilm.heads}
     build = FS.simplex_figure if three_d else FS.triangle_figure
     fig = build(models, color_by=color_by)
@@ -318,23 +344,23 @@ def test_each_overlaid_model_has_its_own_colour_and_markers(minilm, smollm, thre
         assert colour.lower() not in {c.lower() for c in FT.PARITY_COLORS.values()}
         overlay_colours.append(colour)
     assert len(set(overlay_colours)) == 2
+    # models are told apart by colour: each parity type has one shape whatever the model
     symbols = {n: {t.meta["parity"]: t.marker.symbol for t in by_model[n]} for n in models}
-    assert symbols["smollm2"] != symbols["minilm"] != symbols["again"]
+    for parity in PARITY_LABELS:
+        assert len({m[parity] for m in symbols.values() if parity in m}) <= 1, parity
     for mapping in symbols.values():  # parity types stay apart within a model
         assert len(set(mapping.values())) == len(mapping)
-    if three_d:  # Scatter3d draws "x" as an emoji glyph: a blank box without an emoji font
-        assert all("x" not in s.split("-") for m in symbols.values() for s in m.values())
     if color_by == "model":
         assert not is_reddish(by_model["smollm2"][0].marker.color)
 
 
 def choice_rows(trace) -> list[tuple[int, int, str, list[float]]]:
-    """Parse the chooser labels of a head trace: 'L3·H5 · I+ · a 0.1 b 0.2 ...'."""
+    """Parse the chooser entries of a head trace: {'label': 'L3·H5 · I+', 'coords': {...}}."""
     rows = []
-    for label in trace.meta["choices"]:
-        name, parity, coords = label.split(" · ")
+    for choice in trace.meta["choices"]:
+        name, parity = choice["label"].split(" · ")
         layer, head = map(int, re.fullmatch(r"L(\d+)·H(\d+)", name).groups())
-        rows.append((layer, head, parity, [float(v) for v in coords.split()[1::2]]))
+        rows.append((layer, head, parity, list(choice["coords"].values())))
     return rows
 
 
@@ -354,7 +380,7 @@ def test_chooser_labels_name_each_marker_with_its_profile(minilm, three_d):
             assert (layer, head) == (c_layer, c_head)
             assert parity == indexed.loc[(layer, head), "parity"] == trace.meta["parity"]
             np.testing.assert_allclose(
-                values, indexed.loc[(layer, head), columns].to_numpy(float), atol=5e-4
+                values, indexed.loc[(layer, head), columns].to_numpy(float), atol=1e-8
             )
 
 
@@ -391,7 +417,7 @@ def head_points(fig: go.Figure) -> np.ndarray:
 
 def on_screen(fig: go.Figure, cartesian: np.ndarray) -> np.ndarray:
     camera = fig.layout.scene.camera.to_plotly_json()
-    return look_at_projection(scene_points(fig, cartesian), camera, FS.VIEW_ASPECT)
+    return look_at_projection(scene_points(fig, cartesian), camera, FC.VIEW_ASPECT)
 
 
 def visible(screen: np.ndarray) -> np.ndarray:
@@ -411,11 +437,10 @@ def test_fit_to_heads_frames_most_heads_and_pulls_the_crowd_apart(request, model
             low, high = fig.layout.scene[f"{axis}axis"].range
             assert (xyz[:, i] >= low).all() and (xyz[:, i] <= high).all()
     assert visible(screens["simplex"]).all()
-    assert visible(
-        on_screen(fig, vertex_coords(FS.simplex_figure({"m": heads}, frame="simplex")))
-    ).all()
+    whole = FS.simplex_figure({"m": heads}, frame="simplex")
+    assert visible(on_screen(whole, vertex_coords(whole))).all()
     fig = FS.simplex_figure({"m": heads}, frame="heads")
-    assert visible(screens["heads"]).mean() >= FS.FRAMED_SHARE  # what the caption promises
+    assert visible(screens["heads"]).mean() >= FC.FRAMED_SHARE  # what the caption promises
     # the camera turns about the heads' median profile
     xyz = head_points(fig)
     centre = np.median(xyz, axis=0)
@@ -463,26 +488,57 @@ def test_fit_to_heads_points_to_the_vertices_out_of_view(smollm):
         FS.simplex_figure({"m": smollm.heads}, frame="zoomed")
 
 
-def test_selected_head_is_highlighted(minilm):
+@pytest.mark.parametrize("frame", ["simplex", "heads"])
+def test_selected_head_is_ringed_larger_and_labelled_inside_the_frame(minilm, frame):
     heads = minilm.heads
-    fig = FS.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5))
+    fig = FS.simplex_figure({"minilm": heads}, selected=("minilm", 2, 5), frame=frame)
     row = heads[(heads["layer"] == 2) & (heads["head"] == 5)][PROFILE].to_numpy(float)
     where = (row @ vertex_coords(fig))[0]
     (label,) = [a for a in fig.layout.scene.annotations if a.name == "selected"]
-    assert label.text == "L2·H5" and label.showarrow
+    assert "L2·H5" in label.text and label.showarrow and label.font.size >= 11
     np.testing.assert_allclose([label.x, label.y, label.z], where)
-    sizes = {}
-    for trace in traces_with(fig, "heads"):
-        size = np.broadcast_to(np.asarray(trace.marker.size, float), (len(trace.customdata),))
-        for (_, layer, head), value in zip(trace.customdata, size, strict=True):
-            sizes[(layer, head)] = value
-    others = {v for k, v in sizes.items() if k != (2, 5)}
-    assert len(others) == 1 and sizes[(2, 5)] > others.pop()  # drawn larger than every other
+    # the head is in view, its label's box toward the middle of the view: inside the frame
+    assert visible(on_screen(fig, where[None, :]))[0]
+    x, y, _ = on_screen(fig, where[None, :])[0]
+    assert np.sign(label.ax) == -np.sign(x) or abs(x) < 0.2
+    assert np.sign(label.ay) == np.sign(y) or abs(y) < 0.3  # screen y grows downward
+    # every head marker has one size per trace (plotly.js shrinks per-point size arrays);
+    # the selected head gets a larger black ring of its own, clickable like its marker
+    head_sizes = {float(t.marker.size) for t in traces_with(fig, "heads")}
+    assert all(np.ndim(t.marker.size) == 0 for t in traces_with(fig, "heads"))
+    (ring,) = traces_with(fig, "selected")
+    assert tuple(ring.customdata[0]) == ("minilm", 2, 5)
+    np.testing.assert_allclose(points(ring)[0], where)
+    assert ring.marker.size > max(head_sizes) and ring.marker.symbol == "circle-open"
     plain = FS.simplex_figure({"minilm": heads})
     assert not [a for a in plain.layout.scene.annotations if a.name == "selected"]
     other = FS.simplex_figure({"minilm": heads}, selected=("other", 2, 5))
     assert not [a for a in other.layout.scene.annotations if a.name == "selected"]
-    assert all(np.ndim(t.marker.size) == 0 for t in traces_with(other, "heads"))
+    assert not traces_with(other, "selected")
+
+
+def test_zoomed_to_the_heads_the_selected_outlier_stays_in_view(smollm):
+    """The head farthest from the crowd, selected, is inside the zoomed frame."""
+    heads = smollm.heads
+    xyz = heads[PROFILE].to_numpy(float) @ vertex_coords(FS.simplex_figure({"m": heads}))
+    far = int(np.argmax(np.linalg.norm(xyz - np.median(xyz, axis=0), axis=1)))
+    selected = ("m", int(heads["layer"].iloc[far]), int(heads["head"].iloc[far]))
+    plain = FS.simplex_figure({"m": heads}, frame="heads")
+    assert not visible(on_screen(plain, xyz[far][None, :]))[0]  # out of the usual frame
+    fig = FS.simplex_figure({"m": heads}, frame="heads", selected=selected)
+    assert visible(on_screen(fig, xyz[far][None, :]))[0]
+
+
+def test_the_whole_tetrahedron_is_the_default_view(smollm):
+    """The default 3D view shows every vertex and every head, with the faces labelled."""
+    fig = FS.simplex_figure({"m": smollm.heads})
+    assert fig.layout.meta["frame"] == "simplex"
+    assert visible(on_screen(fig, vertex_coords(fig))).all()
+    assert visible(on_screen(fig, head_points(fig))).all()
+    faces = {a.text.split(":")[0] for a in fig.layout.scene.annotations if a.name == "facet"}
+    assert faces == {"a = 0", "b = 0", "c = 0", "d = 0"}
+    # no filled face: plotly.js would pick it instead of the heads behind it
+    assert all(trace.type == "scatter3d" for trace in fig.data)
 
 
 def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):
@@ -501,9 +557,12 @@ def test_triangle_geometry_band_and_points(minilm):
     assert all(isinstance(t, go.Scatter) for t in fig.data)
     vertices = vertex_coords(fig)
     labels = [a.text for a in fig.layout.annotations if a.name == "vertex"]
-    # b bottom left, c bottom right, d on top (as in the paper's Figure 10)
+    # as Figure 10 draws the edge {d = 0}: c = 1 left, b = 1 right, horizontal; d on top
     assert [label.split(" = ")[0] for label in labels] == ["b_S", "c_S", "d_S"]
-    assert vertices[0, 0] < vertices[1, 0] and vertices[0, 1] == vertices[1, 1] < vertices[2, 1]
+    vb, vc, vd = vertices
+    assert vc[0] < vb[0] and vc[1] == vb[1] < vd[1]
+    edges = {a.text.split(":")[0] for a in fig.layout.annotations if a.name == "edge"}
+    assert edges == {"d_S = 0", "c_S = 0", "b_S = 0"}  # labelled as in Figure 7
     sides = [np.linalg.norm(p - q) for p, q in itertools.combinations(vertices, 2)]
     np.testing.assert_allclose(sides, sides[0], rtol=1e-12)
     ends = np.vstack([points(t) for t in traces_with(fig, "edges")])
@@ -521,10 +580,11 @@ def test_triangle_geometry_band_and_points(minilm):
     )
     (sel,) = traces_with(fig, "selected")
     assert tuple(sel.customdata[0]) == ("minilm", 1, 2)
-    # every Type II head lies inside the band polygon (b_S >= 0.98)
+    # every Type II head lies inside the band polygon (b_S >= 0.98), beside the vertex b = 1
+    # on the right
     for trace in traces_with(fig, "heads"):
         if trace.meta["parity"] == "II":
-            assert (points(trace)[:, 0] <= corners[1, 0] + 1e-12).all()
+            assert (points(trace)[:, 0] >= corners[1:, 0].min() - 1e-12).all()
 
 
 def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
@@ -664,15 +724,31 @@ def test_singular_values_figure_keeps_distinct_values(minilm):
     )
 
 
-def test_parity_by_layer_bars_stack_to_100(minilm):
-    frame = parity_by_layer(minilm.heads)
-    fig = FM.parity_by_layer_figure(frame)
-    assert fig.layout.barmode == "stack"
-    assert [t.marker.color for t in fig.data] == [FT.PARITY_COLORS[p] for p in PARITY_LABELS]
-    totals = np.sum([np.asarray(t.y) for t in fig.data], axis=0)
-    np.testing.assert_allclose(totals, 100.0)
-    counts = minilm.heads.groupby("layer")["parity"].apply(lambda s: (s == "I+").mean() * 100)
-    np.testing.assert_allclose(fig.data[0].y, counts.to_numpy())
+def test_figure_12_is_a_white_to_black_grid_of_each_layers_parity_shares(minilm, smollm):
+    """Figure 12 as the paper draws it: per model a type x layer grid, one shared scale from
+    white (0%) to black (100%), each layer's column the percent of its heads of each type, drawn
+    as vector cells."""
+    frames = {"minilm": parity_by_layer(minilm.heads), "smollm": parity_by_layer(smollm.heads)}
+    fig = FP.parity_by_layer_figure(frames)
+    grids = traces_with(fig, "cells")
+    assert [t.name for t in grids] == list(frames)
+    scale = fig.layout.coloraxis
+    assert (scale.cmin, scale.cmax) == (0, 100)
+    assert [tuple(stop) for stop in scale.colorscale] == [(0.0, "#ffffff"), (1.0, "#000000")]
+    assert all(t.marker.coloraxis == "coloraxis" for t in grids)  # one scale for every model
+    cells = {(s.xref, round(s.x0 + 0.5), round(s.y0 + 0.5)): s.fillcolor for s in fig.layout.shapes}
+    for index, (trace, analysis) in enumerate(zip(grids, (minilm, smollm), strict=True)):
+        heads = analysis.heads
+        xref = "x" if index == 0 else f"x{index + 1}"
+        for layer, row, percent in zip(trace.x, trace.y, trace.marker.color, strict=True):
+            parity = PARITY_LABELS[int(row)]
+            in_layer = heads[heads["layer"] == layer]["parity"]
+            assert percent == pytest.approx(100 * (in_layer == parity).mean())
+            level = round(255 * (1 - percent / 100))  # white at 0 %, black at 100 %
+            assert cells[(xref, int(layer), int(row))] == f"rgb({level},{level},{level})"
+        totals = pd.Series(trace.marker.color).groupby(np.asarray(trace.x)).sum()
+        np.testing.assert_allclose(totals.to_numpy(), 100.0)
+    assert FE.exports_as_vector(fig)
 
 
 def test_profile_bar_figure_uses_the_baseline_columns(minilm):
@@ -694,7 +770,7 @@ def all_figures(analysis) -> dict[str, go.Figure]:
         "lobes": FH.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], bsp["eig_s"][0]),
         "singular": FH.singular_values_figure(sp["sv_a"][0], bsp["sv_a"][0]),
         "heatmap": FM.heatmap_pair_figure(heads, base, "pairing", "m"),
-        "parity": FM.parity_by_layer_figure(parity_by_layer(heads)),
+        "parity": FP.parity_by_layer_figure({"m": parity_by_layer(heads)}),
         "profile": FH.profile_bar_figure(heads.iloc[0], base.iloc[0]),
     }
 
@@ -715,14 +791,59 @@ def test_every_figure_has_titles_and_the_template(minilm):
         assert len(titled) >= 2, name
 
 
+def test_one_colour_scale_across_models_white_at_one_half(minilm, smollm):
+    """Figures 13/14 of several models on one scale: the same range for every model's pair,
+    symmetric about 1/2 (white), covering every trained and baseline value; per model, the
+    ranges differ (so the shared scale is what makes colours comparable)."""
+    tables = {"minilm": minilm, "smollm": smollm}
+    for column in ("energy", "pairing"):
+        values = [t.heads[column] for t in tables.values()]
+        values += [t.baseline.heads[column] for t in tables.values()]
+        scale = FM.heatmap_range(values)
+        assert (scale[0] + scale[1]) / 2 == pytest.approx(0.5)
+        own = []
+        for name, analysis in tables.items():
+            heads, base = analysis.heads, analysis.baseline.heads
+            fig = FM.heatmap_pair_figure(heads, base, column, name, color_range=scale)
+            axis = fig.layout.coloraxis
+            assert (axis.cmin, axis.cmax) == scale
+            assert axis.colorscale[len(axis.colorscale) // 2][1].lower() == "#ffffff"
+            for trace in traces_with(fig, "cells"):
+                drawn = np.asarray(trace.marker.color, float)
+                drawn = drawn[np.isfinite(drawn)]
+                assert scale[0] <= drawn.min() and drawn.max() <= scale[1]
+            alone = FM.heatmap_pair_figure(heads, base, column, name).layout.coloraxis
+            own.append((alone.cmin, alone.cmax))
+        assert own[0] != own[1]
+
+
+def test_2d_figures_export_as_vector_svg_and_3d_ones_as_high_resolution_png(smollm):
+    """The toolbar offers SVG only for figures drawn entirely as SVG elements; a WebGL scene or
+    an image trace would be a raster picture inside the SVG."""
+    from headforms.analyses import spectra as sp
+    from headforms.figures import spectra as FSP
+
+    figures = all_figures(smollm)
+    eig_s = smollm.spectra["eig_s"]
+    clusters = sp.cluster_spectra(eig_s, 3)
+    summary, means = sp.cluster_summary(smollm.heads, eig_s, clusters)
+    figures["fig4"] = FSP.cluster_spectra_figure(summary, means, "m", None, clusters.types)
+    figures["fig3"] = FSP.mean_spectrum_figure(sp.mean_unit_spectrum(eig_s))
+    for name, fig in figures.items():
+        assert FE.exports_as_vector(fig) == (name != "simplex"), name
+    assert not FE.exports_as_vector(go.Figure(go.Heatmap(z=[[1, 2]])))  # an <image> in SVG
+
+
 def test_figures_serialise_to_json(smollm):
     """The dashboard sends figures to plotly.js as JSON: every builder's output must survive
     the round trip with every trace and every point (numpy arrays become typed arrays)."""
     import base64
 
     def decoded(values: object) -> np.ndarray:
-        if isinstance(values, dict):  # a typed array: {"dtype": ..., "bdata": base64}
-            return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+        if isinstance(values, dict):  # a typed array: {"dtype": ..., "bdata": base64[, "shape"]}
+            flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+            shape = [int(n) for n in str(values.get("shape", len(flat))).split(",")]
+            return flat.reshape(shape)
         return np.asarray(values)
 
     for name, fig in all_figures(smollm).items():
@@ -782,7 +903,7 @@ def test_figure_table_reads_back_every_data_point(minilm):
 
 def test_fit_head_figure_frames_the_lobe_not_its_farthest_eigenvalue():
     from headforms.analyses import fits
-    from headforms.figures.paper import FIT_VIEW_MASS, fit_head_figure
+    from headforms.figures.fits import FIT_VIEW_MASS, fit_head_figure
 
     rng = np.random.default_rng(3)
     lobe = np.sort(rng.gamma(2.0, 1.0, 64))[::-1]
@@ -808,7 +929,8 @@ def test_fit_head_figure_frames_the_lobe_not_its_farthest_eigenvalue():
 
 
 def test_comparison_table_counts_heads_and_the_size_plot_draws_no_trend(minilm, smollm):
-    from headforms.figures.paper import fit_error_vs_size_figure, parity_comparison_table
+    from headforms.figures.fits import fit_error_vs_size_figure
+    from headforms.figures.parity import parity_comparison_table
 
     models = {"minilm": minilm.heads, "smollm2": smollm.heads}
     table = parity_comparison_table(models)
@@ -818,3 +940,24 @@ def test_comparison_table_counts_heads_and_the_size_plot_draws_no_trend(minilm, 
     errors = pd.DataFrame({"both": [0.2, 0.3]}, index=["gamma", "weibull"])
     fig = fit_error_vs_size_figure({"a": (72, errors), "b": (270, errors * 0.9)})
     assert all("lines" not in t.mode for t in fig.data)  # two models are two points, not a trend
+
+
+@pytest.mark.parametrize("sizes", [(22_700_000, 134_500_000), (72_000_000, 13_000_000_000)])
+def test_figure_6_names_each_models_column_and_labels_only_round_ticks(sizes):
+    """Every column of dots (one model, one dot per family) is named above it, and the log axis
+    carries only labelled round ticks (1-2-5 on a narrow range): never "2 3 ... 9 100M 2"."""
+    from headforms.figures.fits import fit_error_vs_size_figure
+
+    errors = pd.DataFrame({"both": [0.2, 0.3, 0.25]}, index=["gamma", "weibull", "lognormal"])
+    fig = fit_error_vs_size_figure({"small": (sizes[0], errors), "large": (sizes[1], errors / 2)})
+    names = {a.text: a.x for a in fig.layout.annotations if a.name == "model"}
+    assert names.keys() == {"small", "large"}
+    for name, size in zip(("small", "large"), sizes, strict=True):
+        assert names[name] == pytest.approx(np.log10(size))  # above its own column
+    axis = fig.layout.xaxis
+    assert axis.type == "log" and len(axis.tickvals) >= 2
+    assert len(axis.ticktext) == len(axis.tickvals)
+    for value, text in zip(axis.tickvals, axis.ticktext, strict=True):
+        mantissa = value / 10 ** np.floor(np.log10(value))
+        assert round(mantissa, 9) in (1, 2, 5) and re.fullmatch(r"\d+[kMBT]?", text), text
+        assert axis.range[0] <= np.log10(value) <= axis.range[1]

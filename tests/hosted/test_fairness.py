@@ -286,6 +286,7 @@ def _run_rope(port: int, model: str, visitor: str, rope: int, timeout: float = 3
         return session.run(f"model={model}&rope={rope}")
 
 
+@pytest.mark.slow
 def test_a_visitor_reconnecting_gets_no_new_budget(fair_server: dict[str, Any]) -> None:
     """Three new analyses, each in a new websocket; the fourth, in yet another one, is refused
     with the visitor's limit (before: a new websocket started afresh); another visitor is
@@ -303,6 +304,7 @@ def test_a_visitor_reconnecting_gets_no_new_budget(fair_server: dict[str, Any]) 
     assert not other.errors and not other.exceptions, other.messages
 
 
+@pytest.mark.slow
 def test_two_looping_clients_do_not_keep_a_victim_out(fair_server: dict[str, Any]) -> None:
     """Two clients loop over new RoPE positions (a new websocket and a new visitor address
     whenever a budget runs out, as the attackers of issue 17 did); a victim's new analysis is

@@ -3,6 +3,7 @@ exceptions on a bundled model, and their figure builders for several models are 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
 from headforms import analyze
-from headforms.figures import paper as figures_paper
+from headforms.figures import distributions, parity
 from ui import state
 
 MODEL = "minilm-l6"
@@ -94,13 +95,13 @@ def test_theorem5_page_opened_without_the_app_draws_the_sidebar():
 
 
 def test_comparison_figures_and_table(models):
-    table = figures_paper.parity_comparison_table(models)
+    table = parity.parity_comparison_table(models)
     assert list(table["source"]).count("paper, Table 2") == 6
     assert set(table.loc[table["source"] == "computed here", "model"]) == set(models)
     figures = (
-        figures_paper.parity_comparison_figure(table),
-        figures_paper.distribution_figure(models, "pairing"),
-        figures_paper.distribution_figure(models, "energy", "symmetric energy"),
+        parity.parity_comparison_figure(table),
+        distributions.distribution_figure(models, "pairing"),
+        distributions.distribution_figure(models, "energy", "symmetric energy"),
     )
     for fig in figures:
         assert fig.layout.title.text
@@ -118,7 +119,12 @@ def test_spectra_page_projection_and_cluster_options(k):
     heads = analyze(MODEL).heads
     assert clusters["size"].sum() == len(heads)
     if k == 3:
-        assert list(clusters["name"]) == ["Type I+", "Type II", "Type I−"]
+        assert [name.split(" (")[0] for name in clusters["name"]] == [
+            "cluster 1",
+            "cluster 2",
+            "cluster 3",
+        ]
+        assert ["I+" in clusters["name"][0], "II" in clusters["name"][1]] == [True, True]
     assert any("PCA" in c.value for c in at.caption)
 
 
@@ -137,10 +143,13 @@ def test_type2_tolerance_from_the_sidebar_changes_the_parity_shares():
 def test_observations_page_tables_follow_the_models():
     at = _run_page("observations", observations_models=["smollm2-135m"])
     assert not at.exception, [e.message for e in at.exception]
-    theorem3, theta, obs5 = (d.value for d in at.dataframe[:3])
+    theorem3, theta, bias, obs5 = (d.value for d in at.dataframe[:4])
     assert list(theorem3.index) == [MODEL, "smollm2-135m"]
     assert theorem3.loc["smollm2-135m", "generic"] == pytest.approx(100.0)
     assert set(theta["heads"]) == {"trained", "Gaussian baseline"} and len(theta) == 4
+    assert list(bias["model"]) == [MODEL, "smollm2-135m"]  # Observation 4
+    heads = analyze("smollm2-135m").heads
+    assert bias.iloc[1]["above 1/2 (%)"] == pytest.approx(100 * np.mean(heads["energy"] > 0.5))
     assert len(obs5) == 4
 
 
@@ -339,3 +348,42 @@ def test_pairing_caption_describes_what_the_figure_shows():
     assert len(dotted) == len(baseline)
     caption = at.caption[0].value
     assert "dotted lines the medians of Gaussian K, Q" in caption and "outlines" not in caption
+
+
+def _figures(at: AppTest) -> list[dict]:
+    """The figures the page sent to the plot component."""
+    return [json.loads(json.loads(e.proto.json)["figure"]) for e in at.get("bidi_component")]
+
+
+def test_heatmaps_page_draws_several_models_on_one_colour_scale():
+    at = _run_page("heatmaps", heatmaps_models=["smollm2-135m"])
+    assert not at.exception and not at.error
+    figures = [f for f in _figures(at) if "coloraxis" in f["layout"]]
+    assert len(figures) == 4  # energy and pairing, for both models
+    by_column = {}
+    for figure in figures:
+        axis = figure["layout"]["coloraxis"]
+        title = figure["layout"]["title"]["text"]
+        by_column.setdefault(title.split(":")[0], set()).add((axis["cmin"], axis["cmax"]))
+        assert MODEL in title or "smollm2-135m" in title  # each figure names its model
+    assert len(by_column) == 2 and all(len(ranges) == 1 for ranges in by_column.values())
+    at.toggle(key="heatmaps_shared_scale").set_value(False).run()
+    ranges = {
+        (f["layout"]["coloraxis"]["cmin"], f["layout"]["coloraxis"]["cmax"]) for f in _figures(at)
+    }
+    assert len(ranges) == 4  # each pair on its own range
+
+
+def test_observations_show_their_status_in_the_paper():
+    """Table 14 beside each observation's view, and Observation 4's labelled view."""
+    at = _run_page("observations")
+    assert not at.exception and not at.error
+    statuses = [c.value for c in at.caption if "Status in the paper (Table 14)" in c.value]
+    assert len(statuses) == 4  # Observations 1, 2, 4, 5 on this page
+    assert "Proved" in statuses[0] and "Theorem 3" in statuses[0]
+    assert any("Observation 4" in s.value for s in at.subheader)
+    bias = next(f for f in _figures(at) if "energy" in f["layout"]["xaxis"]["title"]["text"])
+    labels = {a["text"]: a["x"] for a in bias["layout"]["annotations"] if "‖A‖" in a["text"]}
+    assert list(labels.values()) == [0.5]  # 1/2 marked and labelled: ‖S‖² = ‖A‖²
+    fits = _run_page("fits")
+    assert sum("Table 14" in c.value for c in fits.caption) == 2  # Observations 3 and 6
