@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from .errors import HeadformsError, OptionError
-from .hosted.policy import policy_in_force
 
 OUTPUT_FORMATS = (".csv", ".json", ".parquet")
 
@@ -152,6 +151,18 @@ def options_of(args: argparse.Namespace) -> Any:
     spectra = getattr(args, "spectra", ())
     spectra = EXTRA_SPECTRA if "all" in spectra else tuple(spectra)
     return AnalysisOptions(args.rope_position, not args.no_fold_qk_norm, spectra)
+
+
+def policy_in_force() -> Any:
+    """The policy a command is held to (hosted mode's, or None): the hosted package is imported
+    only when hosted mode is on, so a private command pays nothing for it."""
+    from .settings import settings
+
+    if not settings().hosted:
+        return None
+    from .hosted.policy import policy_in_force as hosted_policy
+
+    return hosted_policy()
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

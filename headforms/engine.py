@@ -106,33 +106,20 @@ def analyze_located(
 def stored_analysis(
     located: Located,
     options: AnalysisOptions = DEFAULT_OPTIONS,
-    baseline: bool = False,
     store: ResultStore | None = None,
 ) -> ModelAnalysis | None:
     """The stored analysis of a located model with every spectrum asked for, or None; nothing
-    is opened or computed (a hosted server reads what its contained workers stored).
-    ``baseline``: None unless the Gaussian baseline of its shapes is stored too (or the model
-    has none: a published table without the model dim)."""
-    from .baseline import stored_baseline
-
-    store = store or ResultStore()
+    is opened or computed (a hosted server reads what its contained workers stored). A
+    published table holds its metrics: it is read."""
     if located.format == TABLE_FORMAT:
         from .tables import open_table
 
-        hit: ModelAnalysis | None = open_table(located, options)
-        needs_baseline = bool(hit.card.model_dim and hit.card.head_dim)
-    else:
-        hit = _stored_analysis(store, metrics_key(located.fingerprint, options.key()))
-        if hit is None or not options.spectra <= hit.spectra.keys():
-            return None
-        hit.card.spec = located.spec
-        needs_baseline = True
-    if (
-        baseline
-        and needs_baseline
-        and stored_baseline(hit.card.baseline_shapes, store=store) is None
-    ):
+        return open_table(located, options)
+    store = store or ResultStore()
+    hit = _stored_analysis(store, metrics_key(located.fingerprint, options.key()))
+    if hit is None or not options.spectra <= hit.spectra.keys():
         return None
+    hit.card.spec = located.spec
     return hit
 
 
