@@ -14,7 +14,15 @@ from headforms.analyses.behaviour import (
     rank_correlation,
 )
 from headforms.figures import behaviour as figures
-from ui import cached, clickable_plot, jump_toggle, links, page_context, select_from_customdata
+from ui import (
+    cached,
+    clickable_plot,
+    guard,
+    jump_toggle,
+    links,
+    page_context,
+    select_from_customdata,
+)
 from ui.behaviour import head_scores
 
 GEOMETRY_KEY = "hf_behaviour_geometry"
@@ -23,10 +31,10 @@ SCORE_KEY = "hf_behaviour_score"
 ctx = page_context()
 st.title("Geometry against behaviour")
 st.caption(
-    f"Every query head of {ctx.spec} (RoPE position d = {ctx.rope_position}) as a point: where it "
-    "sits on the simplex against what it does on a probe of random tokens repeated twice "
-    "(previous-token, first-token, duplicate-token and induction scores, docs/MATH.md). Spearman's "
-    "ρ with a 95% bootstrap interval over heads. Click a head to open it."
+    f"Every query head of {guard.plain(ctx.spec)} (RoPE position d = {ctx.rope_position}) as a "
+    "point: where it sits on the simplex against what it does on a probe of random tokens "
+    "repeated twice (previous-token, first-token, duplicate-token and induction scores, "
+    "docs/MATH.md). Spearman's ρ with a 95% bootstrap interval over heads. Click a head to open it."
 )
 links.bind(
     links.choice(

@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms.engine import BASELINE_PREFIX, METRIC_COLUMNS
-from headforms.forms import PARITY_LABELS
-from ui import jump_toggle, links, page_context, select_head, state
+from headforms.columns import BASELINE_PREFIX, METRIC_COLUMNS
+from headforms.forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, ZERO_FORM_LABEL
+from ui import guard, jump_toggle, links, page_context, select_head, state
 from ui.behaviour import with_head_scores
-from ui.tables import RangeFilters, SortOrder, baseline_heads, range_filter, selected_row
+from ui.loading import has_baseline, load_baseline
+from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
 PARITY_KEY = "table_parity"
@@ -36,7 +37,7 @@ COLUMN_HELP = {
     "d_sym": "d of S alone",
     "energy": "symmetric energy ‖S‖²/‖L‖²",
     "pairing": "pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
-    "parity": "II if c_S + d_S ≤ 1/50, else I+ if c_S > d_S, else I−",
+    "parity": f"II if c_S + d_S ≤ {PARITY_TYPE_II_TEXT}, else I+ if c_S > d_S, else I−",
     "norm_l": "Frobenius norm of L",
     "balance": "1 − |n₊ − n₋|/(n₊ + n₋)",
     "leading_share": "λ²_max / ‖S‖²",
@@ -45,14 +46,14 @@ COLUMN_HELP = {
 ctx = page_context()
 st.title("Heads table")
 st.caption(
-    f"Every query head of {ctx.spec} (RoPE position d = {ctx.rope_position}), one row each. "
-    "Select a row (its box on the left) to open that head; the selected head's row is the one "
-    "selected here. Sort with Sort by (a link keeps it) or by clicking a column header (this "
-    "view only)."
+    f"Every query head of {guard.plain(ctx.spec)} (RoPE position d = {ctx.rope_position}), one "
+    "row each. Select a row (its box on the left) to open that head; the selected head's row is "
+    "the one selected here. Sort with Sort by (a link keeps it) or by clicking a column header "
+    "(this view only)."
 )
 
 controls = st.columns([2, 3, 3, 2], vertical_alignment="bottom")
-parities = [p for p in (*PARITY_LABELS, "zero") if (ctx.heads["parity"] == p).any()]
+parities = [p for p in (*PARITY_LABELS, ZERO_FORM_LABEL) if (ctx.heads["parity"] == p).any()]
 links.bind(links.subset("parity", PARITY_KEY, parities, parities, "a parity"))
 st.session_state[PARITY_KEY] = [p for p in st.session_state[PARITY_KEY] if p in parities]
 chosen_parities = controls[0].pills("Parity", parities, selection_mode="multi", key=PARITY_KEY)
@@ -63,10 +64,10 @@ layers = controls[1].slider(
     "Layers", 0, last_layer, key=layers_key, disabled=ctx.card.n_layers == 1
 )
 toggles = st.container(horizontal=True, gap="large")
-has_baseline = baseline_heads(ctx.analysis) is not None  # a published table may have none
-if has_baseline:
+baseline_possible = has_baseline(ctx.analysis)  # a published table may have none (nothing computed)
+if baseline_possible:
     links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline columns"))
-with_baseline = has_baseline and toggles.toggle(
+with_baseline = baseline_possible and toggles.toggle(
     "Gaussian baseline columns",
     key=BASELINE_KEY,
     help=f"Add each metric of the Gaussian form of the same shapes as `{BASELINE_PREFIX}<metric>`.",
@@ -78,6 +79,8 @@ with_behaviour = toggles.toggle(
     help="Add previous_token, first_token, duplicate_token and induction: each head's scores on "
     "a probe of random tokens repeated twice (runs the model once; docs/MATH.md).",
 )
+if with_baseline:
+    load_baseline(ctx.analysis)  # computed now if it never was (a progress line meanwhile)
 table = ctx.analysis.table(baseline=with_baseline)
 if with_behaviour:
     table = with_head_scores(table, ctx.spec)

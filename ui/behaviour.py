@@ -8,16 +8,15 @@ their failures one line that leaves the geometry views alone.
   the layer's other heads one click away, its scores).
 
 On a private server the pass runs in the server process (models stay loaded in its LRU,
-``HEADFORMS_MODELS_MEMORY``); in hosted mode in a contained worker
-(:func:`headforms.contained.forward_pass`), counted against the session's forward passes.
+``HEADFORMS_MODELS_MEMORY``); in hosted mode in the model's worker process
+(:func:`headforms.hosted.forward_pass`: kept loaded between passes, within the worker limits, at
+the visitor's turn), counted against the visitor's forward passes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms import contained
+from headforms import hosted
 from headforms.behaviour import (
     DEFAULT_PROBE_LENGTH,
     DEFAULT_PROMPT,
@@ -38,14 +37,16 @@ from headforms.behaviour import (
     head_type_scores,
     runnable,
 )
-from headforms.behaviour.limits import PROMPT_CHARACTERS_ENV, prompt_characters
 from headforms.behaviour.run import locate_runnable
+from headforms.bounded import ByteLRU
 from headforms.errors import HeadformsError
 from headforms.figures import behaviour as figures
+from headforms.settings import PROMPT_CHARACTERS_ENV, settings
+from headforms.sources import Located
 from headforms.store import ResultStore
 
 from . import guard, links, state
-from .loading import cached, fingerprint
+from .loading import cached, located_model
 from .widgets import show_figure
 
 if TYPE_CHECKING:
@@ -75,44 +76,15 @@ def _nbytes(value: Any) -> int:
     return sum(np.asarray(c).nbytes for c in value.columns.values())
 
 
-class ForwardResults:
-    """A thread-safe LRU of forward-pass results (patterns, score tables) bounded by bytes; the
-    newest is kept even when it alone passes the bound."""
-
-    def __init__(self, max_bytes: int = MAX_RESULT_BYTES) -> None:
-        self._items: OrderedDict[tuple, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.max_bytes = max_bytes
-
-    def get(self, key: tuple) -> Any:
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-            return hit
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def put(self, key: tuple, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > 1 and sum(map(_nbytes, self._items.values())) > (
-                self.max_bytes
-            ):
-                self._items.popitem(last=False)
-
-
 @st.cache_resource(show_spinner=False)
-def forward_results() -> ForwardResults:
-    """The process-wide results (one per server, shared by sessions)."""
-    return ForwardResults()
+def forward_results() -> ByteLRU[Any]:
+    """The process-wide results (one per server, shared by sessions), at most
+    :data:`MAX_RESULT_BYTES` (the newest kept even when it alone passes them)."""
+    return ByteLRU(MAX_RESULT_BYTES, sizer=_nbytes, keep_newest=True)
 
 
-Compute = Callable[[Callable[[str], None], Callable[[], None]], Any]
-"""``compute(progress, tick)``: the result; ``progress(message)`` says what happens,
+Compute = Callable[[Located, Callable[[str], None], Callable[[], None]], Any]
+"""``compute(located, progress, tick)``: the result; ``progress(message)`` says what happens,
 ``tick()`` is called while a hosted worker is waited for."""
 
 
@@ -124,7 +96,7 @@ def _run(kind: str, spec: str, options: tuple, label: str, compute: Compute, whe
     shown = {"text": f"{label} …", "at": 0.0}
 
     def progress(message: str) -> None:
-        shown["text"] = f"{label}: {message} …"
+        shown["text"] = f"{label}: {guard.plain(message)} …"
         line.caption(shown["text"])
 
     def tick() -> None:  # a redraw is where Streamlit stops the script of a visitor who left
@@ -134,35 +106,46 @@ def _run(kind: str, spec: str, options: tuple, label: str, compute: Compute, whe
             line.caption(f"{shown['text']} {now - started:.0f} s")
 
     try:
-        key = (kind, spec, fingerprint(spec), options)
+        located = runnable_model(spec)
+        key = (kind, spec, runnable.fingerprint(located), options)
         hit = forward_results().get(key)
         if hit is not None:
             return hit
         line.caption(shown["text"])
-        value = compute(progress, tick)
+        value = compute(located, progress, tick)
     except HeadformsError as error:
-        line.info(guard.public_message(str(error)), icon=":material/info:")
+        line.info(guard.plain(guard.public_message(str(error))), icon=":material/info:")
         return None
     line.empty()
     forward_results().put(key, value)
     return value
 
 
-def _forward(spec: str, progress: Callable[[str], None], tick: Callable[[], None], **task: Any):
-    """One forward pass of ``spec`` (``prompt=`` or ``probe=(R, seed)``): in hosted mode in a
-    contained worker, counted against the session's forward passes; else in this process."""
+def runnable_model(spec: str) -> Located:
+    """The model ``spec`` names, located within this server's policy (:func:`located_model`),
+    if a forward pass can run on it (a published table cannot; a confined model's other files
+    are checked)."""
+    return locate_runnable(located_model(spec))
+
+
+def _forward(
+    located: Located, progress: Callable[[str], None], tick: Callable[[], None], **task: Any
+) -> Any:
+    """One forward pass of ``located`` (``prompt=`` or ``probe=(R, seed)``): in hosted mode in
+    the model's worker, at the visitor's turn and counted against its forward passes; else in
+    this process."""
     if guard.is_hosted():
-        return contained.forward_pass(
-            spec,
+        return hosted.forward_pass(
+            located,
             progress=lambda done, total, message: progress(message),
             check=tick,
-            on_new=lambda: guard.spend("prompts"),
+            visitor=guard.visitor(),
             **task,
         )
     if "prompt" in task:
-        return attention(spec, task["prompt"], progress=progress)
+        return attention(located, task["prompt"], progress=progress)
     length, seed = task["probe"]
-    return head_type_scores(spec, probe_length=length, seed=seed, progress=progress)
+    return head_type_scores(located, probe_length=length, seed=seed, progress=progress)
 
 
 def attention_pattern(spec: str, prompt: str, where: Any = None) -> AttentionPattern | None:
@@ -171,8 +154,8 @@ def attention_pattern(spec: str, prompt: str, where: Any = None) -> AttentionPat
         "attention",
         spec,
         (prompt,),
-        f"Running {spec} on the prompt",
-        lambda progress, tick: _forward(spec, progress, tick, prompt=prompt),
+        f"Running {guard.plain(spec)} on the prompt",
+        lambda located, progress, tick: _forward(located, progress, tick, prompt=prompt),
         where,
     )
 
@@ -184,8 +167,8 @@ def head_scores(spec: str, where: Any = None) -> HeadTypeScores | None:
         "scores",
         spec,
         probe,
-        f"Scoring every head of {spec} on the repeated-token probe",
-        lambda progress, tick: _forward(spec, progress, tick, probe=probe),
+        f"Scoring every head of {guard.plain(spec)} on the repeated-token probe",
+        lambda located, progress, tick: _forward(located, progress, tick, probe=probe),
         where,
     )
 
@@ -202,7 +185,7 @@ def prefetch(spec: str) -> None:
         return
     bind_options()  # the prompt the page will run
     try:
-        located = locate_runnable(spec)
+        located = runnable_model(spec)
         key = runnable.fingerprint(located)
         if key in runnable.LOADED.keys():
             return
@@ -254,7 +237,7 @@ def bind_options() -> None:
 
 def _read_prompt(values: list[str]) -> str:
     """A link's prompt: its last value, at most the cap's characters."""
-    text, limit = values[-1], prompt_characters()
+    text, limit = values[-1], settings().prompt_characters
     if len(text) > limit:
         raise links.Refused(
             f"is longer than {limit} characters ({PROMPT_CHARACTERS_ENV})", text[:limit]
@@ -336,7 +319,7 @@ def head_section(ctx: PageContext) -> None:
         "Prompt",
         key=PROMPT_KEY,
         height=80,
-        max_chars=prompt_characters(),
+        max_chars=settings().prompt_characters,
         help="The model runs on this text (transformers, eager attention); the heatmap shows "
         "the tokens as its tokenizer makes them, special tokens included. Ctrl+Enter applies.",
     )
@@ -374,7 +357,7 @@ def head_section(ctx: PageContext) -> None:
     try:
         values = pattern.array(kind)
     except HeadformsError as error:
-        st.info(str(error), icon=":material/info:")
+        st.info(guard.plain(str(error)), icon=":material/info:")
         kind, values = "weights", pattern.weights
     matrix = values[ctx.layer, ctx.head]
     scores = head_scores(ctx.spec)

@@ -11,10 +11,11 @@ more can be drawn).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import streamlit as st
+
+from . import guard
 
 NOTICES_KEY = "_hf_notices"
 """Session state: ``{"page": url path they belong to, "items": [(kind, text, about)]}``."""
@@ -25,13 +26,12 @@ CLOSE_KEY = "_hf_close_notices"
 """Key prefix of the close button (one key per redraw within a run)."""
 
 KINDS = ("warning", "error")
-MARKDOWN = re.compile(r"([\\`*_\[\]<>$~:|#])")
-"""Characters Streamlit's Markdown would read as markup (a notice echoes a link's text)."""
 
 
 def as_text(text: str) -> str:
-    """``text`` escaped so that Markdown shows it as it is (no markup, no link, no emoji)."""
-    return MARKDOWN.sub(r"\\\1", text)
+    """``text`` escaped so that Markdown shows it as it is (no markup, no link, no emoji): a
+    notice echoes a link's text (:func:`ui.guard.plain`)."""
+    return guard.plain(text, all_markup=True)
 
 
 def _notices() -> dict[str, Any]:

@@ -1,11 +1,10 @@
-"""Where forward-pass results and converted tokenizers are kept between runs (one module, so it
-can follow the store's design).
+"""Where forward-pass results and converted tokenizers are kept between runs.
 
-- Patterns and scores are :class:`headforms.store.Record` entries of the result store, under
-  :func:`headforms.store.cache_key` of the model's fingerprint (:func:`.runnable.fingerprint`)
-  and the options: the prompt, or the probe's length and seed, and :func:`code_version` (this
-  package's source, headforms' GGUF reader, and the versions of torch, transformers, tokenizers
-  and gguf: a forward pass depends on all of them).
+- Patterns and scores are :class:`headforms.store.Record` entries of the result store, keyed as
+  the stores key their results (:func:`headforms.store.cache_key`, stage ``behaviour``: the
+  source of ``headforms/behaviour`` and the GGUF reader): the model's fingerprint
+  (:func:`.runnable.fingerprint`), the prompt or the probe's length and seed, and the versions
+  of :data:`LIBRARIES` (a forward pass depends on their code too).
 - Tokenizers are one JSON file each under ``tokenizers/`` of the cache directory, keyed by the
   fingerprint and transformers' version, written atomically.
 """
@@ -21,14 +20,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..store import Record, ResultStore, cache_dir, cache_key, write_atomic
-from ..store.keys import PACKAGE_ROOT
 
 if TYPE_CHECKING:
     from .results import AttentionPattern, HeadTypeScores
     from .tokens import TextTokenizer
 
-BEHAVIOUR_CODE = ("behaviour", "readers/gguf.py")
-"""Paths (relative to the package) of the code a forward pass's results depend on."""
 LIBRARIES = ("torch", "transformers", "tokenizers", "gguf", "accelerate")
 """Libraries whose versions enter every key (their code computes the pass)."""
 
@@ -36,33 +32,31 @@ PATTERN_KIND = "attention"
 SCORES_KIND = "head_types"
 
 
+def _version(library: str) -> str:
+    try:
+        return metadata.version(library)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
 @cache
-def code_version() -> str:
-    """SHA-256 of :data:`BEHAVIOUR_CODE`'s source and of :data:`LIBRARIES`' versions."""
-    digest = hashlib.sha256()
-    for entry in BEHAVIOUR_CODE:
-        path = PACKAGE_ROOT / entry
-        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            digest.update(file.relative_to(PACKAGE_ROOT).as_posix().encode() + b"\0")
-            digest.update(file.read_bytes() + b"\0")
-    for library in LIBRARIES:
-        try:
-            version = metadata.version(library)
-        except metadata.PackageNotFoundError:
-            version = "absent"
-        digest.update(f"{library}={version}\0".encode())
-    return digest.hexdigest()
+def library_versions() -> dict[str, str]:
+    """The installed version of each of :data:`LIBRARIES` (``absent`` when not installed)."""
+    return {library: _version(library) for library in LIBRARIES}
+
+
+def _key(fingerprint: str, options: dict[str, Any]) -> str:
+    return cache_key(fingerprint, {**options, "libraries": library_versions()}, "behaviour")
 
 
 def pattern_key(fingerprint: str, prompt: str) -> str:
     """The store key of a prompt's attention patterns."""
-    return cache_key(fingerprint, {"behaviour": code_version(), "prompt": prompt})
+    return _key(fingerprint, {"prompt": prompt})
 
 
 def scores_key(fingerprint: str, probe_length: int, seed: int) -> str:
     """The store key of the head-type scores of a probe."""
-    options = {"behaviour": code_version(), "probe_length": probe_length, "seed": seed}
-    return cache_key(fingerprint, options)
+    return _key(fingerprint, {"probe_length": probe_length, "seed": seed})
 
 
 def get_pattern(store: ResultStore, key: str) -> AttentionPattern | None:
@@ -133,10 +127,7 @@ def put_scores(store: ResultStore, key: str, scores: HeadTypeScores) -> None:
 
 
 def _tokenizer_path(fingerprint: str) -> Path:
-    try:
-        version = metadata.version("transformers")
-    except metadata.PackageNotFoundError:
-        version = "absent"
+    version = _version("transformers")
     name = hashlib.sha256(f"{fingerprint}\0transformers={version}".encode()).hexdigest()
     return cache_dir() / "tokenizers" / f"{name}.json"
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError
-from .limits import PROMPT_TOKENS_ENV, prompt_tokens
+from ..settings import PROMPT_TOKENS_ENV, settings
 
 _LOCK = threading.Lock()
 
@@ -58,7 +58,7 @@ def _softmax_tap(length: int) -> Iterator[list[Any]]:
 
 def check_length(n_tokens: int, what: str) -> None:
     """Refuse a sequence longer than the token cap, in one line."""
-    limit = prompt_tokens()
+    limit = settings().prompt_tokens
     if n_tokens > limit:
         raise OptionError(
             f"{what} is {n_tokens} tokens long; forward passes take at most {limit} tokens "

@@ -195,8 +195,11 @@ def build_model(reader: Any, label: str) -> Any:
     for name in reader.names():
         if name not in mapping or not mapping[name].startswith(prefix):
             continue  # the language-model head, or a tensor the model has no place for
+        weights = reader.read_exact(name)
+        if not weights.flags.writeable:  # an F32 tensor is a view of the file: the model's copy
+            weights = weights.copy()
         result = processor.process(
-            weights=reader.read(name, np.float32),
+            weights=weights,
             name=name,
             tensor_key_mapping=mapping,
             parsed_parameters=parsed,

@@ -1,31 +1,11 @@
-"""What a forward pass accepts, and the defaults: prompt caps, probe sizes, the model memory budget.
-
-Every ``HEADFORMS_*`` variable of this package is read here, once per call (a running server
-follows a changed environment the way the rest of headforms does).
-"""
+"""What a forward pass accepts, and its defaults: the prompt caps (read through
+:func:`headforms.settings.settings`, ``HEADFORMS_PROMPT_*``), the probe's sizes, the default
+prompt."""
 
 from __future__ import annotations
 
-import os
-
 from ..errors import OptionError
-
-PROMPT_CHARACTERS_ENV = "HEADFORMS_PROMPT_CHARACTERS"
-PROMPT_TOKENS_ENV = "HEADFORMS_PROMPT_TOKENS"
-MODELS_MEMORY_ENV = "HEADFORMS_MODELS_MEMORY"
-SESSION_FORWARD_ENV = "HEADFORMS_SESSION_FORWARD_PASSES"
-
-DEFAULT_PROMPT_CHARACTERS = 2000
-"""Longest prompt, in characters (checked before it is tokenized)."""
-DEFAULT_PROMPT_TOKENS = 256
-"""Longest token sequence a forward pass runs on (prompts and probes, special tokens included):
-a layer's attention is heads x T x T floats, and a heatmap of more tokens is unreadable."""
-DEFAULT_MODELS_MEMORY = 2 * 2**30
-"""Bytes of loaded models (float32 weights) kept in memory between forward passes: the three
-bundled models together take 1.7 GB."""
-
-DEFAULT_SESSION_FORWARD = 60
-"""New forward passes (prompts or probes not yet computed) one hosted session may start."""
+from ..settings import PROMPT_CHARACTERS_ENV, PROMPT_TOKENS_ENV, settings
 
 DEFAULT_PROMPT = (
     "The lighthouse keeper counted seven ships before dawn and wrote their names in a blue "
@@ -40,42 +20,13 @@ DEFAULT_SEED = 0
 """Seed of the probe's tokens."""
 
 
-def _positive_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) <= 0:
-        raise OptionError(f"{name}={raw!r} is not a positive whole number (configuration)")
-    return int(raw)
-
-
-def prompt_characters() -> int:
-    """Longest prompt in characters (``HEADFORMS_PROMPT_CHARACTERS``)."""
-    return _positive_int(PROMPT_CHARACTERS_ENV, DEFAULT_PROMPT_CHARACTERS)
-
-
-def prompt_tokens() -> int:
-    """Longest token sequence of a forward pass (``HEADFORMS_PROMPT_TOKENS``)."""
-    return _positive_int(PROMPT_TOKENS_ENV, DEFAULT_PROMPT_TOKENS)
-
-
-def models_memory() -> int:
-    """Bytes of loaded models kept between forward passes (``HEADFORMS_MODELS_MEMORY``)."""
-    return _positive_int(MODELS_MEMORY_ENV, DEFAULT_MODELS_MEMORY)
-
-
-def session_forward_passes() -> int:
-    """New forward passes one hosted session may start (``HEADFORMS_SESSION_FORWARD_PASSES``)."""
-    return _positive_int(SESSION_FORWARD_ENV, DEFAULT_SESSION_FORWARD)
-
-
 def check_prompt(prompt: object) -> str:
     """The prompt as given, or a one-line :class:`OptionError` (not text, empty, too long)."""
     if not isinstance(prompt, str):
         raise OptionError(f"the prompt must be text, not {type(prompt).__name__}")
     if not prompt.strip():
         raise OptionError("the prompt is empty: type some text to run the model on")
-    limit = prompt_characters()
+    limit = settings().prompt_characters
     if len(prompt) > limit:
         raise OptionError(
             f"the prompt is {len(prompt)} characters long; at most {limit} are accepted "
@@ -92,7 +43,7 @@ def check_probe(probe_length: object, seed: object) -> tuple[int, int]:
     if not 2 <= probe_length <= longest:
         raise OptionError(
             f"probe length {probe_length} is out of range: 2 to {longest} tokens per copy (two "
-            f"copies and the tokenizer's special tokens fit in {prompt_tokens()} tokens, "
+            f"copies and the tokenizer's special tokens fit in {settings().prompt_tokens} tokens, "
             f"{PROMPT_TOKENS_ENV})"
         )
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
@@ -106,4 +57,4 @@ SPECIAL_TOKEN_ROOM = 8
 
 def max_probe_length() -> int:
     """The longest probe copy R that fits the token cap with room for special tokens."""
-    return max(2, (prompt_tokens() - SPECIAL_TOKEN_ROOM) // 2)
+    return max(2, (settings().prompt_tokens - SPECIAL_TOKEN_ROOM) // 2)

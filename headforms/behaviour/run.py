@@ -13,45 +13,58 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..errors import NotRunnableError, OptionError
-from ..sources import Located, locate
-from ..sources.specs import is_table_spec
+from ..sources import TABLE_FORMAT, Located, Policy, Spec, locate, parse_spec
 from ..store import ResultStore, key_lock
 from . import cache, forward
 from .limits import DEFAULT_PROBE_LENGTH, DEFAULT_PROMPT, DEFAULT_SEED, check_probe, check_prompt
 from .probe import repeated_tokens
 from .results import AttentionPattern, HeadTypeScores, score_columns
-from .runnable import fingerprint, runnable
+from .runnable import check_confined, fingerprint, runnable
 from .scores import first_token, previous_token
 from .scores import head_type_scores as probe_scores
 
 T = TypeVar("T")
 Progress = Callable[[str], None]
 """``progress(message)``: what is happening now (loading the model, running it)."""
+ModelSpec = str | os.PathLike[str] | Spec | Located
+"""A spec's text or path, a parsed :class:`Spec`, or a model already located (as it is)."""
 
 
-def locate_runnable(spec: str | os.PathLike[str]) -> Located:
-    """The located model of a spec that names weights (a published table has none)."""
-    text = os.fspath(spec)
-    if is_table_spec(text):
+def locate_runnable(spec: ModelSpec, policy: Policy | None = None) -> Located:
+    """The located model of a spec that names weights (a published table has none), within
+    ``policy`` (a hosted server's; a located model was located under one already)."""
+    if isinstance(spec, Located):
+        located = spec
+    else:
+        parsed = spec if isinstance(spec, Spec) else parse_spec(os.fspath(spec), policy)
+        if parsed.kind == "table":
+            located = None
+        else:
+            located = locate(parsed)
+    if located is None or located.format == TABLE_FORMAT:
+        name = located.spec if located is not None else str(getattr(spec, "text", spec))
         raise NotRunnableError(
-            f"{text} is a published per-head table: it has no weights to run; attention patterns "
+            f"{name} is a published per-head table: it has no weights to run; attention patterns "
             "and head-type scores need the model itself"
         )
-    return locate(text)
+    check_confined(located)
+    return located
 
 
 def attention(
-    spec: str | os.PathLike[str],
+    spec: ModelSpec,
     prompt: str = DEFAULT_PROMPT,
     *,
     use_cache: bool = True,
     store: ResultStore | None = None,
     progress: Progress | None = None,
+    policy: Policy | None = None,
 ) -> AttentionPattern:
     """Every head's attention weights (and pre-softmax scores) on ``prompt``, as the model's
-    tokenizer encodes it (special tokens included)."""
+    tokenizer encodes it (special tokens included); ``policy``: what may be opened (None:
+    everything)."""
     prompt = check_prompt(prompt)
-    located = locate_runnable(spec)
+    located = locate_runnable(spec, policy)
     key_fingerprint = fingerprint(located)
 
     def compute() -> AttentionPattern:
@@ -109,7 +122,7 @@ def _attention(
 
 
 def head_type_scores(
-    spec: str | os.PathLike[str],
+    spec: ModelSpec,
     prompt: str | None = None,
     probe_length: int = DEFAULT_PROBE_LENGTH,
     seed: int = DEFAULT_SEED,
@@ -117,13 +130,14 @@ def head_type_scores(
     use_cache: bool = True,
     store: ResultStore | None = None,
     progress: Progress | None = None,
+    policy: Policy | None = None,
 ) -> HeadTypeScores:
     """Every head's head-type scores on the probe of ``probe_length`` (R) seeded random tokens
     repeated twice; with ``prompt``, ``previous_token`` and ``first_token`` are the prompt's."""
     probe_length, seed = check_probe(probe_length, seed)
     if prompt is not None:
         prompt = check_prompt(prompt)
-    located = locate_runnable(spec)
+    located = locate_runnable(spec, policy)
     key_fingerprint = fingerprint(located)
 
     def compute() -> HeadTypeScores:
@@ -137,7 +151,7 @@ def head_type_scores(
     found.model = located.spec
     if prompt is None:
         return found
-    pattern = attention(spec, prompt, use_cache=use_cache, store=store, progress=progress)
+    pattern = attention(located, prompt, use_cache=use_cache, store=store, progress=progress)
     columns = dict(found.columns)  # layer-major, as the pattern's (layers, heads) flattened
     columns["previous_token"] = previous_token(pattern.weights).reshape(-1)
     columns["first_token"] = first_token(pattern.weights).reshape(-1)

@@ -6,10 +6,10 @@
   ``AutoModel.from_pretrained`` (safetensors or ``.bin``), the field's own loader.
 
 Every model is the base model (no language-model head), float32, eager attention, eval mode.
-Loaded models are kept in an LRU bounded by their bytes (``HEADFORMS_MODELS_MEMORY``, default
-2 GiB: the three bundled models fit); one model larger than the budget is kept alone until the
-next one is loaded. Tokenizers are converted once and kept in the cache directory
-(:mod:`.tokens`, :mod:`.cache`).
+Loaded models are kept in an LRU bounded by their bytes (:class:`headforms.bounded.ByteLRU`;
+``HEADFORMS_MODELS_MEMORY``, default 2 GiB: the three bundled models fit); one model larger
+than the budget is kept alone until the next one is loaded. Tokenizers are converted once and
+kept in the cache directory (:mod:`.tokens`, :mod:`.cache`).
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ import hashlib
 import math
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HeadformsError, NotRunnableError
+from ..bounded import ByteLRU
+from ..errors import HeadformsError, NotAllowedError, NotRunnableError
+from ..settings import MAX_BYTES_ENV, human_bytes, settings
 from ..sources import Located, fetch
 from ..sources.files import files_fingerprint
 from . import cache
-from .limits import models_memory
 from .tokens import TextTokenizer, transformers_tokenizer
 
 Progress = Callable[[str], None]
@@ -83,6 +83,34 @@ def fingerprint(located: Located) -> str:
         return located.fingerprint
     combined = f"{located.fingerprint}+{files_fingerprint(extra)}"
     return hashlib.sha256(combined.encode()).hexdigest()
+
+
+def check_confined(located: Located) -> None:
+    """A model confined by a policy (hosted mode: only the files it names were checked) opens
+    more for a forward pass than the engine does: every shard and the tokenizer files. Each of
+    those must lie in the model's own directory (its real path: no link leads out), and every
+    shard together must fit the policy's byte budget; else one line, before anything is read."""
+    if not located.confined or located.hub is not None or located.format == "gguf":
+        return  # a GGUF file holds everything; hub downloads are held to the budget as they run
+    if located.config_file is None or located.config_file.path is None:
+        return
+    directory = Path(os.path.realpath(located.config_file.path.parent))
+    files = [directory / name for name in TOKENIZER_FILES if (directory / name).exists()]
+    shards = _all_shards(located)
+    for path in [*files, *shards]:
+        real = Path(os.path.realpath(path))
+        if real.parent != directory or not real.is_file():
+            raise NotAllowedError(
+                f"{located.spec}: a forward pass also reads {path.name}, which is not a file in "
+                "the model's own directory on this server; refused"
+            )
+    total = sum(path.stat().st_size for path in shards)
+    budget = located.download_budget
+    if budget is not None and total > budget:
+        raise NotAllowedError(
+            f"{located.spec}: a forward pass reads every shard, {human_bytes(total)} in all, more "
+            f"than this server's limit of {human_bytes(budget)} ({MAX_BYTES_ENV})"
+        )
 
 
 def _all_shards(located: Located) -> list[Path]:
@@ -178,14 +206,10 @@ def forward_memory(located: Located, tokens: int) -> int | None:
 
 
 def _threads() -> None:
-    """torch's intra-op threads: ``HEADFORMS_THREADS`` when set, else one. Measured on the
-    project's 2-core machine under load: a SmolLM2 forward pass on 30 tokens takes 0.3 s with
-    one thread and 1.6-5.8 s with two (benchmarks/README.md)."""
+    """torch's intra-op threads (:attr:`headforms.settings.Settings.forward_threads`)."""
     import torch
 
-    from ..engine import THREADS_ENV, default_threads
-
-    threads = default_threads() if os.environ.get(THREADS_ENV, "").strip() else 1
+    threads = settings().forward_threads
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
 
@@ -336,56 +360,50 @@ def _runnable(located: Located, key: str, model: Any, tokenizer: TextTokenizer) 
 
 
 class LoadedModels:
-    """Loaded models by fingerprint, least recently used evicted past a byte budget."""
+    """Loaded models by fingerprint in a :class:`~headforms.bounded.ByteLRU` of their bytes
+    (the newest kept even when it alone passes the budget); concurrent callers for one model
+    wait for one load."""
 
     def __init__(self) -> None:
-        self._items: OrderedDict[str, Runnable] = OrderedDict()
+        self._items: ByteLRU[Runnable] = ByteLRU(
+            settings().models_memory, sizer=lambda model: model.nbytes, keep_newest=True
+        )
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
 
     def get(
         self, located: Located, progress: Progress | None = None, budget: int | None = None
     ) -> Runnable:
-        """The loaded model of ``located`` (loaded now if it is not in memory; concurrent
-        callers for one model wait for one load)."""
+        """The loaded model of ``located`` (loaded now if it is not in memory), kept within
+        ``budget`` bytes (default ``HEADFORMS_MODELS_MEMORY``)."""
         key = fingerprint(located)
+        hit = self._items.get(key)
+        if hit is not None:
+            return hit
         with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-                return hit
             gate = self._loading.setdefault(key, threading.Lock())
         with gate:
-            with self._lock:
-                hit = self._items.get(key)
+            hit = self._items.get(key)
             if hit is not None:
                 return hit
             model = load(located, progress)
+            self._items.max_bytes = budget if budget is not None else settings().models_memory
+            self._items.put(key, model)
             with self._lock:
-                self._items[key] = model
-                self._items.move_to_end(key)
-                self._evict(budget if budget is not None else models_memory())
                 self._loading.pop(key, None)
             return model
 
-    def _evict(self, budget: int) -> None:
-        while len(self._items) > 1 and sum(m.nbytes for m in self._items.values()) > budget:
-            self._items.popitem(last=False)
-
     def nbytes(self) -> int:
         """Bytes of the models kept now."""
-        with self._lock:
-            return sum(m.nbytes for m in self._items.values())
+        return self._items.bytes
 
     def keys(self) -> list[str]:
         """Fingerprints of the models kept now, least recently used first."""
-        with self._lock:
-            return list(self._items)
+        return [str(key) for key in self._items.keys()]
 
     def clear(self) -> None:
         """Forget every loaded model."""
-        with self._lock:
-            self._items.clear()
+        self._items.clear()
 
 
 LOADED = LoadedModels()

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD
+from ..forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from .camera import (
     ASPECT_RATIO,
     AXIS_RANGES,
@@ -471,7 +471,7 @@ def triangle_figure(
             fill="toself",
             fillcolor="rgba(0,158,115,0.25)",
             line={"color": PARITY_COLORS["II"], "width": 1},
-            name="Type II band c_S + d_S ≤ 1/50",
+            name=f"Type II band c_S + d_S ≤ {PARITY_TYPE_II_TEXT}",
             hoverinfo="skip",
             meta={"role": "band"},
         )

@@ -211,8 +211,12 @@ class GGUFReader:
         rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
         return np.frombuffer(self._map, np.uint8, n_bytes, start).reshape(rows, -1)
 
-    def read(self, name: str, dtype: Any = np.float64) -> np.ndarray:
-        """A tensor's values in ``dtype`` (default float64), dequantized; a new writable array."""
+    def read(self, name: str) -> np.ndarray:
+        """One tensor, dequantized, as float64 (exact)."""
+        return self.read_exact(name).astype(np.float64)
+
+    def read_exact(self, name: str) -> np.ndarray:
+        """One tensor, dequantized, as float32 (what ``gguf.quants.dequantize`` gives)."""
         from gguf import GGMLQuantizationType
         from gguf.quants import dequantize
 
@@ -226,9 +230,7 @@ class GGUFReader:
             raise CorruptFileError(f"{self.path.name}: tensor {name!r} is empty (shape {shape})")
         try:
             values = dequantize(self.raw(name), GGMLQuantizationType(qtype))
-            # an F32 tensor comes back as a read-only view of the file: copied then
-            copy = None if values.flags.writeable else True
-            return np.array(values, dtype=dtype, copy=copy).reshape(shape)
+            return np.asarray(values, dtype=np.float32).reshape(shape)
         except (ValueError, NotImplementedError) as exc:
             raise CorruptFileError(
                 f"{self.path.name}: cannot dequantize tensor {name!r} "

@@ -63,12 +63,12 @@ def test_keys_follow_the_prompt_the_probe_the_model_and_the_code(
     (checkpoint / "tokenizer.json").write_text((checkpoint / "tokenizer.json").read_text() + " ")
     assert fingerprint(locate(str(checkpoint))) != key
     before = cache.pattern_key(key, "a")
-    cache.code_version.cache_clear()
+    cache.library_versions.cache_clear()
     monkeypatch.setattr(cache, "LIBRARIES", (*cache.LIBRARIES, "numpy"))
     try:
         assert cache.pattern_key(key, "a") != before
     finally:
-        cache.code_version.cache_clear()
+        cache.library_versions.cache_clear()
 
 
 def test_a_damaged_entry_is_recomputed(checkpoint: Path, store: ResultStore) -> None:
