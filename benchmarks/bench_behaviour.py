@@ -18,6 +18,10 @@ thread for both), medians of ``--repeat`` runs:
 In one process with the model loaded: a new prompt (median over prompts of 30-40 tokens), and
 every head-type score of the model (the probe's forward pass and the four scores).
 
+Hosted mode (a server process, ``HEADFORMS_HOSTED=1``): a new prompt in the model's worker,
+kept loaded between passes, against a new prompt in a fresh worker (the model loaded again, as
+every new prompt was before model workers), alternating, median over the prompts.
+
 Run: ``.venv/bin/python benchmarks/bench_behaviour.py [--model smollm2-135m] [--repeat 3]``.
 """
 
@@ -98,6 +102,22 @@ print(f"{statistics.median(times):.4f} {min(scores, again):.4f}")
 """
 
 
+HOSTED = """
+import sys, time, statistics
+from headforms.hosted import workers
+spec, prompts = sys.argv[1], sys.argv[2:]
+workers.forward_pass(spec, prompt=prompts[0] + " (up)")  # the model's worker up, model loaded
+fresh, kept = [], []
+for i, prompt in enumerate(prompts):
+    t = time.perf_counter(); workers.forward_pass(spec, prompt=f"{prompt} (kept {i})")
+    kept.append(time.perf_counter() - t)
+    workers.model_workers.stop_all()  # the next pass starts a new worker, which loads the model
+    t = time.perf_counter(); workers.forward_pass(spec, prompt=f"{prompt} (fresh {i})")
+    fresh.append(time.perf_counter() - t)
+print(f"{statistics.median(fresh):.4f} {statistics.median(kept):.4f}")
+"""
+
+
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
     """Wall time of a fresh process and its stdout (fails loudly on an error)."""
     start = time.perf_counter()
@@ -150,6 +170,9 @@ def main() -> None:
             rows["dashboard_head"].append(float(out.split()[1]))
         _, out = timed([PYTHON, "-c", WARM, args.model, PROMPT, *PROMPTS], env_warm)
         new_prompt, all_scores = (float(v) for v in out.split())
+        env_hosted = {**env_warm, "HEADFORMS_HOSTED": "1"}
+        _, out = timed([PYTHON, "-c", HOSTED, args.model, *PROMPTS, *PROMPTS], env_hosted)
+        hosted_fresh, hosted_kept = (float(v) for v in out.split())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in rows.items()}
@@ -180,6 +203,14 @@ def main() -> None:
             {"what": "every head-type score (probe R = 50)", "s": all_scores, "target": "< 2"},
         ],
     )
+    print_table(
+        f"{args.model}, hosted mode: a new prompt (median of {2 * len(PROMPTS)}, server side)",
+        [
+            {"worker": "a fresh worker (loads the model)", "s": hosted_fresh, "x fresh": 1.0},
+            {"worker": "the model's kept worker", "s": hosted_kept,
+             "x fresh": hosted_kept / hosted_fresh},
+        ],
+    )  # fmt: skip
     print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     print("runs:", {k: [round(x, 2) for x in v] for k, v in rows.items()}, file=sys.stderr)
 
