@@ -190,6 +190,15 @@ class Settings:
         return self._whole(CONCURRENT_ENV, DEFAULT_CONCURRENT)
 
     @property
+    def worker_threads(self) -> int:
+        """Hosted mode: threads of one contained worker: ``$HEADFORMS_THREADS`` when set, else
+        the usable CPUs shared among the workers that may run at once (at least one each), so
+        that a busy server never runs more compute threads than it has cores."""
+        if self._raw(THREADS_ENV):
+            return self.threads
+        return max(1, usable_cpus() // self.analysis_concurrent)
+
+    @property
     def analysis_nice(self) -> int:
         """Hosted mode: the niceness (0-19) added to each analysis worker."""
         raw = self._raw(NICE_ENV)
