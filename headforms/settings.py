@@ -42,6 +42,12 @@ VISITOR_CONCURRENT_ENV = "HEADFORMS_VISITOR_CONCURRENT"
 VISITOR_ANALYSES_ENV = "HEADFORMS_VISITOR_ANALYSES"
 VISITOR_SAMPLES_ENV = "HEADFORMS_VISITOR_SAMPLES"
 WINDOW_ENV = "HEADFORMS_VISITOR_WINDOW"
+RENAMED = {
+    VISITOR_ANALYSES_ENV: "HEADFORMS_SESSION_ANALYSES",
+    VISITOR_SAMPLES_ENV: "HEADFORMS_SESSION_SAMPLES",
+}
+"""The names these budgets had when they were counted per session; an instance configured with
+an old name keeps its limit (the new name wins when both are set)."""
 TRUSTED_PROXIES_ENV = "HEADFORMS_TRUSTED_PROXIES"
 ALLOWED_HOSTS_ENV = "HEADFORMS_ALLOWED_HOSTS"
 FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
@@ -223,12 +229,12 @@ class Settings:
     @property
     def visitor_analyses(self) -> int:
         """Hosted mode: new analyses one visitor may start per window."""
-        return self._whole(VISITOR_ANALYSES_ENV, DEFAULT_VISITOR_ANALYSES)
+        return self._whole(self._renamed(VISITOR_ANALYSES_ENV), DEFAULT_VISITOR_ANALYSES)
 
     @property
     def visitor_samples(self) -> int:
         """Hosted mode: new Theorem 5 samplings one visitor may start per window."""
-        return self._whole(VISITOR_SAMPLES_ENV, DEFAULT_VISITOR_SAMPLES)
+        return self._whole(self._renamed(VISITOR_SAMPLES_ENV), DEFAULT_VISITOR_SAMPLES)
 
     @property
     def visitor_window(self) -> float:
@@ -281,6 +287,11 @@ class Settings:
     def max_table_models(self) -> int:
         """Models of one published table."""
         return self._count(MAX_TABLE_MODELS_ENV, DEFAULT_MAX_TABLE_MODELS)
+
+    def _renamed(self, name: str) -> str:
+        """``name``, or its old name (:data:`RENAMED`) when only that one is set."""
+        old = RENAMED[name]
+        return old if not self._raw(name) and self._raw(old) else name
 
     def _positive(self, name: str, default: float) -> float:
         raw = self._raw(name)
