@@ -22,6 +22,7 @@ from .architectures import Shapes
 from .columns import BASELINE_SPECTRA, frame
 from .forms import FormBatch, forms_from_factor, wishart_factor
 from .heads import metric_columns
+from .parallel import ordered_layers
 from .store import Record, ResultStore, cache_key, key_lock
 
 if TYPE_CHECKING:
@@ -61,11 +62,13 @@ def baseline_layer(shapes: Shapes, layer: int, seed: int = BASELINE_SEED) -> For
 
 
 def compute_baseline(shapes: Shapes, seed: int = BASELINE_SEED) -> Baseline:
-    """Every layer's Gaussian heads (layer-major rows, like a model's table)."""
+    """Every layer's Gaussian heads (layer-major rows, like a model's table), layers in parallel
+    on single-threaded BLAS (:mod:`headforms.parallel`); each layer draws from its own seed, so
+    the result does not depend on the number of threads."""
     columns: list[dict[str, np.ndarray]] = []
     spectra: dict[str, list[np.ndarray]] = {name: [] for name in BASELINE_SPECTRA}
-    for layer in range(shapes.n_layers):
-        batch = baseline_layer(shapes, layer, seed)
+    layers = ordered_layers(shapes.n_layers, lambda layer: baseline_layer(shapes, layer, seed))
+    for layer, batch in layers:
         columns.append(metric_columns(layer, shapes.n_heads, batch))
         for name in BASELINE_SPECTRA:
             spectra[name].append(getattr(batch, name))

@@ -42,6 +42,12 @@ VISITOR_CONCURRENT_ENV = "HEADFORMS_VISITOR_CONCURRENT"
 VISITOR_ANALYSES_ENV = "HEADFORMS_VISITOR_ANALYSES"
 VISITOR_SAMPLES_ENV = "HEADFORMS_VISITOR_SAMPLES"
 WINDOW_ENV = "HEADFORMS_VISITOR_WINDOW"
+RENAMED = {
+    VISITOR_ANALYSES_ENV: "HEADFORMS_SESSION_ANALYSES",
+    VISITOR_SAMPLES_ENV: "HEADFORMS_SESSION_SAMPLES",
+}
+"""The names these budgets had when they were counted per session; an instance configured with
+an old name keeps its limit (the new name wins when both are set)."""
 TRUSTED_PROXIES_ENV = "HEADFORMS_TRUSTED_PROXIES"
 ALLOWED_HOSTS_ENV = "HEADFORMS_ALLOWED_HOSTS"
 FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
@@ -160,9 +166,10 @@ class Settings:
 
     @property
     def forward_threads(self) -> int:
-        """torch's threads in a forward pass: ``$HEADFORMS_THREADS`` when set, else one (on the
-        project's 2-core machine under load a SmolLM2 pass takes 0.3 s on one thread, 1.6-5.8 s
-        on two: benchmarks/README.md)."""
+        """torch's threads in a forward pass: ``$HEADFORMS_THREADS`` when set (in a hosted
+        worker: its share, :attr:`worker_threads`), else one (on the project's 2-core machine
+        under load a SmolLM2 pass takes 0.3 s on one thread, 1.6-5.8 s on two:
+        benchmarks/README.md)."""
         return self.threads if self._raw(THREADS_ENV) else 1
 
     @property
@@ -215,6 +222,15 @@ class Settings:
         return self._whole(CONCURRENT_ENV, DEFAULT_CONCURRENT)
 
     @property
+    def worker_threads(self) -> int:
+        """Hosted mode: threads of one contained worker: ``$HEADFORMS_THREADS`` when set, else
+        the usable CPUs shared among the workers that may run at once (at least one each), so
+        that a busy server never runs more compute threads than it has cores."""
+        if self._raw(THREADS_ENV):
+            return self.threads
+        return max(1, usable_cpus() // self.analysis_concurrent)
+
+    @property
     def analysis_nice(self) -> int:
         """Hosted mode: the niceness (0-19) added to each analysis worker."""
         raw = self._raw(NICE_ENV)
@@ -239,12 +255,12 @@ class Settings:
     @property
     def visitor_analyses(self) -> int:
         """Hosted mode: new analyses one visitor may start per window."""
-        return self._whole(VISITOR_ANALYSES_ENV, DEFAULT_VISITOR_ANALYSES)
+        return self._whole(self._renamed(VISITOR_ANALYSES_ENV), DEFAULT_VISITOR_ANALYSES)
 
     @property
     def visitor_samples(self) -> int:
         """Hosted mode: new Theorem 5 samplings one visitor may start per window."""
-        return self._whole(VISITOR_SAMPLES_ENV, DEFAULT_VISITOR_SAMPLES)
+        return self._whole(self._renamed(VISITOR_SAMPLES_ENV), DEFAULT_VISITOR_SAMPLES)
 
     @property
     def visitor_window(self) -> float:
@@ -322,6 +338,11 @@ class Settings:
     def model_idle_seconds(self) -> float:
         """Hosted mode: seconds a model worker is kept with nothing to do."""
         return self._positive(MODEL_IDLE_ENV, DEFAULT_MODEL_IDLE_SECONDS)
+
+    def _renamed(self, name: str) -> str:
+        """``name``, or its old name (:data:`RENAMED`) when only that one is set."""
+        old = RENAMED[name]
+        return old if not self._raw(name) and self._raw(old) else name
 
     def _positive(self, name: str, default: float) -> float:
         raw = self._raw(name)

@@ -4,17 +4,14 @@ Layers come either from the weights (:func:`compute_analysis`: an opened checkpo
 read and extracted into its factors, which a factor writer may keep) or from stored factors
 (:func:`forms_analysis`); either way each layer's heads are computed at once from their Gram
 matrices (:mod:`headforms.heads`) and at most ``threads + 1`` layers are in flight, so peak
-memory is a few layers' Q/K whatever the depth. With several threads, layers run concurrently on
-single-threaded BLAS: numpy releases the GIL in LAPACK, and the many small ``2n x 2n`` problems
-scale across cores where BLAS threads do not.
+memory is a few layers' Q/K whatever the depth. Layers run concurrently on single-threaded BLAS
+(:mod:`headforms.parallel`, the one threading rule).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -27,10 +24,8 @@ from .heads import LayerHeads, layer_heads
 from .models.extract import TensorIndex, check_declared_shapes, model_facts, read_layer
 from .models.source import ModelSource
 from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .parallel import ordered_layers
 from .results import ModelAnalysis
-from .settings import settings
-
-T = TypeVar("T")
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, message)``: called as soon as work starts, before each layer, and
@@ -44,38 +39,6 @@ class FactorSink(Protocol):
     def add(self, index: int, layer: LayerFactors) -> None: ...
 
     def commit(self, facts: ModelFacts) -> bool: ...
-
-
-def ordered_layers(
-    n_layers: int, work: Callable[[int], T], progress: Progress | None = None
-) -> Iterator[tuple[int, T]]:
-    """``(layer, work(layer))`` in layer order, computed on ``$HEADFORMS_THREADS`` threads with
-    at most ``threads + 1`` layers in flight (BLAS held to one thread per worker)."""
-    from threadpoolctl import threadpool_limits
-
-    configured = settings().threads
-    threads = min(configured, n_layers)
-    if threads <= 1:
-        with threadpool_limits(limits=max(1, configured)):
-            for layer in range(n_layers):
-                if progress:
-                    progress(layer, n_layers, f"layer {layer + 1}/{n_layers}")
-                yield layer, work(layer)
-        return
-    with ThreadPoolExecutor(threads) as pool, threadpool_limits(limits=1):
-        pending: deque[Future[T]] = deque()
-        submitted = 0
-        try:
-            for layer in range(n_layers):
-                while submitted < n_layers and len(pending) <= threads:
-                    pending.append(pool.submit(work, submitted))
-                    submitted += 1
-                if progress:
-                    progress(layer, n_layers, f"layer {layer + 1}/{n_layers}")
-                yield layer, pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
 
 
 def _assemble(

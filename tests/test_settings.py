@@ -93,3 +93,20 @@ def test_options_are_checked_once_and_travel_as_one_value() -> None:
     ]:
         with pytest.raises(OptionError, match=message):
             AnalysisOptions(**bad)
+
+
+def test_budgets_configured_under_their_old_per_session_names_keep_their_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for new, old in config.RENAMED.items():
+        monkeypatch.delenv(new, raising=False)
+        monkeypatch.delenv(old, raising=False)
+    assert config.settings().visitor_analyses == config.DEFAULT_VISITOR_ANALYSES
+    monkeypatch.setenv("HEADFORMS_SESSION_ANALYSES", "3")
+    monkeypatch.setenv("HEADFORMS_SESSION_SAMPLES", "4")
+    assert (config.settings().visitor_analyses, config.settings().visitor_samples) == (3, 4)
+    monkeypatch.setenv(config.VISITOR_ANALYSES_ENV, "5")  # the new name wins
+    assert config.settings().visitor_analyses == 5
+    monkeypatch.setenv("HEADFORMS_SESSION_SAMPLES", "x")
+    with pytest.raises(LimitError, match="HEADFORMS_SESSION_SAMPLES='x'"):
+        config.settings().visitor_samples  # noqa: B018 - reading it raises

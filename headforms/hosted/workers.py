@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import errors
 from ..bounded import ByteLRU
 from ..errors import HeadformsError, LimitError
-from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes, settings
+from ..settings import MEMORY_ENV, SECONDS_ENV, THREADS_ENV, human_bytes, settings
 from .budgets import Budgets
 from .limits import Limits
 from .policy import Policy
@@ -513,10 +513,12 @@ def _start_worker(
     env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    threads = settings().worker_threads
+    env[THREADS_ENV] = str(threads)  # the workers together never ask for more threads than cores
     setup = {
         "fd": writer,
         "memory": limits.memory + int(mapped_bytes),
-        "cpu_seconds": limits.seconds * _threads(),
+        "cpu_seconds": limits.seconds * threads,
         "nice": limits.nice,
         "parent": os.getpid(),
         "keep": keep,
@@ -545,10 +547,6 @@ def _start_worker(
     except OSError:  # it died at once; the monitor reports how
         pass
     return proc, reader
-
-
-def _threads() -> int:
-    return settings().threads
 
 
 # ---------------------------------------------------------------------------------------------
