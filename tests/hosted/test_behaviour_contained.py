@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from page_runner import run_app
 
 from headforms.behaviour import attention, cache, head_type_scores
 from headforms.behaviour.runnable import fingerprint, forward_memory
-from headforms.errors import LimitError, OptionError
+from headforms.errors import LimitError, NotAllowedError, OptionError
 from headforms.hosted import LOCAL, workers
 from headforms.hosted.budgets import Budgets
 from headforms.hosted.slots import Slots
@@ -123,6 +124,26 @@ def test_a_model_too_large_is_refused_before_any_worker(
     message = str(info.value)
     assert message.startswith(f"{spec} is too large to run on this server: a forward pass needs")
     assert "HEADFORMS_ANALYSIS_MEMORY" in message and "\n" not in message
+
+
+def test_a_file_leading_out_of_the_roots_is_refused_before_any_worker(
+    hosted_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine reads the config and weights only; a forward pass reads the tokenizer files
+    too: one of them linked from outside the allowed directories is refused in one line."""
+    model = hosted_env / "linked"
+    shutil.copytree(hosted_env / "tiny", model, dirs_exist_ok=True)
+    outside = tmp_path / "tokenizer.json"
+    shutil.copy(model / "tokenizer.json", outside)
+    (model / "tokenizer.json").unlink()
+    (model / "tokenizer.json").symlink_to(outside)
+    monkeypatch.setattr(
+        workers, "_start_worker", lambda *a: pytest.fail("a worker started for a refused model")
+    )
+    with pytest.raises(NotAllowedError) as info:
+        workers.forward_pass(str(model), prompt="w3 w4")
+    assert "tokenizer.json" in str(info.value) and "\n" not in str(info.value)
+    shutil.rmtree(model)
 
 
 @pytest.mark.parametrize(
