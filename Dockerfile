@@ -65,7 +65,8 @@ USER headforms
 # Analyse the default model once at build time as the dashboard loads it (every spectrum and
 # the Gaussian baseline): a new volume starts with it (Docker copies the image's /app/cache into
 # an empty named volume), so the first visitor does not wait.
-RUN python -m headforms analyze smollm2-135m --spectra all --baseline --quiet > /dev/null
+RUN python -m headforms analyze smollm2-135m --spectra all --baseline --quiet > /dev/null \
+    && python -m headforms behaviour smollm2-135m --quiet > /dev/null
 VOLUME /app/cache
 EXPOSE 8501
 # Healthy = the app answers and the cache is writable. A 5 s interval reports health within

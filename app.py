@@ -37,6 +37,7 @@ def main() -> None:
             st.Page("pages/table.py", title="Heads table", icon=":material/table_rows:"),
             st.Page("pages/heatmaps.py", title="Heatmaps", icon=":material/grid_on:"),
             st.Page("pages/overview.py", title="Overview", icon=":material/info:"),
+            st.Page("pages/behaviour.py", title="Geometry vs behaviour", icon=":material/hub:"),
         ],
         "Paper views": [
             st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:"),

@@ -3,7 +3,8 @@
 A count of entries bounds nothing when one entry may be a few KB or hundreds of MB (a figure of
 a million points, a table, a large model's spectra). :class:`ByteLRU` keeps the most recently
 used entries whose estimated sizes (:func:`sizeof`) add up to at most its budget; an entry
-larger than the budget is not kept at all.
+larger than the budget is not kept at all (or, with ``keep_newest``, kept alone until the next
+one comes: for values that cost seconds to rebuild, such as a loaded model).
 """
 
 from __future__ import annotations
@@ -63,11 +64,25 @@ def _sizeof(obj: Any, seen: set[int], depth: int) -> int:
 
 
 class ByteLRU(Generic[V]):
-    """A thread-safe least-recently-used cache holding at most ``max_bytes`` (estimated)."""
+    """A thread-safe least-recently-used cache holding at most ``max_bytes`` (estimated).
 
-    def __init__(self, max_bytes: int, sizer: Callable[[Any], int] = sizeof) -> None:
+    ``sizer(value)``: a value's bytes (default :func:`sizeof`); ``keep_newest``: the entry put
+    last is kept even when it alone passes the budget (every other one is evicted then);
+    ``on_evict(key, value)``: called, outside the lock, for each entry evicted to make room or
+    replaced (e.g. to stop the process a value stands for).
+    """
+
+    def __init__(
+        self,
+        max_bytes: int,
+        sizer: Callable[[Any], int] = sizeof,
+        keep_newest: bool = False,
+        on_evict: Callable[[Hashable, V], None] | None = None,
+    ) -> None:
         self.max_bytes = int(max_bytes)
         self._sizer = sizer
+        self._keep_newest = keep_newest
+        self._on_evict = on_evict
         self._items: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -80,6 +95,9 @@ class ByteLRU(Generic[V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._items
+
     def get(self, key: Hashable) -> V | None:
         """The cached value (now the most recently used), or None."""
         with self._lock:
@@ -90,20 +108,50 @@ class ByteLRU(Generic[V]):
             return item[0]
 
     def put(self, key: Hashable, value: V) -> V:
-        """Keep ``value`` (unless it alone exceeds the budget), evicting the least recently used
-        entries beyond the budget; returns ``value``."""
+        """Keep ``value`` (unless it alone exceeds the budget and ``keep_newest`` is off),
+        evicting the least recently used entries beyond the budget; returns ``value``."""
         size = self._sizer(value)
+        evicted: list[tuple[Hashable, V]] = []
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
-            if size <= self.max_bytes:
+                if old[0] is not value:
+                    evicted.append((key, old[0]))
+            if size <= self.max_bytes or self._keep_newest:
                 self._items[key] = (value, size)
                 self._bytes += size
-            while self._bytes > self.max_bytes and self._items:
-                _, (_, evicted) = self._items.popitem(last=False)
-                self._bytes -= evicted
+            floor = 1 if self._keep_newest else 0
+            while self._bytes > self.max_bytes and len(self._items) > floor:
+                gone, (item, item_size) = self._items.popitem(last=False)
+                self._bytes -= item_size
+                evicted.append((gone, item))
+        self._evicted(evicted)
         return value
+
+    def pop(self, key: Hashable) -> V | None:
+        """Forget ``key`` (no eviction callback: the caller has the value); its value or None."""
+        with self._lock:
+            item = self._items.pop(key, None)
+            if item is None:
+                return None
+            self._bytes -= item[1]
+            return item[0]
+
+    def keys(self) -> list[Hashable]:
+        """The keys kept now, least recently used first."""
+        with self._lock:
+            return list(self._items)
+
+    def values(self) -> list[V]:
+        """The values kept now, least recently used first (nothing is marked used)."""
+        with self._lock:
+            return [value for value, _ in self._items.values()]
+
+    def _evicted(self, evicted: list[tuple[Hashable, V]]) -> None:
+        if self._on_evict is not None:
+            for key, value in evicted:
+                self._on_evict(key, value)
 
     def get_or_build(self, key: Hashable, build: Callable[[], V]) -> V:
         """The cached value of ``key``, or ``build()`` kept under it."""
@@ -115,7 +163,9 @@ class ByteLRU(Generic[V]):
         return self.put(key, build())
 
     def clear(self) -> None:
-        """Forget everything."""
+        """Forget everything (each entry evicted)."""
         with self._lock:
+            evicted = [(key, value) for key, (value, _) in self._items.items()]
             self._items.clear()
             self._bytes = 0
+        self._evicted(evicted)

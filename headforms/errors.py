@@ -44,3 +44,8 @@ class UnavailableDataError(HeadformsError):
 class LimitError(HeadformsError):
     """Hosted mode stopped or refused work at one of its limits (an analysis's memory or time,
     the server's concurrent analyses, a session's new computations)."""
+
+
+class NotRunnableError(HeadformsError):
+    """A forward pass cannot run on this model (transformers lacks its architecture or
+    quantization, it has no tokenizer, or it is a published table without weights)."""

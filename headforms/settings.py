@@ -54,6 +54,11 @@ FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
 MAX_TABLE_BYTES_ENV = "HEADFORMS_MAX_TABLE_BYTES"
 MAX_TABLE_ROWS_ENV = "HEADFORMS_MAX_TABLE_ROWS"
 MAX_TABLE_MODELS_ENV = "HEADFORMS_MAX_TABLE_MODELS"
+PROMPT_CHARACTERS_ENV = "HEADFORMS_PROMPT_CHARACTERS"
+PROMPT_TOKENS_ENV = "HEADFORMS_PROMPT_TOKENS"
+MODELS_MEMORY_ENV = "HEADFORMS_MODELS_MEMORY"
+VISITOR_FORWARD_PASSES_ENV = "HEADFORMS_VISITOR_FORWARD_PASSES"
+MODEL_IDLE_ENV = "HEADFORMS_MODEL_IDLE_SECONDS"
 
 DEFAULT_MAX_BYTES = 2 * 2**30
 """Weight bytes allowed per model in hosted mode when ``HEADFORMS_MAX_MODEL_BYTES`` is unset."""
@@ -85,6 +90,19 @@ DEFAULT_MAX_TABLE_ROWS = 250_000
 """Rows of one published table."""
 DEFAULT_MAX_TABLE_MODELS = 1_000
 """Models of one published table."""
+
+DEFAULT_PROMPT_CHARACTERS = 2000
+"""Longest prompt of a forward pass, in characters (checked before it is tokenized)."""
+DEFAULT_PROMPT_TOKENS = 256
+"""Longest token sequence a forward pass runs on (prompts and probes, special tokens included):
+a layer's attention is heads x T x T floats, and a heatmap of more tokens is unreadable."""
+DEFAULT_MODELS_MEMORY = 2 * 2**30
+"""Bytes of loaded models kept between forward passes (the three bundled models' float32
+weights together take 1.7 GB); in hosted mode, of the model workers kept (their estimates)."""
+DEFAULT_VISITOR_FORWARD_PASSES = 60
+"""New forward passes (prompts or probes not yet computed) one visitor may start per window."""
+DEFAULT_MODEL_IDLE_SECONDS = 300.0
+"""Seconds a hosted model worker is kept with nothing to do before it is stopped."""
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 """Values of a switch variable that turn it on (case and surrounding blanks ignored)."""
@@ -145,6 +163,14 @@ class Settings:
             return max(1, int(value))
         except ValueError as exc:
             raise OptionError(f"{THREADS_ENV}={value!r} is not a whole number") from exc
+
+    @property
+    def forward_threads(self) -> int:
+        """torch's threads in a forward pass: ``$HEADFORMS_THREADS`` when set (in a hosted
+        worker: its share, :attr:`worker_threads`), else one (on the project's 2-core machine
+        under load a SmolLM2 pass takes 0.3 s on one thread, 1.6-5.8 s on two:
+        benchmarks/README.md)."""
+        return self.threads if self._raw(THREADS_ENV) else 1
 
     @property
     def hub_ranges(self) -> bool:
@@ -287,6 +313,31 @@ class Settings:
     def max_table_models(self) -> int:
         """Models of one published table."""
         return self._count(MAX_TABLE_MODELS_ENV, DEFAULT_MAX_TABLE_MODELS)
+
+    @property
+    def prompt_characters(self) -> int:
+        """The longest prompt of a forward pass, in characters."""
+        return self._count(PROMPT_CHARACTERS_ENV, DEFAULT_PROMPT_CHARACTERS)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The most tokens of one forward pass (prompts and probes, special tokens included)."""
+        return self._count(PROMPT_TOKENS_ENV, DEFAULT_PROMPT_TOKENS)
+
+    @property
+    def models_memory(self) -> int:
+        """Bytes of loaded models kept between forward passes (hosted: of model workers)."""
+        return self._count(MODELS_MEMORY_ENV, DEFAULT_MODELS_MEMORY)
+
+    @property
+    def visitor_forward_passes(self) -> int:
+        """Hosted mode: new forward passes one visitor may start per window."""
+        return self._whole(VISITOR_FORWARD_PASSES_ENV, DEFAULT_VISITOR_FORWARD_PASSES)
+
+    @property
+    def model_idle_seconds(self) -> float:
+        """Hosted mode: seconds a model worker is kept with nothing to do."""
+        return self._positive(MODEL_IDLE_ENV, DEFAULT_MODEL_IDLE_SECONDS)
 
     def _renamed(self, name: str) -> str:
         """``name``, or its old name (:data:`RENAMED`) when only that one is set."""

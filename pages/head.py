@@ -14,12 +14,14 @@ from ui import (
     show_figure,
     step_head,
 )
+from ui.behaviour import head_section, prefetch
 from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.tables import require_spectra
 from ui.widgets import number
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Head")
+prefetch(ctx.spec)  # the model for "What this head does" loads while the spectra are drawn
 card, row = ctx.card, ctx.head_row
 spectra = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA).spectra  # + sv_a
 baseline = load_baseline(ctx.analysis)
@@ -142,3 +144,5 @@ st.caption(
     "proportional, and then the pairing score reaches its bound and S's profile the Theorem 5 "
     "point."
 )
+
+head_section(ctx)  # what the head does: its attention on a prompt, its head-type scores

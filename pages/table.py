@@ -2,7 +2,8 @@
 
 Selecting a row selects that head (and opens the head page unless switched off); the selected
 head's row is the table's selection, as it is ringed on the simplex and the heatmaps. Filters
-and the sort are URL parameters (``parity``, ``layers``, ``range``, ``sort``, ``baseline``).
+and the sort are URL parameters (``parity``, ``layers``, ``range``, ``sort``, ``baseline``,
+``scores``).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import streamlit as st
 from headforms.columns import BASELINE_PREFIX, METRIC_COLUMNS
 from headforms.forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, ZERO_FORM_LABEL
 from ui import guard, jump_toggle, links, page_context, select_head, state
+from ui.behaviour import with_head_scores
 from ui.loading import has_baseline, load_baseline
 from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
 PARITY_KEY = "table_parity"
 BASELINE_KEY = "table_baseline"
+BEHAVIOUR_KEY = "table_behaviour"
 RANGE_COLUMNS_KEY = "table_range_columns"
 SORT_KEY = "table_sort"
 DESCENDING_KEY = "table_sort_descending"
@@ -69,9 +72,18 @@ with_baseline = baseline_possible and toggles.toggle(
     key=BASELINE_KEY,
     help=f"Add each metric of the Gaussian form of the same shapes as `{BASELINE_PREFIX}<metric>`.",
 )
+links.bind(links.flag("scores", BEHAVIOUR_KEY, False, "head-type score columns"))
+with_behaviour = toggles.toggle(
+    "Head-type scores",
+    key=BEHAVIOUR_KEY,
+    help="Add previous_token, first_token, duplicate_token and induction: each head's scores on "
+    "a probe of random tokens repeated twice (runs the model once; docs/MATH.md).",
+)
 if with_baseline:
     load_baseline(ctx.analysis)  # computed now if it never was (a progress line meanwhile)
 table = ctx.analysis.table(baseline=with_baseline)
+if with_behaviour:
+    table = with_head_scores(table, ctx.spec)
 numeric = [
     c
     for c in table.columns

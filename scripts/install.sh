@@ -86,6 +86,8 @@ fi
 # warms its own cache later.)
 if [ -d headforms ]; then
   "$VENV/bin/python" -m headforms analyze smollm2-135m --spectra all --baseline --quiet >/dev/null
+  # and its head-type scores, which also converts its tokenizer once (7 s with transformers)
+  "$VENV/bin/python" -m headforms behaviour smollm2-135m --quiet >/dev/null
 fi
 
 # Debian packages of the tests: chromium (browser tests), docker.io and debootstrap (the image

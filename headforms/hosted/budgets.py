@@ -14,12 +14,13 @@ import time
 from collections import OrderedDict, deque
 
 from ..errors import LimitError
-from ..settings import VISITOR_ANALYSES_ENV, VISITOR_SAMPLES_ENV
+from ..settings import VISITOR_ANALYSES_ENV, VISITOR_FORWARD_PASSES_ENV, VISITOR_SAMPLES_ENV
 from .limits import Limits
 
 KINDS = {
     "analyses": ("new analyses (models or RoPE positions)", VISITOR_ANALYSES_ENV),
     "samples": ("new Theorem 5 samplings", VISITOR_SAMPLES_ENV),
+    "forward_passes": ("new forward passes (prompts or probes)", VISITOR_FORWARD_PASSES_ENV),
 }
 """kind -> (what is counted, its variable)."""
 
@@ -29,7 +30,11 @@ MAX_VISITORS = 100_000
 
 def limit_of(kind: str, limits: Limits) -> int:
     """The per-window limit of ``kind``."""
-    return {"analyses": limits.visitor_analyses, "samples": limits.visitor_samples}[kind]
+    return {
+        "analyses": limits.visitor_analyses,
+        "samples": limits.visitor_samples,
+        "forward_passes": limits.visitor_forward_passes,
+    }[kind]
 
 
 class Budgets:

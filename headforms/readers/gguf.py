@@ -75,6 +75,12 @@ class _Cursor:
             self.take(len(buf) + 1)  # raises the truncation error
         self.pos = pos
 
+    def array_at(self, start: int) -> list[Any]:
+        """The metadata array whose element type is at byte ``start`` (as :meth:`value` reads it
+        with ``keep_arrays``), parsed now."""
+        self.pos = start
+        return self.value(_GGUF_ARRAY, keep_arrays=True)
+
     def value(self, vtype: int, keep_arrays: bool) -> Any:
         if vtype in _GGUF_SCALARS:
             return self.unpack(_GGUF_SCALARS[vtype])
@@ -132,9 +138,13 @@ class GGUFReader:
                 "entries, more than the file can hold (corrupt)"
             )
         self.metadata: dict[str, Any] = {}
+        self._arrays: dict[str, tuple[int, int]] = {}
         for _ in range(n_kv):
             key = cur.string()
-            self.metadata[key] = cur.value(cur.unpack("<I"), keep_arrays=False)
+            vtype, start = cur.unpack("<I"), cur.pos
+            self.metadata[key] = cur.value(vtype, keep_arrays=False)
+            if vtype == _GGUF_ARRAY:  # parsed only when asked for (array()); its length now
+                self._arrays[key] = (start, _U64.unpack_from(self._map, start + 4)[0])
         infos = []
         for _ in range(n_tensors):
             name = cur.string()
@@ -177,6 +187,15 @@ class GGUFReader:
 
     def names(self) -> list[str]:
         return list(self._tensors)
+
+    def array_keys(self) -> dict[str, int]:
+        """Metadata keys holding arrays (``metadata`` has None for them) and their lengths."""
+        return {key: count for key, (_, count) in self._arrays.items()}
+
+    def array(self, key: str) -> list[Any]:
+        """The metadata array under ``key`` (e.g. ``tokenizer.ggml.tokens``), parsed now."""
+        start, _ = self._arrays[key]
+        return _Cursor(self._map, self.path).array_at(start)
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self._tensors[name][0]

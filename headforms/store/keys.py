@@ -9,6 +9,8 @@ entries computed by older code are never served (they age out of the store).
 - Forms (:func:`metrics_key`): the factors' key, the options that change the numbers and
   :data:`FORMS_CODE` (the algebra, the per-head table, the card, the result format). A new
   metric or RoPE position changes only these keys: it is computed from stored factors.
+- Forward passes (:mod:`headforms.behaviour.cache`): the model's fingerprint, the prompt or
+  probe, the versions of the libraries that run the pass and :data:`BEHAVIOUR_CODE`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Literal
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
-Stage = Literal["extraction", "forms"]
+Stage = Literal["extraction", "forms", "behaviour"]
 
 EXTRACTION_CODE = (
     "architectures.py",
@@ -47,7 +49,14 @@ FORMS_CODE = (
 )
 """Paths (relative to the package) of the code that computes and encodes forms and metrics."""
 
-STAGE_CODE: dict[str, tuple[str, ...]] = {"extraction": EXTRACTION_CODE, "forms": FORMS_CODE}
+BEHAVIOUR_CODE = ("behaviour", "readers/gguf.py")
+"""Paths (relative to the package) of the code a forward pass's results depend on."""
+
+STAGE_CODE: dict[str, tuple[str, ...]] = {
+    "extraction": EXTRACTION_CODE,
+    "forms": FORMS_CODE,
+    "behaviour": BEHAVIOUR_CODE,
+}
 
 
 @cache

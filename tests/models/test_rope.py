@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tiny_models as tm
+from tiny_runnable import llama_cpp_permute
 
 from headforms.architectures import shapes_from_config
 from headforms.heads import effective_factors
@@ -149,16 +150,6 @@ def test_rope_scaling_is_applied(rotary: dict[str, Rotary], family: str, theta: 
 
 # ---------------------------------------------------------------------------------------------
 # GGUF: llama.cpp permutes attn_q / attn_k rows; headforms must undo it
-
-
-def llama_cpp_permute(weights: np.ndarray, n_head: int) -> np.ndarray:
-    """llama.cpp's convert_hf_to_gguf ``LlamaModel.permute`` (rows interleaved per head)."""
-    shape = weights.shape
-    return (
-        weights.reshape(n_head, 2, shape[0] // n_head // 2, *shape[1:])
-        .swapaxes(1, 2)
-        .reshape(shape)
-    )
 
 
 def write_gguf(source: ModelSource, path: Path) -> None:

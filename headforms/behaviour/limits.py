@@ -1,0 +1,60 @@
+"""What a forward pass accepts, and its defaults: the prompt caps (read through
+:func:`headforms.settings.settings`, ``HEADFORMS_PROMPT_*``), the probe's sizes, the default
+prompt."""
+
+from __future__ import annotations
+
+from ..errors import OptionError
+from ..settings import PROMPT_CHARACTERS_ENV, PROMPT_TOKENS_ENV, settings
+
+DEFAULT_PROMPT = (
+    "The lighthouse keeper counted seven ships before dawn and wrote their names in a blue "
+    "notebook. The lighthouse keeper counted seven ships before dawn and wrote their names in "
+    "a blue notebook."
+)
+"""The Head page's first prompt: one passage twice, so that induction heads show (the second
+copy attends to the token after the first copy's)."""
+DEFAULT_PROBE_LENGTH = 50
+"""R: random ordinary tokens in each copy of the repeated-token probe."""
+DEFAULT_SEED = 0
+"""Seed of the probe's tokens."""
+
+
+def check_prompt(prompt: object) -> str:
+    """The prompt as given, or a one-line :class:`OptionError` (not text, empty, too long)."""
+    if not isinstance(prompt, str):
+        raise OptionError(f"the prompt must be text, not {type(prompt).__name__}")
+    if not prompt.strip():
+        raise OptionError("the prompt is empty: type some text to run the model on")
+    limit = settings().prompt_characters
+    if len(prompt) > limit:
+        raise OptionError(
+            f"the prompt is {len(prompt)} characters long; at most {limit} are accepted "
+            f"({PROMPT_CHARACTERS_ENV})"
+        )
+    return prompt
+
+
+def check_probe(probe_length: object, seed: object) -> tuple[int, int]:
+    """``(R, seed)`` as whole numbers in range, or a one-line :class:`OptionError`."""
+    longest = max_probe_length()
+    if isinstance(probe_length, bool) or not isinstance(probe_length, int):
+        raise OptionError(f"the probe length must be a whole number, not {probe_length!r}")
+    if not 2 <= probe_length <= longest:
+        raise OptionError(
+            f"probe length {probe_length} is out of range: 2 to {longest} tokens per copy (two "
+            f"copies and the tokenizer's special tokens fit in {settings().prompt_tokens} tokens, "
+            f"{PROMPT_TOKENS_ENV})"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise OptionError(f"the seed must be a whole number from 0 to 2^32 - 1, not {seed!r}")
+    return probe_length, seed
+
+
+SPECIAL_TOKEN_ROOM = 8
+"""Tokens kept free for a tokenizer's own special tokens around a probe."""
+
+
+def max_probe_length() -> int:
+    """The longest probe copy R that fits the token cap with room for special tokens."""
+    return max(2, (settings().prompt_tokens - SPECIAL_TOKEN_ROOM) // 2)

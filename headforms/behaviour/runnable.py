@@ -1,0 +1,415 @@
+"""Runnable transformers models for located models, loaded once per process and kept while used.
+
+- GGUF files (the bundled SmolLM2 and Gemma-3, local ``.gguf``): built from headforms' own
+  reader as transformers' GGUF loader builds them (:mod:`.gguf`), in about a fifth of its time.
+- Checkpoint directories (the bundled MiniLM, local checkpoints, hub snapshots): transformers'
+  ``AutoModel.from_pretrained`` (safetensors or ``.bin``), the field's own loader.
+
+Every model is the base model (no language-model head), float32, eager attention, eval mode.
+Loaded models are kept in an LRU bounded by their bytes (:class:`headforms.bounded.ByteLRU`;
+``HEADFORMS_MODELS_MEMORY``, default 2 GiB: the three bundled models fit); one model larger
+than the budget is kept alone until the next one is loaded. Tokenizers are converted once and
+kept in the cache directory (:mod:`.tokens`, :mod:`.cache`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..bounded import ByteLRU
+from ..errors import HeadformsError, NotAllowedError, NotRunnableError
+from ..settings import MAX_BYTES_ENV, human_bytes, settings
+from ..sources import Located, fetch
+from ..sources.files import files_fingerprint
+from . import cache
+from .tokens import TextTokenizer, transformers_tokenizer
+
+Progress = Callable[[str], None]
+"""``progress(message)``: what loading is doing now."""
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.model",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+)
+"""Files a checkpoint directory's tokenizer may be read from (part of its fingerprint here)."""
+
+
+@dataclass
+class Runnable:
+    """A loaded model: the base transformers module and its tokenizer."""
+
+    name: str
+    fingerprint: str
+    model: Any
+    tokenizer: TextTokenizer
+    n_layers: int
+    n_heads: int
+    vocab_size: int
+    nbytes: int
+
+    @property
+    def model_type(self) -> str:
+        """transformers' ``model_type`` of the model."""
+        return str(self.model.config.model_type)
+
+
+def fingerprint(located: Located) -> str:
+    """What a forward pass's results depend on: every weight file and the tokenizer.
+
+    A GGUF file holds both; a hub snapshot is its commit; a local directory adds its tokenizer
+    files and, when the engine reads only the attention shards, the other shards.
+    """
+    if located.format == "gguf" or located.hub is not None or located.config_file is None:
+        return located.fingerprint
+    directory = located.config_file.path.parent if located.config_file.path else None
+    if directory is None:
+        return located.fingerprint
+    extra = [directory / name for name in TOKENIZER_FILES if (directory / name).is_file()]
+    extra += [p for p in _all_shards(located) if p not in {f.path for f in located.weights}]
+    if not extra:
+        return located.fingerprint
+    combined = f"{located.fingerprint}+{files_fingerprint(extra)}"
+    return hashlib.sha256(combined.encode()).hexdigest()
+
+
+def check_confined(located: Located) -> None:
+    """A model confined by a policy (hosted mode: only the files it names were checked) opens
+    more for a forward pass than the engine does: every shard and the tokenizer files. Each of
+    those must lie in the model's own directory (its real path: no link leads out), and every
+    shard together must fit the policy's byte budget; else one line, before anything is read."""
+    if not located.confined or located.hub is not None or located.format == "gguf":
+        return  # a GGUF file holds everything; hub downloads are held to the budget as they run
+    if located.config_file is None or located.config_file.path is None:
+        return
+    directory = Path(os.path.realpath(located.config_file.path.parent))
+    files = [directory / name for name in TOKENIZER_FILES if (directory / name).exists()]
+    shards = _all_shards(located)
+    for path in [*files, *shards]:
+        real = Path(os.path.realpath(path))
+        if real.parent != directory or not real.is_file():
+            raise NotAllowedError(
+                f"{located.spec}: a forward pass also reads {path.name}, which is not a file in "
+                "the model's own directory on this server; refused"
+            )
+    total = sum(path.stat().st_size for path in shards)
+    budget = located.download_budget
+    if budget is not None and total > budget:
+        raise NotAllowedError(
+            f"{located.spec}: a forward pass reads every shard, {human_bytes(total)} in all, more "
+            f"than this server's limit of {human_bytes(budget)} ({MAX_BYTES_ENV})"
+        )
+
+
+def _all_shards(located: Located) -> list[Path]:
+    """Every weight file of a local checkpoint (a sharded one: all shards of its index)."""
+    index = located.index_file
+    if located.complete or index is None or index.path is None:
+        return [f.path for f in located.weights if f.path is not None]
+    from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
+
+    shards = sorted(set(parse_index(read_small(index.path, MAX_INDEX_BYTES), index.name).values()))
+    return [index.path.parent / shard for shard in shards]
+
+
+def parameter_count(located: Located) -> int | None:
+    """Parameters of a safetensors checkpoint from its headers (no weight read): every shard's
+    (on the hub, the hub's safetensors metadata); None when they cannot be read (``.bin``, whose
+    header is the whole pickle, or shards not on this machine)."""
+    if located.format != "safetensors":
+        return None
+    if located.hub is not None and not located.hub.offline:
+        from huggingface_hub import get_safetensors_metadata
+
+        try:
+            meta = get_safetensors_metadata(located.hub.repo_id, revision=located.hub.commit)
+        except Exception:  # no metadata on the hub: unknown
+            return None
+        return int(sum(meta.parameter_count.values()))
+    from ..readers import read_safetensors_header
+
+    total = 0
+    try:
+        for path in _all_shards(located):
+            header = read_safetensors_header(path)
+            total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+    except (HeadformsError, OSError):
+        return None
+    return total
+
+
+FORWARD_BASE_BYTES = {"gguf": 400 * 2**20, "directory": 512 * 2**20}
+"""Memory of a forward-pass process besides its model: Python, torch and transformers (VmData
+after their import: 238 MiB) and their working buffers; a checkpoint directory also runs
+transformers' loader (a tiny model's pass peaks at 458 MiB)."""
+ATTENTION_BYTES_PER_WEIGHT = 24
+"""Bytes per attention weight of a pass: the model's weights and the tapped scores, as torch
+tensors and numpy copies, and the softmax's temporaries."""
+
+
+def _config_layers_heads(config: dict[str, Any] | None) -> tuple[Any, Any]:
+    """(layers, query heads) as a config.json declares them (a composite's text config)."""
+    config = config or {}
+    config = config.get("text_config", config)
+    if not isinstance(config, dict):
+        return None, None
+    return (
+        config.get("num_hidden_layers", config.get("n_layer")),
+        config.get("num_attention_heads", config.get("n_head")),
+    )
+
+
+def forward_memory(located: Located, tokens: int) -> int | None:
+    """Estimated peak memory (bytes) of loading ``located`` and running it on ``tokens`` tokens,
+    from declared sizes only (headers, config); None when they are not known. The float32
+    weights, the attention of every head, the base, and the loading's transients: a GGUF
+    tensor's dequantization, or transformers' copy of a checkpoint. Tests check that it bounds
+    the measured peaks."""
+    if located.format == "gguf":
+        from ..readers import GGUFReader
+
+        path = located.weights[0].path
+        assert path is not None
+        reader = GGUFReader(path)
+        sizes = [math.prod(reader.shape(name)) for name in reader.names()]
+        params, transient = sum(sizes), 3 * max(sizes)
+        arch = reader.metadata.get("general.architecture")
+        layers = reader.metadata.get(f"{arch}.block_count")
+        heads = reader.metadata.get(f"{arch}.attention.head_count")
+    else:
+        params = parameter_count(located)
+        if params is None and located.format == "bin" and located.weight_bytes:
+            params = located.weight_bytes // 2  # at worst float16 on disk
+        transient = 4 * (params or 0)
+        layers, heads = _config_layers_heads(located.config)
+    if params is None or not all(isinstance(v, int) and v > 0 for v in (layers, heads)):
+        return None
+    attention = ATTENTION_BYTES_PER_WEIGHT * layers * heads * tokens * tokens
+    base = FORWARD_BASE_BYTES["gguf" if located.format == "gguf" else "directory"]
+    return base + 4 * params + attention + transient
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _threads() -> None:
+    """torch's intra-op threads (:attr:`headforms.settings.Settings.forward_threads`)."""
+    import torch
+
+    threads = settings().forward_threads
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def load(located: Located, progress: Progress | None = None) -> Runnable:
+    """A runnable model of ``located`` (not cached in memory: see :func:`runnable`)."""
+    say = progress or (lambda message: None)
+    say("importing torch and transformers")
+    try:
+        import accelerate  # noqa: F401 - the libraries of every forward pass, checked up front
+        import torch  # noqa: F401
+    except ImportError as exc:
+        raise NotRunnableError(
+            f"forward passes need torch and accelerate ({exc.name} is not installed): install "
+            "the CPU build of torch, then `pip install 'headforms[behaviour]'`"
+        ) from exc
+
+    _threads()
+    with _quiet_transformers():
+        if located.format == "gguf":
+            return _load_gguf(located, say)
+        return _load_directory(located, say)
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No progress bars or load reports from transformers while loading (progress is ours)."""
+    from transformers.utils import logging
+
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+
+
+def _load_gguf(located: Located, say: Progress) -> Runnable:
+    from ..readers import GGUFReader
+    from .gguf import build_model
+
+    path = located.weights[0].path
+    assert path is not None
+    key = fingerprint(located)
+    tokenizer = cache.load_tokenizer(key)
+    if tokenizer is None:
+        say("converting the tokenizer from the GGUF metadata (once; kept in the cache)")
+        tokenizer = transformers_tokenizer(path.parent, path.name, located.display_name)
+        cache.save_tokenizer(key, tokenizer)
+    say("reading and dequantizing the weights")
+    model = build_model(GGUFReader(path), located.display_name)
+    return _runnable(located, key, model, tokenizer)
+
+
+def _load_directory(located: Located, say: Progress) -> Runnable:
+    directory = _directory(located, say)
+    key = fingerprint(located)
+    tokenizer = cache.load_tokenizer(key)
+    if tokenizer is None:
+        if not any((directory / name).is_file() for name in TOKENIZER_FILES):
+            raise NotRunnableError(
+                f"{located.display_name} has no tokenizer files (one of "
+                + ", ".join(TOKENIZER_FILES)
+                + "): attention patterns need the model's tokenizer"
+            )
+        say("reading the tokenizer")
+        tokenizer = transformers_tokenizer(directory, None, located.display_name)
+        cache.save_tokenizer(key, tokenizer)
+    say("loading the weights (transformers)")
+    import torch
+    from transformers import AutoModel
+
+    try:
+        model = AutoModel.from_pretrained(
+            str(directory), attn_implementation="eager", dtype=torch.float32
+        )
+    except HeadformsError:
+        raise
+    except Exception as exc:  # transformers' own errors: unknown type, missing weights, ...
+        raise NotRunnableError(
+            f"{located.display_name}: transformers cannot run it: "
+            + " ".join(str(exc).split())[:300]
+        ) from exc
+    return _runnable(located, key, model.eval().requires_grad_(False), tokenizer)
+
+
+def _directory(located: Located, say: Progress) -> Path:
+    """The checkpoint directory, with every weight and tokenizer file on this machine."""
+    if located.hub is None:
+        assert located.config_file is not None and located.config_file.path is not None
+        return located.config_file.path.parent
+    say("downloading the model files")
+    from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
+    from ..sources.located import LocatedFile
+
+    every = located
+    index = located.index_file
+    if not located.complete and index is not None:
+        index_path = fetch(located.with_files(weights=(index,))).weights[0].path
+        assert index_path is not None
+        names = sorted(
+            set(parse_index(read_small(index_path, MAX_INDEX_BYTES), index.name).values())
+        )
+        known = {f.name: f for f in located.weights}
+        every = located.with_files(
+            weights=tuple(known.get(name, LocatedFile(name, None)) for name in names)
+        )
+    fetch(every)  # into the hub cache's snapshot of the commit, within the hosted budget
+    from huggingface_hub import snapshot_download
+
+    from ..sources.hub import hub_cache_dir
+
+    hub = located.hub
+    return Path(
+        snapshot_download(  # the tokenizer files (small), into the same snapshot folder
+            hub.repo_id,
+            revision=hub.commit,
+            allow_patterns=list(TOKENIZER_FILES),
+            cache_dir=hub_cache_dir(),
+            local_files_only=hub.offline,
+        )
+    )
+
+
+def _runnable(located: Located, key: str, model: Any, tokenizer: TextTokenizer) -> Runnable:
+    config = model.config
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
+    nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
+    embeddings = model.get_input_embeddings()
+    return Runnable(
+        name=located.display_name,
+        fingerprint=key,
+        model=model,
+        tokenizer=tokenizer,
+        n_layers=int(text.num_hidden_layers),
+        n_heads=int(text.num_attention_heads),
+        vocab_size=int(embeddings.weight.shape[0]),
+        nbytes=int(nbytes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The process-wide LRU
+
+
+class LoadedModels:
+    """Loaded models by fingerprint in a :class:`~headforms.bounded.ByteLRU` of their bytes
+    (the newest kept even when it alone passes the budget); concurrent callers for one model
+    wait for one load."""
+
+    def __init__(self) -> None:
+        self._items: ByteLRU[Runnable] = ByteLRU(
+            settings().models_memory, sizer=lambda model: model.nbytes, keep_newest=True
+        )
+        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+
+    def get(
+        self, located: Located, progress: Progress | None = None, budget: int | None = None
+    ) -> Runnable:
+        """The loaded model of ``located`` (loaded now if it is not in memory), kept within
+        ``budget`` bytes (default ``HEADFORMS_MODELS_MEMORY``)."""
+        key = fingerprint(located)
+        hit = self._items.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            gate = self._loading.setdefault(key, threading.Lock())
+        with gate:
+            hit = self._items.get(key)
+            if hit is not None:
+                return hit
+            model = load(located, progress)
+            self._items.max_bytes = budget if budget is not None else settings().models_memory
+            self._items.put(key, model)
+            with self._lock:
+                self._loading.pop(key, None)
+            return model
+
+    def nbytes(self) -> int:
+        """Bytes of the models kept now."""
+        return self._items.bytes
+
+    def keys(self) -> list[str]:
+        """Fingerprints of the models kept now, least recently used first."""
+        return [str(key) for key in self._items.keys()]
+
+    def clear(self) -> None:
+        """Forget every loaded model."""
+        self._items.clear()
+
+
+LOADED = LoadedModels()
+"""The process's loaded models."""
+
+
+def runnable(located: Located, progress: Progress | None = None) -> Runnable:
+    """The loaded model of ``located``, from :data:`LOADED` (loaded now if needed)."""
+    return LOADED.get(located, progress)
