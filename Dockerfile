@@ -6,7 +6,7 @@
 # --build-arg BASE_IMAGE=... names another Debian-based Python 3.11 image with `python3 -m venv`.
 # Hosted mode is on, with the safe defaults below (README: "Docker and hosted mode").
 ARG BASE_IMAGE=python:3.11-slim
-FROM ${BASE_IMAGE}
+FROM ${BASE_IMAGE} AS deps
 
 # torch comes from this index alone, or from a wheel in wheels/ (never from PyPI: its torch is
 # the CUDA build); scripts/install.sh fails the build unless torch.version.cuda is None.
@@ -33,16 +33,30 @@ RUN --mount=type=bind,source=wheels,target=/tmp/wheels \
     PIP_NO_CACHE_DIR=1 TORCH_WHEELS=/tmp/wheels TORCH_INDEX_URL="$TORCH_INDEX_URL" \
     scripts/install.sh
 
+# plotly.js's 3D bundle, fetched with npm exactly as scripts/install.sh does for `make run`, so a
+# hosted first paint is as fast as a local one. npm (Debian's) exists in this stage only; the
+# build fails rather than ship the slower full bundle alone.
+FROM deps AS plotly-gl3d
+ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends npm \
+    && rm -rf /var/lib/apt/lists/*
+COPY headforms/ headforms/
+COPY ui/ ui/
+RUN python -m ui.static --fetch-gl3d | grep -q 'gl3d: app/static/plotly-'
+
+FROM deps
 # The app only (.dockerignore keeps everything else out of the context).
-COPY app.py ./
+COPY app.py server.py ./
 COPY .streamlit/ .streamlit/
 COPY scripts/ scripts/
 COPY headforms/ headforms/
 COPY ui/ ui/
 COPY pages/ pages/
-# /app stays root-owned and read-only for the app: generate static/plotly.min.js now. The app
-# runs as uid 10001, which owns only the cache; /models stays root-owned: mount models there
-# read-only (-v /path/to/models:/models:ro).
+# /app stays root-owned and read-only for the app: the gl3d bundle from its stage, the full one
+# generated now. The app runs as uid 10001, which owns only the cache; /models stays root-owned:
+# mount models there read-only (-v /path/to/models:/models:ro).
+COPY --from=plotly-gl3d /app/static/ static/
 RUN python -m ui.static \
     && useradd --create-home --uid 10001 headforms \
     && mkdir -p /app/cache /models \

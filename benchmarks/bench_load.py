@@ -1,34 +1,50 @@
-"""A hosted server under load while attackers run: 30 visitors, 3 attackers, side by side.
+"""A hosted server under load while attackers run: 30 visitors, 5 attackers, side by side.
 
 Starts the dashboard (``scripts/start.sh``, ``HEADFORMS_HOSTED=1``) on a loopback port with a
-model root full of hostile files, the default model already analysed, then measures two phases
-in the same run:
+model root full of hostile files and tables, the default model already analysed, then measures
+two phases in the same run:
 
 - **quiet**: 30 concurrent visitors, each: ``GET /``, one websocket script run of the simplex
   page (the browser's protocol, ``tests/helpers/streamlit_client.py``), ``GET`` of plotly.js,
   one rerun selecting another head;
 - **attacked**: the same 30 visitors (``--rounds`` times, after ``--warmup`` seconds of attack)
-  while 3 attacker sessions loop over hostile requests:
-  model specs naming FIFOs, a slow GGUF, a config lying about its layers, a model needing more
-  memory than allowed, huge GGUF counts, traversal and a multi-megabyte spec; floods of new
-  RoPE positions and Theorem 5 samplings; forged click payloads and NaN widget values.
+  while the attackers of issue 17 loop (``--attackers`` of them, in this order):
+
+  - ``rope`` (two of them): new RoPE positions of the default model, each few in a new
+    session, reconnecting whenever a budget runs out;
+  - ``theorem5``: new Theorem 5 samplings at the largest sizes (8 values of n, the most spectra
+    per n that they allow), new sessions likewise;
+  - ``hostile``: model specs naming FIFOs, a slow GGUF, a config lying about its layers, a model
+    needing more memory than allowed, huge GGUF counts, traversal, a multi-megabyte spec and
+    hostile tables (a small parquet of 5 million constant rows, a 600 MB CSV, 2,000 models, a
+    300-character file name); forged click payloads and NaN widget values;
+  - ``hopper``: new RoPE positions like ``rope``, but from a new address whenever its budget
+    runs out (what per-visitor budgets cannot stop: the fair turns must).
+
+  and, once the attack runs, one **victim** asks for a new analysis (a RoPE position no one
+  computed) and waits for it.
+
+Every client names its own address in ``X-Forwarded-For`` and the server trusts loopback as its
+proxy (``HEADFORMS_TRUSTED_PROXIES=127.0.0.1``), so each visitor and attacker is a visitor of
+its own, as behind a reverse proxy.
 
 Reported: visitor failures (a run not finishing, any error or exception shown, an HTTP error),
 p50/p95 of page runs and of plotly.js, each hostile request's answer time (one line expected),
-the server's RSS growth (the server process; workers are separate processes, their peak is
-listed apart) and workers running at once.
+the victim's wait, the server's RSS growth (the server process; workers are separate processes,
+their peak is listed apart) and workers running at once.
 
 Workers run at ``HEADFORMS_ANALYSIS_NICE`` (default 10); ``--nice 0,10`` runs one server per
 value, one after the other, to compare; ``--before TREE`` first runs the server of an older
 checkout (``mkdir /tmp/before && git archive main | tar -x -C /tmp/before``) under the same
 load. Run:
-``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 3] [--nice 0,10]
+``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 5] [--nice 0,10]
 [--before TREE]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -50,8 +66,20 @@ from _common import ROOT, machine_line, print_table, thread_env
 
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
-SECONDS_LIMIT = "6"  # HEADFORMS_ANALYSIS_SECONDS of the benchmark's server
+SECONDS_LIMIT = "30"  # HEADFORMS_ANALYSIS_SECONDS of the benchmark's server
 MEMORY_LIMIT = str(768 * 2**20)  # HEADFORMS_ANALYSIS_MEMORY of the benchmark's server
+ROLES = ("rope", "rope", "theorem5", "hostile", "hopper")
+"""The attackers, in the order ``--attackers N`` takes them (cycling past five)."""
+LARGEST_SIZES = [4096 - i for i in range(8)]
+"""Theorem 5 sizes of the ``theorem5`` attacker: 8 values of n at the top of the range."""
+
+_addresses = itertools.count(1)
+
+
+def new_address() -> str:
+    """A client address of its own (named in X-Forwarded-For to the trusted local proxy)."""
+    n = next(_addresses)
+    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
 
 
 def free_port() -> int:
@@ -87,6 +115,7 @@ def hostile_root(base: Path) -> dict[str, str]:
     (root / "counts.gguf").write_bytes(counts)
     wide = root / "wide"
     wide_model(wide)
+    tables = hostile_tables(root)
     return {
         "fifo model": str(fifo),
         "fifo gguf": str(root / "fifo.gguf"),
@@ -96,7 +125,42 @@ def hostile_root(base: Path) -> dict[str, str]:
         "huge counts": str(root / "counts.gguf"),
         "traversal": f"{root}/../../etc/passwd",
         "long spec": "/" + "x" * 100_000,  # (Streamlit itself drops a query string of MBs)
+        **tables,
     }, root
+
+
+def hostile_tables(root: Path) -> dict[str, str]:
+    """Hostile per-head tables under the root; returns name -> spec."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def rows(models: int, count: int) -> pd.DataFrame:
+        index = range(count)
+        return pd.DataFrame(
+            {
+                "model": [f"m{i % models}" for i in index],
+                "layer": [0] * count,
+                "head": [i // models for i in index],
+                **{c: 0.25 for c in ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym")},
+            }
+        )
+
+    constant = rows(1, 1).loc[[0] * 100_000].reset_index(drop=True)  # one row, repeated
+    block = pa.Table.from_pandas(constant, preserve_index=False)
+    with pq.ParquetWriter(root / "bomb.parquet", block.schema, compression="zstd") as writer:
+        for _ in range(50):  # 5 million constant rows in well under a megabyte
+            writer.write_table(block)
+    with (root / "huge.csv").open("wb") as fh:  # 600 MB (sparse)
+        fh.write(b"model,layer,head,a,b,c,d,b_sym,c_sym,d_sym\n")
+        fh.truncate(600 * 2**20)
+    rows(2_000, 2_000).to_csv(root / "models.csv", index=False)
+    return {
+        "parquet bomb": f"{root}/bomb.parquet::m0",
+        "huge csv": f"{root}/huge.csv",
+        "2,000 models": f"{root}/models.csv",
+        "long file name": f"{root}/{'x' * 300}.csv",
+    }
 
 
 def server_rss(pid: int) -> int:
@@ -160,7 +224,8 @@ def plotly_js_path(tree: Path) -> str:
 
 
 def visitor(port: int, plotly_path: str) -> dict[str, Any]:
-    """One legitimate visitor; the outcome with its latencies (seconds) and problems."""
+    """One legitimate visitor (an address of its own); the outcome with its latencies (seconds)
+    and problems."""
     from streamlit_client import Session, click_states
 
     from headforms import DEFAULT_MODEL
@@ -170,7 +235,7 @@ def visitor(port: int, plotly_path: str) -> dict[str, Any]:
         status, out["shell"] = get(port, "/")
         if status != 200:
             out["problems"].append(f"GET / {status}")
-        with Session(port, timeout=180) as session:
+        with Session(port, timeout=180, forwarded_for=new_address()) as session:
             run = session.run()
             out["page"] = run.seconds
             status, out["plotly"] = get(port, plotly_path)
@@ -189,60 +254,123 @@ def visitor(port: int, plotly_path: str) -> dict[str, Any]:
     return out
 
 
-def attacker(port: int, specs: dict[str, str], stop: threading.Event, index: int) -> list[dict]:
-    """Hostile requests in a loop until ``stop``; each answer's time and what it showed."""
+def victim(port: int, position: int) -> dict[str, Any]:
+    """A newcomer asking for an analysis nobody computed (the default model at a new RoPE
+    position) while the attackers run: how long until it is served, and what it saw."""
+    from streamlit_client import Session
+
+    started = time.monotonic()
+    try:
+        with Session(port, timeout=600, forwarded_for=new_address()) as session:
+            run = session.run(f"rope={position}")
+        return {
+            "seconds": time.monotonic() - started,
+            "served": run.status == "FINISHED_SUCCESSFULLY" and not run.messages,
+            "lines": run.messages[:2],
+        }
+    except Exception as exc:
+        return {"seconds": time.monotonic() - started, "served": False, "lines": [repr(exc)]}
+
+
+def attacker(
+    port: int, specs: dict[str, str], stop: threading.Event, index: int, role: str
+) -> list[dict]:
+    """Hostile requests of ``role`` (see the module doc) in a loop until ``stop``; each
+    answer's time and what it showed."""
+    answers: list[dict] = []
+    address = new_address()
+    step = 0
+    while not stop.is_set():
+        try:
+            if role in ("rope", "hopper"):
+                refused = _rope_positions(
+                    port, address, answers, first=1 + 1000 * (step + 1000 * index)
+                )
+                if refused and role == "hopper":
+                    address = new_address()  # a fresh address: a fresh budget
+            elif role == "theorem5":
+                _theorem5_samplings(port, address, answers, seed=10_000 * (index + 1) + 3 * step)
+            else:
+                _hostile_requests(port, specs, address, answers, step)
+        except Exception as exc:
+            answers.append({"name": "attacker error", "seconds": math.nan, "lines": [repr(exc)]})
+        step += 1
+    return answers
+
+
+def _rope_positions(port: int, address: str, answers: list[dict], first: int) -> bool:
+    """Three new RoPE positions of the default model in one new session; whether a budget
+    refused one."""
+    from streamlit_client import Session, number_state
+
+    refused = False
+    with Session(port, timeout=600, forwarded_for=address) as session:
+        session.run()
+        rope = session.widget("number_input", "RoPE relative position d")
+        for position in range(first, first + 3):
+            run = session.run(widget_states=[number_state(rope, position)])
+            answers.append(_answer("new RoPE position", run))
+            refused |= any("HEADFORMS_VISITOR_" in line for line in run.errors)
+    return refused
+
+
+def _theorem5_samplings(port: int, address: str, answers: list[dict], seed: int) -> None:
+    """Three new Theorem 5 samplings at the largest sizes, in one new session."""
+    from streamlit_client import Session, number_state
+
+    with Session(port, timeout=600, forwarded_for=address) as session:
+        session.run(page_name="theorem5")
+        reps = session.widget("number_input", "spectra per n")
+        sizes = session.widget("multiselect", "eigenvalues per side n")
+        largest = _multiselect_state(sizes, [str(n) for n in LARGEST_SIZES])
+        spectra = number_state(reps, 200_000 // max(LARGEST_SIZES))
+        run = session.run(page_name="theorem5", widget_states=[largest, spectra])
+        seed_input = session.widget("number_input", "seed")
+        for value in range(seed, seed + 3):
+            run = session.run(
+                page_name="theorem5",
+                widget_states=[largest, spectra, number_state(seed_input, value)],
+            )
+            answers.append(_answer("new Theorem 5 sampling", run))
+
+
+def _multiselect_state(widget_id: str, options: list[str]) -> Any:
+    """A multiselect's state naming ``options`` (new options typed, as its frontend sends)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    state = WidgetState(id=widget_id)
+    state.string_array_value.data.extend(options)
+    return state
+
+
+def _hostile_requests(
+    port: int, specs: dict[str, str], address: str, answers: list[dict], step: int
+) -> None:
+    """Every hostile spec in a fresh session's URL; then forged clicks and a NaN widget value."""
     from streamlit_client import Session, click_states, number_state
 
     from headforms import DEFAULT_MODEL
 
-    answers: list[dict] = []
-    names = list(specs)
-    step = 0
-    while not stop.is_set():
-        kind, batch = step % 4, step // 4
-        step += 1
-        try:
-            if kind == 0:  # the hostile specs, each in a fresh session's URL
-                for name in names[index % 2 :: 2]:
-                    with Session(port, timeout=180) as session:
-                        run = session.run("model=" + quote(specs[name], safe=""))
-                    answers.append(_answer(name, run))
-            elif kind == 1:  # three new RoPE positions (each a new analysis)
-                with Session(port, timeout=180) as session:
-                    session.run()
-                    rope = session.widget("number_input", "RoPE relative position d")
-                    for i in range(3):
-                        position = 1 + i + 10 * batch + 10_000 * index
-                        run = session.run(widget_states=[number_state(rope, position)])
-                        answers.append(_answer("new RoPE position", run))
-            elif kind == 2:  # three Theorem 5 samplings with new seeds
-                with Session(port, timeout=180) as session:
-                    session.run(page_name="theorem5")
-                    seed = session.widget("number_input", "seed")
-                    for i in range(3):
-                        value = 1000 + i + 10 * batch + 10_000 * index
-                        run = session.run(
-                            page_name="theorem5", widget_states=[number_state(seed, value)]
-                        )
-                        answers.append(_answer("new Theorem 5 sampling", run))
-            else:  # forged clicks and a NaN widget value
-                with Session(port, timeout=180) as session:
-                    session.run()
-                    layer = session.widget("number_input", "Layer")
-                    simplex = session.components["simplex"]
-                    for payload in (
-                        [DEFAULT_MODEL, math.nan, 0],
-                        ["x" * 1_000_000, 1, 1],
-                        {"a": [1] * 1000},
-                    ):
-                        raw = json.dumps([{"event": "clicked", "value": payload}])
-                        run = session.run(widget_states=click_states(simplex, None, raw=raw))
-                        answers.append(_answer("forged click", run))
-                    run = session.run(widget_states=[number_state(layer, math.nan)])
-                    answers.append(_answer("NaN widget value", run))
-        except Exception as exc:
-            answers.append({"name": "attacker error", "seconds": math.nan, "lines": [repr(exc)]})
-    return answers
+    if step % 2 == 0:
+        for name, spec in specs.items():
+            with Session(port, timeout=600, forwarded_for=address) as session:
+                run = session.run("model=" + quote(spec, safe=""))
+            answers.append(_answer(name, run))
+        return
+    with Session(port, timeout=600, forwarded_for=address) as session:
+        session.run()
+        layer = session.widget("number_input", "Layer")
+        simplex = session.components["simplex"]
+        for payload in (
+            [DEFAULT_MODEL, math.nan, 0],
+            ["x" * 1_000_000, 1, 1],
+            {"a": [1] * 1000},
+        ):
+            raw = json.dumps([{"event": "clicked", "value": payload}])
+            run = session.run(widget_states=click_states(simplex, None, raw=raw))
+            answers.append(_answer("forged click", run))
+        run = session.run(widget_states=[number_state(layer, math.nan)])
+        answers.append(_answer("NaN widget value", run))
 
 
 def _answer(name: str, run: Any) -> dict[str, Any]:
@@ -285,6 +413,7 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         HEADFORMS_ANALYSIS_SECONDS=SECONDS_LIMIT,
         HEADFORMS_ANALYSIS_MEMORY=MEMORY_LIMIT,
         HEADFORMS_ANALYSIS_NICE=str(nice),
+        HEADFORMS_TRUSTED_PROXIES="127.0.0.1",  # clients name their addresses, as via a proxy
         HF_HUB_OFFLINE="1",
     )
     env["PYTHONPATH"] = str(tree)
@@ -295,8 +424,8 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         [
             sys.executable,
             "-c",
-            "from headforms import engine; "
-            f"engine.analyze({DEFAULT_MODEL!r}, spectra=engine.ALL_SPECTRA).baseline",
+            "from headforms import columns, engine; "
+            f"engine.analyze({DEFAULT_MODEL!r}, spectra=columns.ALL_SPECTRA).baseline",
         ],
         env=env,
         cwd=tree,
@@ -331,16 +460,21 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         quiet = phase(port, server.pid, args.visitors, plotly_path)
 
         stop = threading.Event()
-        results: list[list[dict]] = [[] for _ in range(args.attackers)]
+        roles = [ROLES[i % len(ROLES)] for i in range(args.attackers)]
+        results: list[list[dict]] = [[] for _ in roles]
 
         def attack(i: int) -> None:
-            results[i] = attacker(port, specs, stop, i)
+            results[i] = attacker(port, specs, stop, i, roles[i])
 
-        threads = [threading.Thread(target=attack, args=(i,)) for i in range(args.attackers)]
+        threads = [threading.Thread(target=attack, args=(i,)) for i in range(len(roles))]
         for thread in threads:
             thread.start()
         time.sleep(args.warmup)
+        waited: dict[str, Any] = {}
+        newcomer = threading.Thread(target=lambda: waited.update(victim(port, 777_777)))
+        newcomer.start()
         rounds = [phase(port, server.pid, args.visitors, plotly_path) for _ in range(args.rounds)]
+        newcomer.join(600)
         attacked = {
             "outcomes": [o for r in rounds for o in r["outcomes"]],
             "failures": [f for r in rounds for f in r["failures"]],
@@ -365,6 +499,8 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         "quiet": quiet,
         "attacked": attacked,
         "answers": [a for per in results for a in per],
+        "roles": roles,
+        "victim": waited,
         "start_rss": start_rss,
         "end_rss": end_rss,
         "monitor": monitor,
@@ -391,6 +527,17 @@ def report(run: dict[str, Any], args: argparse.Namespace) -> None:
             }
         )
     print_table(f"{args.visitors} concurrent visitors (websocket page runs, GET plotly.js)", rows)
+    waited = run["victim"]
+    print_table(
+        f"a victim's new analysis while {', '.join(run['roles'])} run",
+        [
+            {
+                "served": waited.get("served"),
+                "seconds": waited.get("seconds", math.nan),
+                "shown": "; ".join(waited.get("lines", []))[:100],
+            }
+        ],
+    )
     for name in ("quiet", "attacked"):
         for failure in run[name]["failures"][:5]:
             print(f"  {name} failure: {failure['problems']}")
@@ -439,7 +586,7 @@ def report(run: dict[str, Any], args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--visitors", type=int, default=30)
-    parser.add_argument("--attackers", type=int, default=3)
+    parser.add_argument("--attackers", type=int, default=len(ROLES), help="of: " + ", ".join(ROLES))
     parser.add_argument("--warmup", type=float, default=30.0, help="seconds of attack first")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of visitors under attack")
     parser.add_argument(

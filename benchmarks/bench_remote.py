@@ -113,9 +113,9 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="headforms-bench-remote-", dir="/tmp"))
     server = None
     try:
-        from headforms.engine import compute_analysis
         from headforms.models.source import open_model
         from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader
+        from headforms.streaming import compute_analysis
 
         model = work / "mini-mistral"
         write_checkpoint(model)

@@ -80,7 +80,7 @@ def write_checkpoint(directory: Path, v_o: bool = False) -> int:
 
 PROFILE_CHILD = r"""
 import cProfile, pstats, sys, time
-from headforms.engine import compute_analysis
+from headforms.streaming import compute_analysis
 from headforms.models.source import open_model
 t0 = time.perf_counter()
 source = open_model(sys.argv[1])
@@ -92,7 +92,7 @@ prof.disable()
 t2 = time.perf_counter()
 stats = pstats.Stats(prof).stats
 wanted = {
-    "read + bf16->float64 (SafetensorsReader.read)": ("readers/safetensors.py", "read"),
+    "read + bf16->float32 (SafetensorsReader.read_exact)": ("readers/safetensors.py", "read_exact"),
     "finite check + split (extract)": ("extract.py", "read_layer"),
     "Gram matrices": ("forms.py", "gram_matrices"),
     "Cholesky": ("_linalg.py", "cholesky"),

@@ -7,7 +7,11 @@ the store read (checksum, zip, npz) and the size of the stored entry. The CLI
 bare interpreter start and the import of the CLI module (what no cache can save), and whether
 the warm CLI imported torch, transformers or pandas (it must not).
 
-Run: ``.venv/bin/python benchmarks/bench_warm.py``.
+``--checkout DIR`` (repeatable) measures other working trees side by side: each fills its own
+store cold, then the warm in-process call (in a child of each tree, median of ``--repeat``) and
+the warm CLI of every tree are run interleaved; this tree's time over theirs is printed.
+
+Run: ``.venv/bin/python benchmarks/bench_warm.py [--checkout DIR ...]``.
 """
 
 from __future__ import annotations
@@ -15,12 +19,16 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from _common import (
     PYTHON,
+    ROOT,
+    Measured,
     limit_threads,
     machine_line,
     median_measured,
@@ -38,21 +46,92 @@ IMPORTS = (
 )
 
 
+IN_PROCESS = (
+    "import statistics, sys, time\n"
+    "from headforms import analyze\n"
+    "analyze(sys.argv[1])\n"
+    "times = []\n"
+    "for _ in range(int(sys.argv[2])):\n"
+    "    start = time.perf_counter()\n"
+    "    analyze(sys.argv[1])\n"
+    "    times.append(time.perf_counter() - start)\n"
+    "print(statistics.median(times))"
+)
+"""A child of a checkout: its warm in-process ``analyze`` call, median seconds."""
+
+
+def side_by_side(
+    names: list[str], checkouts: list[Path], env: dict[str, str], repeat: int, cli_repeat: int
+) -> list[dict]:
+    """Warm in-process and CLI times of every checkout, each on its own store, interleaved."""
+    caches = {c: tempfile.mkdtemp(prefix="headforms-bench-warm-co-") for c in checkouts}
+    envs = {c: {**env, "HEADFORMS_CACHE_DIR": caches[c], "PYTHONPATH": str(c)} for c in checkouts}
+    rows = []
+    try:
+        for name in names:
+            cli = [PYTHON, "-m", "headforms", "analyze", name, "--quiet"]
+            for checkout in checkouts:  # cold: fills its store
+                subprocess.run(cli, env=envs[checkout], cwd=checkout, check=True)
+            warm: dict[Path, list[float]] = {c: [] for c in checkouts}
+            runs: dict[Path, list[Measured]] = {c: [] for c in checkouts}
+            for _ in range(cli_repeat):
+                for checkout in checkouts:
+                    out = subprocess.run(
+                        [PYTHON, "-c", IN_PROCESS, name, str(repeat)],
+                        env=envs[checkout],
+                        cwd=checkout,
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    ).stdout
+                    warm[checkout].append(float(out.split()[-1]))
+                    runs[checkout].append(median_measured(cli, envs[checkout], 1, cwd=checkout))
+            here = checkouts[0]
+            for other in checkouts[1:]:
+                this_ms = statistics.median(warm[here]) * 1e3
+                that_ms = statistics.median(warm[other]) * 1e3
+                this_s = statistics.median(r.wall for r in runs[here])
+                that_s = statistics.median(r.wall for r in runs[other])
+                rows.append(
+                    {
+                        "model": name,
+                        "checkout": str(other),
+                        "warm ms": this_ms,
+                        "checkout warm ms": that_ms,
+                        "ratio": this_ms / that_ms,
+                        "CLI s": this_s,
+                        "checkout CLI s": that_s,
+                        "CLI ratio": this_s / that_s,
+                    }
+                )
+    finally:
+        for cache in caches.values():
+            shutil.rmtree(cache, ignore_errors=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--cli-repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        action="append",
+        default=[],
+        help="another working tree measured side by side (repeatable)",
+    )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="headforms-bench-warm-")
     os.environ["HEADFORMS_CACHE_DIR"] = work
     env = thread_env(args.threads, HEADFORMS_CACHE_DIR=work, HF_HUB_OFFLINE="1")
     try:
         from headforms import analyze
-        from headforms.engine import analysis_options
+        from headforms.options import DEFAULT_OPTIONS
         from headforms.sources import locate
-        from headforms.store import ResultStore, cache_key
+        from headforms.store import ResultStore, metrics_key
 
         rows = []
         with limit_threads(args.threads):
@@ -62,7 +141,7 @@ def main() -> int:
                 warm = median_time(lambda name=name: analyze(name), args.repeat)
                 t_locate = median_time(lambda name=name: locate(name), args.repeat)
                 store = ResultStore()
-                key = cache_key(locate(name).fingerprint, analysis_options(0, True))
+                key = metrics_key(locate(name).fingerprint, DEFAULT_OPTIONS.key())
                 t_get = median_time(
                     lambda store=store, key=key: store.get(key, "analysis"), args.repeat
                 )
@@ -111,6 +190,13 @@ def main() -> int:
                 },
             ],
         )
+        if args.checkout:
+            checkouts = [ROOT, *(c.resolve() for c in args.checkout)]
+            print_table(
+                "This tree against other checkouts, interleaved (in-process: median of "
+                f"{args.repeat} per child; CLI and children: medians of {args.cli_repeat})",
+                side_by_side(args.models, checkouts, env, args.repeat, args.cli_repeat),
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

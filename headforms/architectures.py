@@ -12,6 +12,7 @@ Every stage consults this table: sources (which shards hold attention tensors), 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -249,18 +250,45 @@ SHAPE_LIMITS = {
 declares more is refused before any work is queued."""
 
 
+CONFIG_FIELDS: dict[str, tuple[str, ...]] = {
+    "n_layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
+    "model_dim": ("hidden_size", "n_embd", "d_model", "dim"),
+    "n_heads": ("num_attention_heads", "n_head", "n_heads", "num_heads"),
+    "n_kv_heads": ("num_key_value_heads", "num_kv_heads"),
+    "head_dim": ("head_dim",),
+}
+"""The names configs give each shape, the transformers name first (a transformers config object
+answers it for every family; a config.json's dict may use the others)."""
+
+
+def _declared(config: Any, shape: str) -> Any:
+    """The first of a shape's names that ``config`` (a dict or a config object) sets."""
+    for name in CONFIG_FIELDS[shape]:
+        value = config.get(name) if isinstance(config, Mapping) else getattr(config, name, None)
+        if value is not None:
+            return value
+    return None
+
+
 def shapes_from_config(config: Any) -> Shapes:
-    """Attention shapes read from a transformers config (text config of composite models).
+    """Attention shapes read from a config: a transformers config object, or a config.json's
+    fields (the text config of composite models); names as :data:`CONFIG_FIELDS`.
 
     Declared values are checked against :data:`SHAPE_LIMITS` here and against the tensors
     actually present by the engine, before any layer is read.
     """
+    if isinstance(config, Mapping):
+        config = config.get("text_config") or config
     try:
-        n_layers = int(config.num_hidden_layers)
-        model_dim = int(config.hidden_size)
-        n_heads = int(config.num_attention_heads)
-        n_kv = int(getattr(config, "num_key_value_heads", None) or n_heads)
-        head_dim = int(getattr(config, "head_dim", None) or model_dim // max(n_heads, 1))
+        required = {s: _declared(config, s) for s in ("n_layers", "model_dim", "n_heads")}
+        missing = [CONFIG_FIELDS[s][0] for s, value in required.items() if value is None]
+        if missing:
+            raise ValueError(f"no {', '.join(missing)}")
+        n_layers = int(required["n_layers"])
+        model_dim = int(required["model_dim"])
+        n_heads = int(required["n_heads"])
+        n_kv = int(_declared(config, "n_kv_heads") or n_heads)
+        head_dim = int(_declared(config, "head_dim") or model_dim // max(n_heads, 1))
     except (AttributeError, TypeError, ValueError) as exc:
         raise CorruptFileError(f"config lacks attention shapes: {exc}") from exc
     declared = {

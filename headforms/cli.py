@@ -112,6 +112,7 @@ def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digit
 
 def summary(columns: Mapping[str, np.ndarray], name: str, baseline: Mapping | None = None) -> str:
     """The text summary of an analysis: parity shares (Table 2) and metric statistics."""
+    from .columns import BASELINE_PREFIX
     from .forms import parity_counts
 
     counts = parity_counts(columns["parity"])
@@ -122,14 +123,46 @@ def summary(columns: Mapping[str, np.ndarray], name: str, baseline: Mapping | No
     values = {m: np.asarray(columns[m], dtype=float) for m in metrics}
     if baseline is not None:
         for m in ("energy", "pairing"):
-            values[f"rand_{m}"] = np.asarray(baseline[m], dtype=float)
+            values[BASELINE_PREFIX + m] = np.asarray(baseline[m], dtype=float)
     stats = {
-        "mean": [np.nanmean(v) for v in values.values()],
-        "median": [np.nanmedian(v) for v in values.values()],
-        "min": [np.nanmin(v) for v in values.values()],
-        "max": [np.nanmax(v) for v in values.values()],
+        name: [_of_present(statistic, v) for v in values.values()]
+        for name, statistic in (
+            ("mean", np.mean),
+            ("median", np.median),
+            ("min", np.min),
+            ("max", np.max),
+        )
     }
     return parity + "\n\n" + format_table(stats, list(values), 4)
+
+
+def _of_present(statistic: Any, values: np.ndarray) -> float:
+    """``statistic`` of the values that are present (not NaN); NaN when none is (a published
+    table may lack a column: shown as a dash, without numpy's warning naming its own files)."""
+    present = values[~np.isnan(values)]
+    return float(statistic(present)) if present.size else float("nan")
+
+
+def options_of(args: argparse.Namespace) -> Any:
+    """The :class:`headforms.options.AnalysisOptions` of ``analyze`` or ``survey``'s flags."""
+    from .columns import EXTRA_SPECTRA
+    from .options import AnalysisOptions
+
+    spectra = getattr(args, "spectra", ())
+    spectra = EXTRA_SPECTRA if "all" in spectra else tuple(spectra)
+    return AnalysisOptions(args.rope_position, not args.no_fold_qk_norm, spectra)
+
+
+def policy_in_force() -> Any:
+    """The policy a command is held to (hosted mode's, or None): the hosted package is imported
+    only when hosted mode is on, so a private command pays nothing for it."""
+    from .settings import settings
+
+    if not settings().hosted:
+        return None
+    from .hosted.policy import policy_in_force as hosted_policy
+
+    return hosted_policy()
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -137,18 +170,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_output_path(args.out)
-    from .results import EXTRA_SPECTRA
-
+    options = options_of(args)
     progress = None if args.quiet else _Progress()
-    spectra = EXTRA_SPECTRA if "all" in args.spectra else args.spectra
     try:
         result = analyze(
             args.model,
-            rope_position=args.rope_position,
-            fold_qk_norm=not args.no_fold_qk_norm,
-            spectra=spectra,
+            options=options,
             progress=progress,
             use_cache=not args.no_cache,
+            policy=policy_in_force(),
         )
     finally:
         if progress is not None:
@@ -178,8 +208,9 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def dashboard_app() -> Path:
-    """The dashboard's ``app.py`` (in a source checkout or an installed ``headforms_dashboard``)."""
-    checkout = Path(__file__).resolve().parents[1] / "app.py"
+    """The dashboard's ``server.py`` (``app.py`` behind the server's HTTP rules), in a source
+    checkout or an installed ``headforms_dashboard``."""
+    checkout = Path(__file__).resolve().parents[1] / "server.py"
     if checkout.is_file():
         return checkout
     import importlib.util
@@ -187,9 +218,10 @@ def dashboard_app() -> Path:
     installed = importlib.util.find_spec("headforms_dashboard")  # a wheel's dashboard files
     if installed is None or not installed.submodule_search_locations:
         raise OptionError(
-            "the dashboard's files (app.py, pages/, ui/) are not installed next to this package"
+            "the dashboard's files (server.py, app.py, pages/, ui/) are not installed next to "
+            "this package"
         )
-    return Path(list(installed.submodule_search_locations)[0]) / "app.py"
+    return Path(list(installed.submodule_search_locations)[0]) / "server.py"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -245,8 +277,9 @@ def cmd_survey(args: argparse.Namespace) -> int:
         models += survey.read_model_list(args.list)
     if args.preset is not None:
         models += preset(args.preset)
-    specs = survey.survey_specs(models)
-    options = survey.SurveyOptions(args.rope_position, not args.no_fold_qk_norm)
+    options = options_of(args)
+    policy = policy_in_force()
+    specs = survey.survey_specs(models, policy)
 
     def report(outcome: survey.Outcome, done: int, total: int) -> None:
         if outcome.status == "done":
@@ -264,6 +297,7 @@ def cmd_survey(args: argparse.Namespace) -> int:
         memory_budget=args.memory_budget,
         scheduler=args.scheduler,
         report=report,
+        policy=policy,
     )
     if len(result.table):
         write_table(result.table, out)
@@ -408,8 +442,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message: Any, category: type, *_: Any, **__: Any) -> None:
+    """A library's warning as one line on stderr, without the file and line it came from (they
+    name the installation, and a user can do nothing with them)."""
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one line on stderr and exit code 2 for any bad input, never a traceback."""
+    import warnings
+
+    warnings.showwarning = _one_line_warning
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

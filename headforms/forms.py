@@ -19,11 +19,16 @@ symmetric profile, parity, symmetric energy, pairing score, and the author's ext
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
-PARITY_TYPE_II_THRESHOLD = 1.0 / 50.0
-"""Type II if ``c_S + d_S`` is at most this (Table 2)."""
+PARITY_TYPE_II_FRACTION = Fraction(1, 50)
+"""Type II if ``c_S + d_S`` is at most this (Table 2): the paper's tolerance."""
+PARITY_TYPE_II_THRESHOLD = float(PARITY_TYPE_II_FRACTION)
+"""The tolerance as a number."""
+PARITY_TYPE_II_TEXT = f"{PARITY_TYPE_II_FRACTION.numerator}/{PARITY_TYPE_II_FRACTION.denominator}"
+"""The tolerance as the paper writes it (``1/50``), for captions and help texts."""
 
 PARITY_LABELS = ("I+", "II", "I-")
 ZERO_FORM_LABEL = "zero"

@@ -23,10 +23,15 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import HeadformsError, OptionError
+from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .settings import THREADS_ENV, usable_cpus
 from .store import write_atomic
+
+if TYPE_CHECKING:
+    from .sources import Policy
 
 MANIFEST_VERSION = 1
 MiB = 1 << 20
@@ -42,14 +47,6 @@ BASE_GGUF_BYTES = 250 * MiB
 LAYER_COPIES = 3
 """Float64 copies of one layer's attention weights alive at once per layer in flight (read,
 effective, factors); the engine keeps ``threads + 1`` layers in flight."""
-
-
-@dataclass(frozen=True)
-class SurveyOptions:
-    """The analysis options every model of a survey is run with (part of the manifest)."""
-
-    rope_position: int = 0
-    fold_qk_norm: bool = True
 
 
 @dataclass
@@ -98,13 +95,14 @@ def read_model_list(path: Path) -> list[str]:
     ]
 
 
-def survey_specs(models: Iterable[str]) -> list[str]:
-    """The specs of a survey, in order, without repeats; table files expand to their models."""
+def survey_specs(models: Iterable[str], policy: Policy | None = None) -> list[str]:
+    """The specs of a survey, in order, without repeats; table files expand to their models
+    (read where ``policy`` allows)."""
     from .tables import expand_table_spec
 
     specs: list[str] = []
     for model in models:
-        specs.extend(expand_table_spec(model.strip()))
+        specs.extend(expand_table_spec(model.strip(), policy))
     specs = list(dict.fromkeys(s for s in specs if s))
     if not specs:
         raise OptionError("no models to survey: give MODEL..., --list FILE or --preset NAME")
@@ -115,7 +113,7 @@ def survey_specs(models: Iterable[str]) -> list[str]:
 # Memory
 
 
-def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
+def estimate_peak_bytes(spec: str, threads: int = 1, policy: Policy | None = None) -> int:
     """Estimated peak memory of analysing ``spec`` in a fresh process, from declared sizes only.
 
     The model is located (:func:`headforms.sources.locate`: config and file sizes, no weights).
@@ -125,43 +123,23 @@ def estimate_peak_bytes(spec: str, threads: int = 1) -> int:
     plus the file's size (the Q/K tensors are dequantized from it). Published tables, and
     models that cannot be located (their analysis reports why): the base.
     """
-    from .sources import locate
-    from .sources.specs import is_table_spec
+    from .architectures import shapes_from_config
+    from .sources import TABLE_FORMAT, locate
 
-    if is_table_spec(spec):
-        return BASE_GGUF_BYTES
     try:
-        located = locate(spec)
+        located = locate(spec, policy)
     except HeadformsError:
         return BASE_BYTES
+    if located.format == TABLE_FORMAT:
+        return BASE_GGUF_BYTES
     if located.format == "gguf":
         return BASE_GGUF_BYTES + (located.weight_bytes or 0)
-    shapes = _config_shapes(located.config or {})
-    if shapes is None:
+    try:
+        shapes = shapes_from_config(located.config or {})
+    except HeadformsError:
         return BASE_BYTES
-    heads, kv_heads, head_dim, model_dim = shapes
-    per_layer = (heads + 2 * kv_heads) * head_dim * model_dim * 8
+    per_layer = (shapes.n_heads + 2 * shapes.n_kv_heads) * shapes.head_dim * shapes.model_dim * 8
     return BASE_BYTES + LAYER_COPIES * (max(1, threads) + 1) * per_layer
-
-
-def _config_shapes(config: dict) -> tuple[int, int, int, int] | None:
-    """``(heads, kv heads, head dim, model dim)`` from a config.json's common field names."""
-    config = config.get("text_config") or config
-
-    def first(*names: str) -> int | None:
-        for name in names:
-            value = config.get(name)
-            if isinstance(value, int) and value > 0:
-                return value
-        return None
-
-    model_dim = first("hidden_size", "n_embd", "d_model", "dim")
-    heads = first("num_attention_heads", "n_head", "n_heads", "num_heads")
-    if not model_dim or not heads:
-        return None
-    kv_heads = first("num_key_value_heads", "num_kv_heads") or heads
-    head_dim = first("head_dim") or model_dim // heads
-    return heads, kv_heads, head_dim, model_dim
 
 
 def default_memory_budget() -> int:
@@ -182,23 +160,26 @@ def part_name(spec: str) -> str:
 
 
 def analyse_one(
-    spec: str, options: SurveyOptions, parts_dir: str, threads: int | None = None
+    spec: str,
+    options: AnalysisOptions,
+    parts_dir: str,
+    threads: int | None = None,
+    policy: Policy | None = None,
 ) -> Outcome:
-    """Analyse one model and write its per-head rows to ``parts_dir``; never raises.
+    """Analyse one model (within ``policy``) and write its per-head rows to ``parts_dir``;
+    never raises.
 
     Failures come back as an outcome with the one-line message (a :class:`HeadformsError`'s
     own text, or the exception's type and text for anything else).
     """
-    if threads:
-        os.environ["HEADFORMS_THREADS"] = str(threads)
+    if threads:  # this worker process's own setting
+        os.environ[THREADS_ENV] = str(threads)
     start, started = time.perf_counter(), time.time()
     try:
         from .analyses.survey import survey_rows
         from .engine import analyze
 
-        result = analyze(
-            spec, rope_position=options.rope_position, fold_qk_norm=options.fold_qk_norm
-        )
+        result = analyze(spec, options=options, policy=policy)
         card = result.card
         rows = survey_rows(spec, result.heads, card.head_dim, card.model_dim)
         target = Path(parts_dir) / part_name(spec)
@@ -242,11 +223,11 @@ class Manifest:
     """A survey's progress: its options and each model's outcome (``<out>.survey.json``)."""
 
     path: Path
-    options: SurveyOptions
+    options: AnalysisOptions
     outcomes: dict[str, Outcome] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, path: Path, options: SurveyOptions) -> Manifest:
+    def open(cls, path: Path, options: AnalysisOptions) -> Manifest:
         """The manifest at ``path`` (new if absent); an error if made with other options."""
         if not path.exists():
             return cls(path, options)
@@ -254,7 +235,7 @@ class Manifest:
             raw = json.loads(path.read_text())
             if raw.get("version") != MANIFEST_VERSION:
                 raise ValueError(f"version {raw.get('version')!r}")
-            saved = SurveyOptions(**raw["options"])
+            saved = AnalysisOptions(**raw["options"])
             outcomes = {o["spec"]: Outcome(**o) for o in raw["models"]}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise OptionError(
@@ -262,7 +243,7 @@ class Manifest:
             ) from exc
         if saved != options:
             raise OptionError(
-                f"{path}: this survey was made with {asdict(saved)}, not {asdict(options)}; use "
+                f"{path}: this survey was made with {saved.key()}, not {options.key()}; use "
                 "another --out, or delete the manifest to start over"
             )
         return cls(path, options, outcomes)
@@ -280,7 +261,7 @@ class Manifest:
         self.outcomes[outcome.spec] = outcome
         payload = {
             "version": MANIFEST_VERSION,
-            "options": asdict(self.options),
+            "options": self.options.key(),
             "models": [asdict(o) for o in self.outcomes.values()],
         }
         write_atomic(self.path, json.dumps(payload, indent=1).encode())
@@ -307,13 +288,15 @@ Report = Callable[[Outcome, int, int], None]
 def run_survey(
     specs: list[str],
     out: Path,
-    options: SurveyOptions = SurveyOptions(),
+    options: AnalysisOptions = DEFAULT_OPTIONS,
     jobs: int | None = None,
     memory_budget: int | None = None,
     scheduler: str | None = None,
     report: Report | None = None,
+    policy: Policy | None = None,
 ) -> SurveyResult:
-    """Analyse every model not already done (see the module docstring); return the tables."""
+    """Analyse every model not already done (see the module docstring), within ``policy``;
+    return the tables."""
     out = Path(out)
     parts = parts_dir(out)
     parts.mkdir(parents=True, exist_ok=True)
@@ -330,9 +313,9 @@ def run_survey(
 
     if todo:
         if scheduler:
-            _run_dask(todo, options, parts, scheduler, record)
+            _run_dask(todo, options, parts, scheduler, record, policy)
         else:
-            _run_local(todo, options, parts, jobs, memory_budget, record)
+            _run_local(todo, options, parts, jobs, memory_budget, record, policy)
     return collect(specs, manifest, parts)
 
 
@@ -351,22 +334,21 @@ def collect(specs: list[str], manifest: Manifest, parts: Path) -> SurveyResult:
 
 def _run_local(
     todo: list[str],
-    options: SurveyOptions,
+    options: AnalysisOptions,
     parts: Path,
     jobs: int | None,
     budget: int | None,
     record: Callable[[Outcome], None],
+    policy: Policy | None = None,
 ) -> None:
     """A process pool: at most ``jobs`` models at once, their estimated peaks within budget."""
     import multiprocessing
-
-    from .engine import usable_cpus
 
     cores = usable_cpus()
     jobs = max(1, jobs or cores)
     threads = max(1, cores // jobs)
     budget = budget or default_memory_budget()
-    estimates = {spec: estimate_peak_bytes(spec, threads) for spec in todo}
+    estimates = {spec: estimate_peak_bytes(spec, threads, policy) for spec in todo}
     pending = list(todo)
     running: dict[Future, str] = {}
     context = multiprocessing.get_context("spawn")
@@ -395,7 +377,7 @@ def _run_local(
                     continue
                 if used + estimates[spec] <= budget:
                     pending.remove(spec)
-                    future = pool.submit(analyse_one, spec, options, str(parts), threads)
+                    future = pool.submit(analyse_one, spec, options, str(parts), threads, policy)
                     running[future] = spec
                     used += estimates[spec]
             if not running:
@@ -429,10 +411,11 @@ def _run_local(
 
 def _run_dask(
     todo: list[str],
-    options: SurveyOptions,
+    options: AnalysisOptions,
     parts: Path,
     address: str,
     record: Callable[[Outcome], None],
+    policy: Policy | None = None,
 ) -> None:
     """Each model a task on the Dask cluster at ``address``; workers write the parts."""
     try:
@@ -453,6 +436,8 @@ def _run_dask(
                 spec,
                 options,
                 str(parts.resolve()),
+                None,
+                policy,
                 pure=False,
             ): spec
             for spec in todo

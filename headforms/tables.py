@@ -2,7 +2,7 @@
 
 A per-head table (CSV, parquet, or JSON records) holds one row per head of one or more models:
 the columns of a survey (``model``, ``head_dim``, ``model_dim`` and
-:data:`headforms.engine.TABLE_COLUMNS`), or those of the author's published
+:data:`headforms.columns.TABLE_COLUMNS`), or those of the author's published
 ``head_statistics.csv`` (``model, layer, head, kv_head, dim, symmetric_energy, balance,
 pairing, ..., a, b, c, d, b_sym, c_sym, d_sym``). Each model becomes a :class:`TableAnalysis`:
 its per-head table and a card of what the table says (layers, heads, kv heads, head dim), but
@@ -10,23 +10,47 @@ no spectra, and a Gaussian baseline only when the table gives the model dim N.
 
 Spec syntax: ``FILE::MODEL`` (FILE ending in .csv, .parquet or .json), or a bare ``FILE`` ending
 in .csv or .parquet when the table holds exactly one model (:func:`expand_table_spec` lists a
-table's models as specs).
+table's models as specs). A table is one more source kind: :func:`headforms.sources.locate`
+finds its file under the caller's policy (a shared server's: only under its model roots) and
+this module reads what was located.
+
+A table is bounded before it is parsed (:class:`TableLimits`): its file's size, its rows (a
+parquet file's metadata: rows, columns and uncompressed size, before any data is read; a CSV
+is read at most one row past the limit), and, once read, its models. Only the columns this
+module knows are read. Read tables are kept in memory within :data:`CACHE_BYTES`.
 """
 
 from __future__ import annotations
 
-from functools import cached_property, lru_cache
+import os
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .baseline import Baseline
-from .engine import METRIC_COLUMNS, TABLE_COLUMNS, ModelAnalysis, ModelCard, gaussian_baseline
+from .baseline import Baseline, gaussian_baseline
+from .bounded import ByteLRU
+from .card import ModelCard
+from .columns import METRIC_COLUMNS, TABLE_COLUMNS
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
 from .forms import parity_labels
-from .sources import files_fingerprint, hosted
-from .sources.specs import SEPARATOR, split_spec
+from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .results import ModelAnalysis
+from .settings import (
+    DEFAULT_MAX_TABLE_BYTES,
+    DEFAULT_MAX_TABLE_MODELS,
+    DEFAULT_MAX_TABLE_ROWS,
+    MAX_TABLE_BYTES_ENV,
+    MAX_TABLE_MODELS_ENV,
+    MAX_TABLE_ROWS_ENV,
+    human_bytes,
+    settings,
+)
+from .sources import TABLE_FORMAT, Located, Policy, files_fingerprint, locate, parse_spec
+from .sources.files import short_name
+from .sources.specs import table_spec
 
 ALIASES = {"symmetric_energy": "energy", "dim": "head_dim"}
 """Column names of the author's published table -> this package's names."""
@@ -36,59 +60,150 @@ REQUIRED = ("layer", "head", "a", "b", "c", "d", "b_sym", "c_sym", "d_sym")
 
 SOURCE_KIND = "table"
 
+KNOWN_COLUMNS = frozenset(
+    {"model", "head_dim", "model_dim", "parity", *REQUIRED, *TABLE_COLUMNS, *ALIASES}
+)
+"""The columns read from a table file (any other is never used, so never parsed)."""
 
-def table_spec(path: Path | str, model: str) -> str:
-    """The spec of ``model`` in the table at ``path``."""
-    return f"{path}{SEPARATOR}{model}"
+MAX_COLUMNS = 512
+"""Columns a table file may declare (a per-head table has a few dozen)."""
+CACHE_BYTES = 64 * 2**20
+"""Bytes of read tables kept in memory."""
 
 
-def expand_table_spec(spec: str) -> list[str]:
-    """A bare table file -> one spec per model it holds; any other spec -> ``[spec]``."""
-    parts = split_spec(spec)
-    if parts is None or parts[1] is not None:
+@dataclass(frozen=True)
+class TableLimits:
+    """Bounds on one table file: bytes (the file; a parquet file's uncompressed data too),
+    rows and models. Defaults hold a survey of hundreds of models; the variables raise them."""
+
+    max_bytes: int = DEFAULT_MAX_TABLE_BYTES
+    max_rows: int = DEFAULT_MAX_TABLE_ROWS
+    max_models: int = DEFAULT_MAX_TABLE_MODELS
+
+    @classmethod
+    def from_env(cls) -> TableLimits:
+        """The limits, with ``HEADFORMS_MAX_TABLE_BYTES``/``_ROWS``/``_MODELS`` when set."""
+        values = settings()
+        return cls(values.max_table_bytes, values.max_table_rows, values.max_table_models)
+
+
+def expand_table_spec(spec: str, policy: Policy | None = None) -> list[str]:
+    """A bare table file -> one spec per model it holds (located within ``policy``); any other
+    spec -> ``[spec]`` (nothing is located)."""
+    parsed = parse_spec(spec, policy)
+    if parsed.kind != "table" or parsed.model is not None:
         return [spec]
-    return [table_spec(parts[0], model) for model in table_models(parts[0])]
+    return [table_spec(parsed.value, model) for model in table_models(locate(parsed))]
 
 
-def table_models(path: Path) -> list[str]:
-    """The models of a table, in the order they first appear."""
-    return list(dict.fromkeys(read_table(path)["model"]))
+def table_models(located: Located) -> list[str]:
+    """The models of a located table, in the order they first appear."""
+    return list(_table(_table_path(located)).rows)
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """The normalised table of a file (cached while the file is unchanged)."""
-    path = _checked_path(Path(path))
-    stat = path.stat()
-    return _read_table(str(path), stat.st_mtime_ns, stat.st_size)
+    """The normalised table of a file (cached while the file is unchanged), within its bounds;
+    ``path`` comes from :func:`headforms.sources.locate`, which held it to the caller's
+    policy."""
+    return _table(Path(path)).frame
 
 
-def _checked_path(path: Path) -> Path:
-    if hosted.enabled():  # a shared server reads tables only under its model roots
-        path = hosted.within_roots(path, str(path), hosted.Policy.from_env())
-    if not path.is_file():
+def _table_path(located: Located) -> Path:
+    if located.format != TABLE_FORMAT or located.weights[0].path is None:
+        raise ModelSpecError(f"{located.spec!r} is not a table spec (FILE.csv::MODEL)")
+    return located.weights[0].path
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A read table: its normalised rows and, per model in order of appearance, its rows."""
+
+    frame: pd.DataFrame
+    rows: dict[str, np.ndarray]
+
+
+_tables: ByteLRU[_Table] = ByteLRU(CACHE_BYTES)
+
+
+def _table(path: Path) -> _Table:
+    limits = TableLimits.from_env()
+    info = _checked_file(path, limits)
+    key = (str(path), info.st_ino, info.st_mtime_ns, info.st_size, limits)
+    return _tables.get_or_build(key, lambda: _read_table(path, limits))
+
+
+def _checked_file(path: Path, limits: TableLimits) -> os.stat_result:
+    """The status of a located table file (:func:`headforms.sources.locate` checked it is a
+    regular file), once it is within the size limit; otherwise one line saying what is wrong."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:  # gone since it was located
         raise ModelSpecError(
-            f"no such table file: {path}; a published table is a .csv, .parquet or .json file "
-            "with one row per head"
+            f"cannot open the table file {short_name(path.name)}: "
+            f"{exc.strerror or type(exc).__name__}"
+        ) from None
+    if info.st_size > limits.max_bytes:
+        raise CorruptFileError(
+            f"{short_name(path.name)} is {human_bytes(info.st_size)}, more than the "
+            f"{human_bytes(limits.max_bytes)} a table may have ({MAX_TABLE_BYTES_ENV})"
         )
-    return path
+    return info
 
 
-@lru_cache(maxsize=8)
-def _read_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
-    name = Path(path).name
-    suffix = Path(path).suffix.lower()
+def _read_table(path: Path, limits: TableLimits) -> _Table:
+    name = short_name(path.name)
+    suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            raw = pd.read_parquet(path)
+            raw = _read_parquet(path, name, limits)
         elif suffix == ".json":
             raw = pd.read_json(path, orient="records")
+            raw = raw[[c for c in raw.columns if c in KNOWN_COLUMNS]]
         else:
-            raw = pd.read_csv(path)
+            raw = pd.read_csv(path, usecols=lambda c: c in KNOWN_COLUMNS, nrows=limits.max_rows + 1)
+    except (CorruptFileError, RecursionError, MemoryError):
+        raise
     except Exception as exc:  # pandas/pyarrow raise many types for a malformed file
         raise CorruptFileError(
             f"{name}: cannot read it as a {suffix[1:]} table ({type(exc).__name__})"
         ) from exc
-    return normalise(raw, name)
+    if len(raw) > limits.max_rows:
+        raise CorruptFileError(
+            f"{name} has more than {limits.max_rows} rows, more than a table may have "
+            f"({MAX_TABLE_ROWS_ENV})"
+        )
+    table = normalise(raw, name)
+    rows = table.groupby("model", sort=False).indices
+    if len(rows) > limits.max_models:
+        raise CorruptFileError(
+            f"{name} holds {len(rows)} models, more than the {limits.max_models} a table may "
+            f"hold ({MAX_TABLE_MODELS_ENV})"
+        )
+    return _Table(table, {str(m): r for m, r in rows.items()})
+
+
+def _read_parquet(path: Path, name: str, limits: TableLimits) -> pd.DataFrame:
+    """A parquet file's known columns, once its metadata shows it within ``limits`` (its rows,
+    columns and uncompressed size: a small file of constant rows can expand to gigabytes)."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(path).metadata
+    uncompressed = sum(
+        metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)
+    )
+    if metadata.num_rows > limits.max_rows:
+        raise CorruptFileError(
+            f"{name} has {metadata.num_rows} rows, more than the {limits.max_rows} a table may "
+            f"have ({MAX_TABLE_ROWS_ENV}); nothing was read"
+        )
+    if metadata.num_columns > MAX_COLUMNS or uncompressed > limits.max_bytes:
+        raise CorruptFileError(
+            f"{name} expands to {human_bytes(uncompressed)} in {metadata.num_columns} columns, "
+            f"more than the {human_bytes(limits.max_bytes)} a table may have "
+            f"({MAX_TABLE_BYTES_ENV}); nothing was read"
+        )
+    columns = [c for c in metadata.schema.names if c in KNOWN_COLUMNS]
+    return pd.read_parquet(path, columns=columns)
 
 
 def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -139,20 +254,21 @@ class PublishedTableAnalysis(ModelAnalysis):
         return gaussian_baseline(self.card.baseline_shapes)
 
 
-def open_table(spec: str, rope_position: int = 0) -> PublishedTableAnalysis:
-    """The analysis of one model of a published table (``FILE::MODEL``, or a one-model FILE)."""
-    if rope_position:
+def open_table(
+    located: Located, options: AnalysisOptions = DEFAULT_OPTIONS
+) -> PublishedTableAnalysis:
+    """The analysis of one model of a located published table (``FILE::MODEL``, or a
+    one-model FILE)."""
+    spec = located.spec
+    if options.rope_position:
         raise OptionError(
             f"{spec}: a published table holds the profiles it was computed with; RoPE position "
-            f"{rope_position} needs the weights (use 0)"
+            f"{options.rope_position} needs the weights (use 0)"
         )
-
-    parts = split_spec(spec)
-    if parts is None:
-        raise ModelSpecError(f"{spec!r} is not a table spec (FILE.csv::MODEL)")
-    path, model = parts
-    table = read_table(path)
-    models = list(dict.fromkeys(table["model"]))
+    path = _table_path(located)
+    model = located.extra.get("model")
+    read = _table(path)
+    table, models = read.frame, list(read.rows)
     if model is None:
         if len(models) != 1:
             raise ModelSpecError(
@@ -160,9 +276,11 @@ def open_table(spec: str, rope_position: int = 0) -> PublishedTableAnalysis:
                 f"MODEL one of: {_listing(models)}"
             )
         model = models[0]
-    rows = table[table["model"] == model]
-    if rows.empty:
-        raise ModelSpecError(f"{path.name} has no model {model!r}; it holds: {_listing(models)}")
+    if model not in read.rows:
+        raise ModelSpecError(
+            f"{short_name(path.name)} has no model {model!r}; it holds: {_listing(models)}"
+        )
+    rows = table.iloc[read.rows[model]]
     rows = rows.sort_values(["layer", "head"], kind="stable")
     n_layers, n_heads = int(rows["layer"].max()) + 1, int(rows["head"].max()) + 1
     if len(rows) != n_layers * n_heads or rows.duplicated(["layer", "head"]).any():

@@ -11,6 +11,7 @@ from headforms import BUNDLED_MODELS
 from headforms.analyses.parity import parity_by_layer
 from headforms.figures import distributions, fits, heatmaps, parity
 from headforms.figures import simplex as simplex_figures
+from headforms.forms import PARITY_TYPE_II_TEXT
 from ui import (
     PlotPayload,
     cached,
@@ -64,7 +65,8 @@ show_figure(
         lambda: parity.parity_comparison_figure(table, tolerance),
     ),
     f"Table 2: percent of heads by parity (Type II: c_S + d_S ≤ {tolerance:g}, set in the "
-    "sidebar); rows marked paper are the published values (at 1/50) with their head counts.",
+    f"sidebar); rows marked paper are the published values (at {PARITY_TYPE_II_TEXT}) with their "
+    "head counts.",
 )
 st.dataframe(
     table,

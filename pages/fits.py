@@ -10,9 +10,10 @@ from headforms import HeadformsError
 from headforms.analyses import fits
 from headforms.analyses.observations import OBSERVATIONS
 from headforms.figures import fits as figures
-from ui import cached, page_context, show_figure
+from ui import cached, guard, page_context, show_figure
 from ui.fits import lobe_fit_errors
 from ui.fits import lobe_fits as fitted_lobes
+from ui.loading import FITS_SPECTRA, load_analysis
 from ui.tables import require_spectra
 
 ctx = page_context()
@@ -49,7 +50,8 @@ show_figure(
         model_key,
         lambda: figures.fit_errors_figure(errors, ctx.spec, "spectral lobes"),
     ),
-    f"Average error of each family over the {len(ctx.heads)} heads of {ctx.spec}, per lobe "
+    f"Average error of each family over the {len(ctx.heads)} heads of {guard.plain(ctx.spec)}, "
+    "per lobe "
     "and over both.",
 )
 st.dataframe(errors.style.format("{:.4f}"))
@@ -57,7 +59,8 @@ st.dataframe(errors.style.format("{:.4f}"))
 st.subheader("|Eigenvalues of L| and singular values of A (Observation 6)")
 st.caption(f"Observation 6: {OBSERVATIONS[6].statement}. **{OBSERVATIONS[6].label}**")
 try:
-    obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(ctx.analysis.spectra))
+    full = load_analysis(ctx.spec, ctx.rope_position, spectra=FITS_SPECTRA)  # + sv_a, |eig L|
+    obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(full.spectra))
 except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
     st.stop()

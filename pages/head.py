@@ -5,14 +5,24 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms.figures import head as figures
-from ui import cached, metric_vs_baseline, model_label, page_context, show_figure, step_head
+from ui import (
+    cached,
+    guard,
+    metric_vs_baseline,
+    model_label,
+    page_context,
+    show_figure,
+    step_head,
+)
+from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.tables import require_spectra
 from ui.widgets import number
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Head")
-card, row, spectra = ctx.card, ctx.head_row, ctx.analysis.spectra
-baseline = ctx.analysis.baseline
+card, row = ctx.card, ctx.head_row
+spectra = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA).spectra  # + sv_a
+baseline = load_baseline(ctx.analysis)
 base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
 
 nav = st.columns([5, 1.5, 1.2], vertical_alignment="bottom")  # "Previous" whole at 1280 px
@@ -32,7 +42,7 @@ nav[2].button(
     width="stretch",
 )
 st.caption(
-    f"{model_label(ctx.spec)} · query head {ctx.head} of layer {ctx.layer}, key head "
+    f"{guard.plain(model_label(ctx.spec))} · query head {ctx.head} of layer {ctx.layer}, key head "
     f"{int(row['kv_head'])} · RoPE position d = {ctx.rope_position} · every value is shown "
     "with the same statistic of a Gaussian form of the same n and N (the baseline)."
 )

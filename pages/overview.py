@@ -6,14 +6,16 @@ import streamlit as st
 
 from headforms.analyses.parity import paper_table2, parity_by_layer, parity_table
 from headforms.figures import parity as figures
-from ui import cached, model_label, page_context, show_figure
+from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
+from ui import cached, guard, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
+from ui.loading import DASHBOARD_SPECTRA, load_analysis
 from ui.widgets import format_layers
 
 ctx = page_context()
 card = ctx.card
 st.title("Model overview")
-st.caption(model_label(ctx.spec))
+st.caption(guard.plain(model_label(ctx.spec)))
 
 left, right = st.columns([2, 3])
 with left:
@@ -64,7 +66,8 @@ with right:
     )
     st.caption(
         f"Percent of heads by parity (Table 2 style): Type II if c_S + d_S ≤ {ctx.tolerance:g} "
-        "(sidebar; the paper's 1/50 = 0.02), otherwise I+ if c_S > d_S, else I−."
+        f"(sidebar; the paper's {PARITY_TYPE_II_TEXT} = {PARITY_TYPE_II_THRESHOLD:g}), otherwise "
+        "I+ if c_S > d_S, else I−."
     )
     with st.expander("The paper's Table 2, for comparison"):
         st.dataframe(paper_table2())
@@ -97,7 +100,9 @@ dl[0].download_button(
 )
 dl[1].download_button(
     "Spectra (npz)",
-    data=lambda: spectra_npz(ctx.analysis),
+    data=lambda: spectra_npz(  # every spectrum, the extra ones computed now if they never were
+        load_analysis(ctx.spec, ctx.rope_position, spectra=DASHBOARD_SPECTRA, quiet=True)
+    ),
     file_name=f"{stem}_spectra.npz",
     mime="application/octet-stream",
     icon=":material/download:",

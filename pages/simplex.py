@@ -14,6 +14,7 @@ from headforms import BUNDLED_MODELS
 from headforms.figures import simplex as figures
 from headforms.figures.camera import FRAMED_SHARE, FRAMES
 from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geometry_reference
+from headforms.forms import PARITY_TYPE_II_TEXT
 from ui import (
     PlotPayload,
     cached,
@@ -128,8 +129,8 @@ with right:
         on_click=select_from_customdata,
         caption="Symmetric profiles (b_S, c_S, d_S) of S alone on the triangle a = 0, oriented "
         "as the paper's Figure 10 (c = 1 left, b = 1 right); markers as in Figure 9: + Type I+, "
-        "○ Type II, − Type I−. The band near the b vertex (c_S + d_S ≤ 1/50) is Type II. Scroll "
-        "to zoom; click a head to open it.",
+        "○ Type II, − Type I−. The band near the b vertex "
+        f"(c_S + d_S ≤ {PARITY_TYPE_II_TEXT}) is Type II. Scroll to zoom; click a head to open it.",
         data=profiles,
         filename=f"{ctx.spec}_triangle",
         scroll_zoom=True,

@@ -14,11 +14,13 @@ from ui import (
     PlotPayload,
     cached,
     clickable_plot,
+    guard,
     jump_toggle,
     page_context,
     select_from_customdata,
     show_figure,
 )
+from ui.loading import load_baseline
 from ui.tables import require_spectra
 
 AUTO = "best silhouette"
@@ -35,7 +37,7 @@ eig_s = ctx.analysis.spectra["eig_s"]
 ks = sp.feasible_k(len(eig_s))
 if not ks:
     st.info(
-        f"Clustering the spectra needs at least 3 heads; {ctx.spec} has {len(eig_s)}.",
+        f"Clustering the spectra needs at least 3 heads; {guard.plain(ctx.spec)} has {len(eig_s)}.",
         icon=":material/info:",
     )
     st.stop()
@@ -168,13 +170,14 @@ st.caption(
     "many of all the cluster's heads have each parity type."
 )
 
+baseline = load_baseline(ctx.analysis)  # Fig 3 draws it beside the heads
 show_figure(
     cached(
         "spectra_fig3",
         model_key,
         lambda: figures.mean_spectrum_figure(
             sp.mean_unit_spectrum(eig_s),
-            sp.mean_unit_spectrum(ctx.analysis.baseline.spectra["eig_s"]),
+            sp.mean_unit_spectrum(baseline.spectra["eig_s"]),
             ctx.spec,
         ),
     ),

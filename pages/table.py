@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms.engine import BASELINE_PREFIX, METRIC_COLUMNS
-from headforms.forms import PARITY_LABELS
-from ui import jump_toggle, page_context, select_head
-from ui.tables import baseline_heads, range_filter, selected_row
+from headforms.columns import BASELINE_PREFIX, METRIC_COLUMNS
+from headforms.forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, ZERO_FORM_LABEL
+from ui import guard, jump_toggle, page_context, select_head
+from ui.loading import has_baseline, load_baseline
+from ui.tables import range_filter, selected_row
 
 TABLE_KEY = "heads_table"
 INTEGER_COLUMNS = ("layer", "head", "kv_head", "n_pos", "n_neg", "n_zero")
@@ -27,7 +28,7 @@ COLUMN_HELP = {
     "d_sym": "d of S alone",
     "energy": "symmetric energy ‖S‖²/‖L‖²",
     "pairing": "pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
-    "parity": "II if c_S + d_S ≤ 1/50, else I+ if c_S > d_S, else I−",
+    "parity": f"II if c_S + d_S ≤ {PARITY_TYPE_II_TEXT}, else I+ if c_S > d_S, else I−",
     "norm_l": "Frobenius norm of L",
     "balance": "1 − |n₊ − n₋|/(n₊ + n₋)",
     "leading_share": "λ²_max / ‖S‖²",
@@ -36,13 +37,14 @@ COLUMN_HELP = {
 ctx = page_context()
 st.title("Heads table")
 st.caption(
-    f"Every query head of {ctx.spec} (RoPE position d = {ctx.rope_position}), one row each. "
+    f"Every query head of {guard.plain(ctx.spec)} (RoPE position d = {ctx.rope_position}), one "
+    "row each. "
     "Click a column header to sort; select a row (its box on the left) to open that head. "
     "The selected head's row is the one selected here."
 )
 
 controls = st.columns([2, 3, 3], vertical_alignment="bottom")
-parities = [p for p in (*PARITY_LABELS, "zero") if (ctx.heads["parity"] == p).any()]
+parities = [p for p in (*PARITY_LABELS, ZERO_FORM_LABEL) if (ctx.heads["parity"] == p).any()]
 chosen_parities = controls[0].pills(
     "Parity", parities, selection_mode="multi", default=parities, key="table_parity"
 )
@@ -57,14 +59,15 @@ layers = controls[1].slider(
 )
 toggles = st.container(horizontal=True, gap="large")
 with toggles:
-    has_baseline = baseline_heads(ctx.analysis) is not None  # a published table may have none
-    with_baseline = has_baseline and st.toggle(
+    with_baseline = has_baseline(ctx.analysis) and st.toggle(  # a published table may have none
         "Gaussian baseline columns",
         key="table_baseline",
         help=f"Add each metric of the Gaussian form of the same shapes as "
         f"`{BASELINE_PREFIX}<metric>`.",
     )
     jump_toggle()
+if with_baseline:
+    load_baseline(ctx.analysis)  # computed now if it never was (a progress line meanwhile)
 table = ctx.analysis.table(baseline=with_baseline)
 numeric = [
     c

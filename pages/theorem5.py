@@ -40,13 +40,13 @@ checked = (
     guard.finite_number(mu, -LOBE_SCALE, -0.01),
     guard.finite_number(nu, 0.01, LOBE_SCALE),
     guard.finite_number(k, 0.1, LOBE_SCALE),
-    guard.whole_number(reps, 1, theorem5.MAX_EIGENVALUES),
+    guard.whole_number(reps, 1, theorem5.MAX_REPETITIONS),
     guard.whole_number(seed, 0, 2**32 - 1),
 )
 if None in checked:
     st.error(
         f"Accepted: μ from -{LOBE_SCALE:g} to -0.01, ν and k from 0.01 (k: 0.1) to "
-        f"{LOBE_SCALE:g}, spectra per n from 1 to {theorem5.MAX_EIGENVALUES}, a seed from 0 to "
+        f"{LOBE_SCALE:g}, spectra per n from 1 to {theorem5.MAX_REPETITIONS}, a seed from 0 to "
         "2³² - 1.",
         icon=":material/error:",
     )

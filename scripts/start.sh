@@ -22,7 +22,8 @@ if [ -x "$VENV/bin/streamlit" ]; then
 else
   streamlit=streamlit
 fi
-exec "$streamlit" run app.py \
+# server.py: app.py behind the server's HTTP rules (host names, framing; headforms/hosted/http.py)
+exec "$streamlit" run server.py \
   --server.headless=true \
   --server.address="${HOST:-0.0.0.0}" \
   --server.port="${PORT:-8501}" \

@@ -11,16 +11,18 @@ from headforms import ModelAnalysis
 
 def heads_csv(analysis: ModelAnalysis) -> str:
     """The per-head table with its Gaussian baseline (``rand_*``) as CSV text (layer-major)."""
-    from .tables import baseline_heads
+    from .loading import ensure_baseline
 
-    return analysis.table(baseline=baseline_heads(analysis) is not None).to_csv(index=False)
+    return analysis.table(baseline=ensure_baseline(analysis) is not None).to_csv(index=False)
 
 
 def spectra_npz(analysis: ModelAnalysis) -> bytes:
     """The spectra arrays and the baseline's (``rand_*``), rows aligned with the per-head table,
     plus ``layer``/``head``."""
+    from .loading import ensure_baseline
+
     buffer = io.BytesIO()
-    arrays = analysis.arrays(baseline=True)
+    arrays = analysis.arrays(baseline=ensure_baseline(analysis) is not None)
     arrays["layer"] = analysis.heads["layer"].to_numpy()
     arrays["head"] = analysis.heads["head"].to_numpy()
     np.savez_compressed(buffer, **arrays)

@@ -1,5 +1,5 @@
 """What the dashboard accepts from a browser, and what it shows back: checked values, one-line
-messages, per-session budgets.
+messages, who the visitor is.
 
 Everything a browser sends is untrusted: URL parameters, widget values and click payloads are
 checked here before use (whole numbers finite and in range, a model this session has loaded,
@@ -10,8 +10,9 @@ number): :func:`harden_widget_states` drops such a value on arrival (the widget 
 
 In hosted mode (``HEADFORMS_HOSTED=1``) a visitor sees no exception details
 (``client.showErrorDetails = "none"``) and no server-private location in any message
-(:func:`public_message`), and each session may start only so many new computations
-(:func:`spend`; limits in :class:`headforms.contained.Limits`).
+(:func:`public_message`); every new computation is counted against the visitor
+(:func:`visitor`: the client's address, not the websocket) and waits for its turn
+(:func:`new_computation`; limits in :class:`headforms.hosted.Limits`).
 """
 
 from __future__ import annotations
@@ -28,17 +29,15 @@ from typing import Any
 
 import streamlit as st
 
-from headforms import contained
-from headforms.contained import SESSION_ANALYSES_ENV, SESSION_SAMPLES_ENV, Limits
-from headforms.errors import LimitError, ModelSpecError
-from headforms.sources import MAX_SPEC_LENGTH, hosted
+from headforms import hosted
+from headforms.errors import ModelSpecError
+from headforms.settings import settings
+from headforms.sources import MAX_SPEC_LENGTH, Policy
 
 LOGGER = logging.getLogger(__name__)
 
 LOADED_KEY = "_hf_loaded_models"
 """Session state: spec -> (fingerprint, layers, heads) of every model this session loaded."""
-BUDGET_KEY = "_hf_budget"
-"""Session state: kind -> new computations this session started."""
 
 MAX_EXTRA_MODELS = 8
 """Models a page may load besides the sidebar's (overlays, comparisons)."""
@@ -49,16 +48,24 @@ SHOWN_CHARACTERS = 40
 
 _WHOLE = re.compile(r"[+-]?\d{1,19}")
 
-BUDGETS = {
-    "analyses": ("new analyses (models or RoPE positions)", SESSION_ANALYSES_ENV),
-    "samples": ("new Theorem 5 samplings", SESSION_SAMPLES_ENV),
-}
-"""Per-session budgets: kind -> (what is counted, its variable)."""
-
 
 def is_hosted() -> bool:
     """Whether this server runs in hosted mode."""
-    return hosted.enabled()
+    return settings().hosted
+
+
+def policy() -> Policy | None:
+    """What this server lets visitors open (hosted mode), handed to every locate; else None."""
+    return hosted.policy_in_force()
+
+
+def visitor() -> str:
+    """Who runs this session, as budgets and turns count them: the client's address (a trusted
+    proxy's ``X-Forwarded-For``), never the websocket (:mod:`headforms.hosted.visitors`)."""
+    peer = st.context.ip_address or "127.0.0.1"  # Streamlit gives None for loopback
+    forwarded = st.context.headers.get_all("X-Forwarded-For")
+    address = hosted.client_address(peer, forwarded, hosted.trusted_proxies())
+    return hosted.visitor_key(address)
 
 
 ERROR_DETAILS = "client.showErrorDetails"
@@ -85,9 +92,20 @@ def protect_session() -> None:
 
 
 def shown(value: Any) -> str:
-    """A refused value as echoed in a message (short, one line)."""
+    """A refused value as echoed in a message (short, one line, shown as text)."""
     text = repr(value)
-    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
+    return plain(text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…")
+
+
+_MARKUP = re.compile(r"([\\\[\]<>`$])")
+
+
+def plain(text: str) -> str:
+    """``text`` (a model's name, a spec, a message naming them) as Streamlit's Markdown shows
+    it literally: no link, image, HTML, code span, formula or coloured text can come from a
+    name a stranger chose (its backslashes, brackets, angle brackets, backticks, dollars and
+    ``://`` are escaped)."""
+    return _MARKUP.sub(r"\\\1", str(text)).replace("://", ":\\/\\/")
 
 
 def whole_number(value: Any, low: int, high: int) -> int | None:
@@ -228,35 +246,18 @@ def click_target(point: Any) -> tuple[str, int, int] | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Budgets
-
-
-def spend(kind: str) -> None:
-    """Count one new computation of ``kind`` (``analyses``, ``samples``) for this session; in
-    hosted mode, past the session's limit, a one-line :class:`LimitError` instead."""
-    counts = st.session_state.setdefault(BUDGET_KEY, {})
-    if is_hosted():
-        limits = Limits.from_env()
-        limit = {"analyses": limits.session_analyses, "samples": limits.session_samples}[kind]
-        if counts.get(kind, 0) >= limit:
-            what, variable = BUDGETS[kind]
-            raise LimitError(
-                f"this session has started {limit} {what}, the most one session may start on "
-                f"this server ({variable}); results already computed still open"
-            )
-    counts[kind] = counts.get(kind, 0) + 1
+# New computations
 
 
 def new_computation(kind: str, build: Callable[[], Any]) -> Callable[[], Any]:
-    """``build`` counted against this session's ``kind`` budget when it really runs (a cache
-    miss of :func:`ui.cached`), and in hosted mode holding one of the server's slots."""
+    """``build`` as run when it really runs (a cache miss of :func:`ui.cached`): in hosted mode
+    at the visitor's turn at the server's slots and counted against its ``kind`` budget
+    (:func:`headforms.hosted.in_server`); a bounded computation (its inputs' sizes checked)."""
 
     def counted() -> Any:
-        spend(kind)
         if not is_hosted():
             return build()
-        with contained.slot():
-            return build()
+        return hosted.in_server(kind, build, visitor=visitor())
 
     return counted
 
@@ -268,10 +269,11 @@ def new_computation(kind: str, build: Callable[[], Any]) -> Callable[[], Any]:
 def public_message(text: str) -> str:
     """``text`` as a visitor may see it: in hosted mode every server-private location (the
     result cache, the hub cache, the hub endpoint, the installation) is replaced by what it is.
-    The allowed model directories stay (a visitor needs them)."""
+    The allowed model directories stay (a visitor needs them). Shown as text
+    (:func:`plain`)."""
     if not is_hosted():
-        return text
-    policy_roots = [str(r) for r in hosted.Policy.from_env().roots]
+        return plain(text)
+    policy_roots = [str(r) for r in settings().model_roots]
     kept = {f"\0root{i}\0": root for i, root in enumerate(policy_roots)}
     for marker, root in kept.items():
         text = text.replace(root, marker)
@@ -279,7 +281,7 @@ def public_message(text: str) -> str:
         text = text.replace(location, name)
     for marker, root in kept.items():
         text = text.replace(marker, root)
-    return text
+    return plain(text)
 
 
 def _private_locations() -> list[tuple[str, str]]:

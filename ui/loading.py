@@ -6,10 +6,19 @@ changed model file is analysed again rather than served from memory. The fingerp
 from :func:`headforms.sources.locate` (config and file headers only, no weights), remembered
 for :data:`FINGERPRINT_SECONDS` (:data:`HUB_FINGERPRINT_SECONDS` for hub ids, which cost a
 request). Figures cached with :func:`cached` are keyed by the fingerprints of the models their
-key names, so they follow the weights too. The store is a small LRU held by
-``st.cache_resource`` rather than a ``@st.cache_resource`` on ``analyze`` itself, because
+key names, so they follow the weights too. Both are LRUs bounded in bytes
+(:class:`headforms.bounded.ByteLRU`: :data:`ANALYSIS_BYTES`, :data:`CACHED_BYTES`) held by
+``st.cache_resource``, rather than a ``@st.cache_resource`` on ``analyze`` itself, because
 Streamlit records elements drawn inside a cached function and replays them on every cache hit;
-the progress bar must be drawn only while the engine really works.
+the progress bar must be drawn only while the engine really works. A load parses and locates
+the spec once (:func:`located_model`) and hands the located model on: to the engine, or in
+hosted mode to the contained worker.
+
+A model's first view needs its heads only: its core spectra (the eigenvalues of S and their
+lobes, from which every per-head statistic comes); the pages that draw the other spectra ask
+for them (:func:`load_analysis`'s ``spectra``: the singular values of A, the eigenvalues of L,
+from the stored factors), and the Gaussian baseline is computed when a view asks for it
+(:func:`load_baseline`, with its own progress line), never while the model loads.
 
 A model that is not in memory is analysed while the script thread redraws the bar every
 :data:`POLL_S` seconds with what is happening and for how long, so the page shows progress from
@@ -18,10 +27,10 @@ layer); each redraw is also where Streamlit stops the script of a visitor who le
 
 - On a private instance the analysis runs on a worker thread of the server; several sessions
   asking for the same model share one job.
-- In hosted mode a new analysis runs contained (:mod:`headforms.contained`: a worker process
-  within the server's memory and time limits, at most a few at once, shared by the sessions
-  waiting for it and stopped when none is left) and counts against the session's budget
-  (:func:`ui.guard.spend`).
+- In hosted mode a new analysis (or baseline) runs contained (:mod:`headforms.hosted`: a
+  worker process within the server's memory and time limits, at most a few at once, at the
+  visitor's fair turn, shared by the sessions waiting for it and stopped when none is left) and
+  counts against the visitor's budget (:func:`ui.guard.visitor`).
 """
 
 from __future__ import annotations
@@ -29,7 +38,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -37,21 +45,26 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze, contained
-from headforms.engine import ALL_SPECTRA, check_rope_position
+from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze, hosted
+from headforms.bounded import ByteLRU
+from headforms.columns import ALL_SPECTRA
 from headforms.errors import UnavailableDataError
-from headforms.sources import locate, parse_spec
-from headforms.sources.specs import is_table_spec
+from headforms.options import AnalysisOptions
+from headforms.sources import TABLE_FORMAT, Located, Spec, locate, parse_spec
 
 from . import guard
-from .tables import baseline_heads, expand_models
+from .tables import expand_models
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from headforms.baseline import Baseline
+
 LOGGER = logging.getLogger(__name__)
-MAX_ANALYSES = 8
-"""Analyses kept in memory (a 30-layer model's analysis is a few MB)."""
+ANALYSIS_BYTES = 128 * 2**20
+"""Bytes of analyses kept in memory (a 30-layer model's is a few MB, Mistral-24B's 13 MB)."""
+CACHED_BYTES = 64 * 2**20
+"""Bytes of figures and tables kept in memory by :func:`cached`."""
 FINGERPRINT_SECONDS = 2.0
 """How long a local model's fingerprint is trusted before its files are looked at again."""
 HUB_FINGERPRINT_SECONDS = 60.0
@@ -60,43 +73,40 @@ POLL_S = 0.25
 """How often the progress bar is redrawn while a model is analysed."""
 
 DASHBOARD_SPECTRA = ALL_SPECTRA
-"""The spectra the dashboard's pages read (the head page needs sv_a)."""
+"""Every spectrum the dashboard's pages read (the install's warm-up computes them all)."""
+HEAD_SPECTRA = ("sv_a",)
+"""The spectra the head page draws besides the core ones."""
+FITS_SPECTRA = ("sv_a", "eig_l_abs")
+"""The spectra the fits page's Observation 6 fits besides the core ones."""
 
 StoreKey = tuple[str, int]
-"""``(fingerprint, rope_position)``; a published table: ``(spec, rope_position)``."""
+"""``(fingerprint, rope_position)`` of the located model (weights or a published table)."""
 
 
-def with_baseline(analysis: ModelAnalysis) -> ModelAnalysis:
-    """Compute the Gaussian baseline now (under the progress bar, not mid-page); a published
-    table without the model dim has none (its pages say so)."""
-    try:
-        analysis.baseline  # noqa: B018 - computed and kept by the analysis
-    except UnavailableDataError:
-        pass
-    return analysis
+def dashboard_options(
+    rope_position: int = 0, spectra: Iterable[str] = DASHBOARD_SPECTRA
+) -> AnalysisOptions:
+    """The options of the dashboard's analyses at ``rope_position`` with ``spectra`` besides
+    the core ones (checked once, here)."""
+    return AnalysisOptions(rope_position, spectra=tuple(spectra))
 
 
 def dashboard_analysis(
-    spec: str,
-    rope_position: int = 0,
+    target: str | Located,
+    options: AnalysisOptions | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> ModelAnalysis:
-    """What the dashboard needs of a model: every spectrum and the Gaussian baseline, computed
-    (or read from the disk cache) now, in this process. The install's warm-up runs exactly
-    this."""
-    analysis = analyze(
-        spec, rope_position=rope_position, spectra=DASHBOARD_SPECTRA, progress=progress
-    )
-    if progress is not None:
-        progress(1, 1, "Gaussian baseline of the same shapes")
-    return with_baseline(analysis)
+    """What the dashboard needs of a model to show it: every spectrum, computed (or read from
+    the disk cache) now, in this process; the baseline waits for a view that needs it."""
+    options = options or dashboard_options()
+    return analyze(target, options=options, progress=progress, policy=guard.policy())
 
 
 class LoadJob:
     """One analysis running on a worker thread, with the progress it last reported."""
 
     def __init__(self, spec: str) -> None:
-        self.spec = spec
+        self.spec = spec  # as typed: what the bar names
         self.started = time.monotonic()
         self.fraction = 0.0
         self.message = "opening the model (the first one also imports its libraries)"
@@ -114,45 +124,38 @@ class LoadJob:
 
 
 class AnalysisStore:
-    """Thread-safe LRU of :class:`ModelAnalysis` keyed by :data:`StoreKey`, and the analyses
-    in progress on the server's worker threads."""
+    """Thread-safe LRU of :class:`ModelAnalysis` keyed by :data:`StoreKey`, bounded in bytes,
+    and the analyses in progress on the server's worker threads."""
 
-    def __init__(self, max_entries: int = MAX_ANALYSES) -> None:
-        self._items: OrderedDict[StoreKey, ModelAnalysis] = OrderedDict()
+    def __init__(self, max_bytes: int = ANALYSIS_BYTES) -> None:
+        self._items: ByteLRU[ModelAnalysis] = ByteLRU(max_bytes)
         self._jobs: dict[StoreKey, LoadJob] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="headforms-load")
-        self.max_entries = max_entries
 
     def get(self, key: StoreKey) -> ModelAnalysis | None:
         """The cached analysis, or None (marks it most recently used)."""
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-            return hit
+        return self._items.get(key)
 
     def put(self, key: StoreKey, analysis: ModelAnalysis) -> None:
-        """Keep ``analysis``, evicting the least recently used beyond ``max_entries``."""
-        with self._lock:
-            self._items[key] = analysis
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+        """Keep ``analysis``, evicting the least recently used beyond the byte budget."""
+        self._items.put(key, analysis)
 
-    def job(self, key: StoreKey, spec: str, rope_position: int) -> LoadJob:
-        """The running analysis of ``key``, started now if there is none. When it finishes,
-        its result is kept (even if the page that asked for it was left meanwhile)."""
+    def job(self, key: StoreKey, target: str | Located, options: AnalysisOptions) -> LoadJob:
+        """The running analysis of ``key`` (``target`` at ``options``), started now if there is
+        none with those spectra. When it finishes, its result is kept (even if the page that
+        asked for it was left meanwhile)."""
+        job_key = (*key, options.spectra)
         with self._lock:
-            running = self._jobs.get(key)
+            running = self._jobs.get(job_key)
             if running is not None:
                 return running
-            job = LoadJob(spec)
-            self._jobs[key] = job
+            job = LoadJob(target.spec if isinstance(target, Located) else target)
+            self._jobs[job_key] = job
 
         def work() -> None:
             try:
-                analysis = dashboard_analysis(spec, rope_position, progress=job.report)
+                analysis = dashboard_analysis(target, options, progress=job.report)
             except BaseException as error:  # delivered to every session waiting on the job
                 job.future.set_exception(error)
             else:
@@ -160,7 +163,7 @@ class AnalysisStore:
                 job.future.set_result(analysis)
             finally:
                 with self._lock:
-                    self._jobs.pop(key, None)
+                    self._jobs.pop(job_key, None)
 
         self._pool.submit(work)
         return job
@@ -173,45 +176,67 @@ def analysis_store() -> AnalysisStore:
 
 
 @st.cache_data(ttl=FINGERPRINT_SECONDS, show_spinner=False, max_entries=256)
-def _local_fingerprint(spec: str) -> str:
-    return locate(spec).fingerprint
+def _located_local(spec: Spec) -> Located:
+    return locate(spec)
 
 
 @st.cache_data(ttl=HUB_FINGERPRINT_SECONDS, show_spinner=False, max_entries=256)
-def _hub_fingerprint(spec: str) -> str:
-    return locate(spec).fingerprint
+def _located_hub(spec: Spec) -> Located:
+    return locate(spec)
 
 
-def fingerprint(spec: str) -> str:
-    """The fingerprint of a model's weights (a refusal or bad spec: its HeadformsError, as
-    :func:`headforms.sources.locate` words it)."""
-    try:
-        hub = parse_spec(spec).kind == "hub"
-    except HeadformsError:
-        hub = False  # locate gives the error (in hosted mode, the policy's first)
-    return _hub_fingerprint(spec) if hub else _local_fingerprint(spec)
+def located_model(spec: str) -> Located:
+    """The model ``spec`` names, parsed and located once within this server's policy (a
+    refusal or bad spec: its HeadformsError, the policy's first); remembered a few seconds, a
+    hub id's a minute (the spec's policy is part of the key: modes never share an entry)."""
+    parsed = parse_spec(spec, guard.policy())
+    return _located_hub(parsed) if parsed.kind == "hub" else _located_local(parsed)
 
 
-def load_analysis(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis:
-    """The analysis of ``spec`` at ``rope_position``; while it is computed, a progress bar in
-    ``where`` (default: the main area) says what is happening and for how long.
+class _Silent:
+    """A progress bar that draws nothing (a download being prepared has no page to draw on)."""
+
+    def progress(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing."""
+
+    def empty(self) -> None:
+        """Nothing."""
+
+
+def load_analysis(
+    spec: str,
+    rope_position: int = 0,
+    where: Any = None,
+    spectra: Iterable[str] = (),
+    quiet: bool = False,
+) -> ModelAnalysis:
+    """The analysis of ``spec`` at ``rope_position`` with ``spectra`` besides the core ones (a
+    first view needs none); while it is computed, a progress bar in ``where`` (default: the
+    main area; none when ``quiet``) says what is happening and for how long. The one kept in
+    memory for the model has every spectrum asked for so far.
 
     Raises :class:`HeadformsError` with a one-line message on bad input or at a limit.
     """
     spec = guard.checked_spec(spec)
-    rope = check_rope_position(rope_position)
+    located = located_model(spec)
     store = analysis_store()
-    # A table is keyed by its spec (its reader keeps it while the file is unchanged).
-    key = ((spec if is_table_spec(spec) else fingerprint(spec)), rope)
+    key = (located.fingerprint, AnalysisOptions(rope_position).rope_position)
     analysis = store.get(key)
+    wanted = set(spectra)
+    if analysis is not None and located.format != TABLE_FORMAT:
+        if not wanted <= analysis.spectra.keys():
+            wanted |= set(analysis.spectra)  # keep what the model in memory has
+            analysis = None
+    options = dashboard_options(rope_position, sorted(wanted & set(ALL_SPECTRA)))
     if analysis is None:
-        bar = (where if where is not None else st).progress(0.0, text=f"{guard.shown(spec)} …")
+        area = where if where is not None else st
+        bar = _Silent() if quiet else area.progress(0.0, text=f"{guard.shown(spec)} …")
         try:
             if guard.is_hosted():
-                analysis = _contained(spec, rope, bar)
+                analysis = _contained(located, options, bar)
                 store.put(key, analysis)
             else:
-                analysis = _on_worker_thread(store.job(key, spec, rope), bar)
+                analysis = _on_worker_thread(store.job(key, located, options), bar)
         finally:
             bar.empty()
     card = analysis.card
@@ -228,10 +253,11 @@ def _on_worker_thread(job: LoadJob, bar: Any) -> ModelAnalysis:
             bar.progress(job.fraction, text=job.text())
 
 
-def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
+def _contained(located: Located, options: AnalysisOptions, bar: Any) -> ModelAnalysis:
     """Hosted mode: the analysis in a contained worker process, waited for on this (the
     script's) thread, so that a visitor who leaves stops waiting and the worker is let go."""
     started = time.monotonic()
+    spec = located.spec
     shown = {"fraction": 0.0, "text": f"{guard.shown(spec)}: waiting for a worker", "at": 0.0}
 
     def progress(done: int, total: int, message: str) -> None:
@@ -245,21 +271,79 @@ def _contained(spec: str, rope: int, bar: Any) -> ModelAnalysis:
             shown["at"] = now
             bar.progress(shown["fraction"], text=f"{shown['text']} · {now - started:.0f} s")
 
-    analysis = contained.analyze(
-        spec,
-        rope_position=rope,
-        spectra=DASHBOARD_SPECTRA,
+    return hosted.analyze(
+        located,
+        options=options,
         progress=progress,
         check=heartbeat,
-        on_new=lambda: guard.spend("analyses"),
+        visitor=guard.visitor(),
     )
-    bar.progress(1.0, text=f"{guard.shown(spec)}: Gaussian baseline of the same shapes")
-    return with_baseline(analysis)
 
 
-def baselines_of(analyses: Mapping[str, ModelAnalysis]) -> dict[str, pd.DataFrame]:
+def has_baseline(analysis: ModelAnalysis) -> bool:
+    """Whether the model has a Gaussian baseline (a published table without N, n has none);
+    nothing is computed."""
+    return bool(analysis.card.model_dim and analysis.card.head_dim)
+
+
+def ensure_baseline(
+    analysis: ModelAnalysis, check: Callable[[], None] | None = None
+) -> Baseline | None:
+    """The Gaussian baseline of ``analysis``'s shapes, computed now if no one has yet (in hosted
+    mode in a contained worker, at the visitor's turn; ``check`` as in
+    :func:`headforms.hosted.baseline`), or None when the model has none. Draws nothing."""
+    if not has_baseline(analysis):
+        return None
+    if guard.is_hosted() and not _baseline_at_hand(analysis):
+        hosted.baseline(analysis.card.baseline_shapes, check=check, visitor=guard.visitor())
+    try:
+        return analysis.baseline
+    except UnavailableDataError:
+        return None
+
+
+def load_baseline(analysis: ModelAnalysis, where: Any = None) -> Baseline | None:
+    """:func:`ensure_baseline`, under a progress line in ``where`` (default the main area) while
+    it is computed: for the views that draw the baseline, and only them."""
+    if not has_baseline(analysis) or _baseline_at_hand(analysis):
+        return ensure_baseline(analysis)
+    started = time.monotonic()
+    bar = (where if where is not None else st).progress(0.0, text=BASELINE_TEXT)
+
+    def heartbeat() -> None:
+        bar.progress(0.0, text=f"{BASELINE_TEXT} · {time.monotonic() - started:.0f} s")
+
+    try:
+        return ensure_baseline(analysis, check=heartbeat)
+    finally:
+        bar.empty()
+
+
+BASELINE_TEXT = "Gaussian baseline of the same shapes"
+"""What the progress line says while a baseline is computed."""
+
+
+def _baseline_at_hand(analysis: ModelAnalysis) -> bool:
+    """Whether the baseline needs no computation: kept by the analysis, or in the store."""
+    from headforms.baseline import baseline_key
+    from headforms.store import ResultStore
+
+    if vars(analysis).get("_baseline") is not None or "baseline" in vars(analysis):
+        return True
+    return baseline_key(analysis.card.baseline_shapes) in ResultStore()
+
+
+def baseline_heads(analysis: ModelAnalysis, where: Any = None) -> pd.DataFrame | None:
+    """The Gaussian baseline's per-head table (:func:`load_baseline`), or None."""
+    found = load_baseline(analysis, where)
+    return None if found is None else found.heads
+
+
+def baselines_of(
+    analyses: Mapping[str, ModelAnalysis], where: Any = None
+) -> dict[str, pd.DataFrame]:
     """The baselines' per-head tables of the models that have one, by model spec."""
-    found = {spec: baseline_heads(analysis) for spec, analysis in analyses.items()}
+    found = {spec: baseline_heads(analysis, where) for spec, analysis in analyses.items()}
     return {spec: table for spec, table in found.items() if table is not None}
 
 
@@ -304,19 +388,21 @@ def try_load(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnaly
     return None
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
-def _cached(kind: str, key: Hashable, weights: tuple, _build: Callable[[], Any]) -> Any:
-    return _build()
+@st.cache_resource(show_spinner=False)
+def _cached_values() -> ByteLRU[Any]:
+    """The process-wide cache of :func:`cached` (one per server, shared by sessions)."""
+    return ByteLRU(CACHED_BYTES)
 
 
 def cached(kind: str, key: Hashable, build: Callable[[], Any]) -> Any:
-    """``build()`` cached process-wide under ``(kind, key)``; treat the result as read-only.
+    """``build()`` cached process-wide under ``(kind, key)`` (at most :data:`CACHED_BYTES` in
+    all, the least recently used dropped first); treat the result as read-only.
 
     ``key`` must identify every input of ``build`` (model spec, RoPE position, options):
     e.g. ``cached("simplex", (specs, rope, color_by, selected), lambda: fig.to_json())``. The
     fingerprints of the models named in ``key`` (as this session loaded them) join the key.
     """
-    return _cached(kind, key, _weights_of(key), build)
+    return _cached_values().get_or_build((kind, key, _weights_of(key)), build)
 
 
 def _weights_of(key: Hashable) -> tuple:
@@ -335,6 +421,7 @@ def _weights_of(key: Hashable) -> tuple:
 
 
 def warm(spec: str = DEFAULT_MODEL) -> None:
-    """Analyse ``spec`` into the disk cache as the dashboard will ask for it, so that the first
-    page needs no wait (what ``headforms analyze MODEL --spectra all --baseline`` does too)."""
-    dashboard_analysis(spec)
+    """Analyse ``spec`` into the disk cache as the dashboard will ask for it, with every
+    spectrum and its Gaussian baseline, so that no page of the default model waits (what
+    ``headforms analyze MODEL --spectra all --baseline`` does too)."""
+    dashboard_analysis(spec, dashboard_options()).baseline  # noqa: B018 - computed and stored

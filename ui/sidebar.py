@@ -12,8 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from headforms import BUNDLED_MODELS, DEFAULT_MODEL, ModelAnalysis, ModelCard
-from headforms.engine import MAX_ROPE_POSITION
 from headforms.figures.style import head_name
+from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
+from headforms.options import MAX_ROPE_POSITION
 
 from . import guard, state
 from .loading import try_load
@@ -88,12 +89,8 @@ def model_label(spec: str) -> str:
 
 def model_options(current: str) -> list[str]:
     """Bundled models, plus the current spec if it is a hub id or a path, plus every model of
-    the published table the current spec comes from."""
-    options = list(BUNDLED_MODELS)
-    for spec in [current, *sibling_models(current)]:
-        if spec and spec not in options:
-            options.append(spec)
-    return options
+    the published table the current spec comes from (linear in their number)."""
+    return list(dict.fromkeys(s for s in [*BUNDLED_MODELS, current, *sibling_models(current)] if s))
 
 
 def render_sidebar() -> PageContext | None:
@@ -171,11 +168,13 @@ def render_sidebar() -> PageContext | None:
         format="%.3f",
         key=state.TOLERANCE_KEY,
         help="Parity shares (Table 2, Figure 12, Overview and Compare) count a head as Type II "
-        "when c_S + d_S is at most this; the paper uses 1/50 = 0.020. Markers on the plots keep "
-        "the paper's 1/50.",
+        f"when c_S + d_S is at most this; the paper uses {PARITY_TYPE_II_TEXT} = "
+        f"{PARITY_TYPE_II_THRESHOLD:.3f}. Markers on the plots keep the paper's "
+        f"{PARITY_TYPE_II_TEXT}.",
     )
     sidebar.caption(
-        f"{card.name}: {card.n_layers} layers × {card.n_heads} heads, N = {card.model_dim or '?'}, "
+        f"{guard.plain(card.name)}: {card.n_layers} layers × {card.n_heads} heads, "
+        f"N = {card.model_dim or '?'}, "
         f"n = {card.head_dim or '?'}."
     )
     state.write_url()

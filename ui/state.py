@@ -15,8 +15,8 @@ from typing import Any
 import streamlit as st
 
 from headforms import DEFAULT_MODEL
-from headforms.engine import MAX_ROPE_POSITION
 from headforms.forms import PARITY_TYPE_II_THRESHOLD
+from headforms.options import MAX_ROPE_POSITION
 
 from . import guard
 

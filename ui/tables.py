@@ -4,7 +4,7 @@ spectra; range filters and row selections of the heads table.
 A table file typed in a picker stands for all its models (``FILE::MODEL`` each,
 :mod:`headforms.tables`); such models have no spectra (pages that need them say so in one line
 with :func:`require_spectra`) and a Gaussian baseline only when the table gives N
-(:func:`baseline_heads`). A column's range filter is a slider over its finite values
+(:func:`ui.loading.baseline_heads`). A column's range filter is a slider over its finite values
 (:func:`value_bounds`, :func:`range_mask`); a row selection comes from the browser and is
 checked (:func:`selected_row`).
 """
@@ -19,9 +19,8 @@ import pandas as pd
 import streamlit as st
 
 from headforms import HeadformsError, ModelAnalysis
-from headforms.errors import UnavailableDataError
-from headforms.sources.specs import split_spec
-from headforms.tables import expand_table_spec, table_spec
+from headforms.sources import Spec, parse_spec
+from headforms.tables import expand_table_spec
 
 from . import guard
 
@@ -29,31 +28,48 @@ from . import guard
 def expand_models(specs: Iterable[str]) -> list[str]:
     """Specs with every table file replaced by its models' specs (a bad table: one st.error);
     at most :data:`ui.guard.MAX_EXTRA_MODELS` specs typed, each of at most ``MAX_SPEC_LENGTH``
-    characters."""
+    characters, and at most as many models once the tables are expanded (one toast for the
+    rest)."""
     out: list[str] = []
     for spec in guard.extra_models(specs):
         try:
-            out.extend(expand_table_spec(spec))
+            out.extend(expand_table_spec(spec, guard.policy()))
         except HeadformsError as error:
             st.error(guard.public_message(str(error)), icon=":material/error:")
-    return list(dict.fromkeys(out))
+    models = list(dict.fromkeys(out))
+    if len(models) > guard.MAX_EXTRA_MODELS:
+        st.toast(
+            f"Showing the first {guard.MAX_EXTRA_MODELS} of the {len(models)} models named "
+            f"(at most {guard.MAX_EXTRA_MODELS} besides the sidebar's).",
+            icon=":material/block:",
+        )
+    return models[: guard.MAX_EXTRA_MODELS]
+
+
+def _table(spec: str) -> Spec | None:
+    """The parsed spec if it names a published table (or a model in one), else None."""
+    try:
+        parsed = parse_spec(spec, guard.policy())
+    except HeadformsError:
+        return None
+    return parsed if parsed.kind == "table" else None
 
 
 def sibling_models(spec: str) -> list[str]:
     """The specs of every model in the table ``spec`` comes from (``[]`` if not a table)."""
-    parts = split_spec(spec)
-    if parts is None:
+    parsed = _table(spec)
+    if parsed is None:
         return []
     try:
-        return expand_table_spec(str(parts[0]))
+        return expand_table_spec(parsed.value, guard.policy())
     except HeadformsError:
         return []
 
 
 def first_model(spec: str) -> str:
     """A bare table file with several models -> its first model's spec; other specs unchanged."""
-    parts = split_spec(spec)
-    if parts is None or parts[1] is not None:
+    parsed = _table(spec)
+    if parsed is None or parsed.model is not None:
         return spec
     models = sibling_models(spec)
     return models[0] if len(models) > 1 else spec
@@ -63,19 +79,12 @@ def require_spectra(analysis: ModelAnalysis, page: str) -> None:
     """Stop the page with one line when the model has no spectra (a published table)."""
     if not analysis.spectra:
         st.info(
-            f"The {page} page needs the eigenvalue spectra of S; {analysis.card.name} comes from a "
+            f"The {page} page needs the eigenvalue spectra of S; {guard.plain(analysis.card.name)} "
+            "comes from a "
             "published per-head table, which has only the profiles and scores.",
             icon=":material/info:",
         )
         st.stop()
-
-
-def baseline_heads(analysis: ModelAnalysis) -> pd.DataFrame | None:
-    """The Gaussian baseline's per-head table, or None when the model has none."""
-    try:
-        return analysis.baseline.heads
-    except UnavailableDataError:
-        return None
 
 
 RELATIVE_WIDTH = 1e-9
@@ -138,7 +147,6 @@ def selected_row(rows: Any, n_rows: int) -> int | None:
 
 
 __all__ = [
-    "baseline_heads",
     "expand_models",
     "first_model",
     "range_filter",
@@ -146,6 +154,5 @@ __all__ = [
     "require_spectra",
     "selected_row",
     "sibling_models",
-    "table_spec",
     "value_bounds",
 ]

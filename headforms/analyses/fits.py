@@ -200,12 +200,12 @@ def fit_observation6(
     spectra: dict[str, np.ndarray], families: Sequence[str] = FAMILIES
 ) -> dict[str, LobeFits]:
     """Fit every family to each head's |eigenvalues of L| and singular values of A
-    (:data:`OBSERVATION6`; the analysis needs ``spectra=engine.ALL_SPECTRA``)."""
+    (:data:`OBSERVATION6`; the analysis needs ``spectra=columns.ALL_SPECTRA``)."""
     missing = [key for key, _ in OBSERVATION6.values() if key not in spectra]
     if missing:
         raise HeadformsError(
             f"this analysis has no {', '.join(missing)} spectra: analyse it with "
-            "spectra=engine.ALL_SPECTRA"
+            "spectra=columns.ALL_SPECTRA"
         )
     return {
         label: fit_lobe(spectra[key][:, ::step], label, families)

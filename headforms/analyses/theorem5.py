@@ -30,10 +30,19 @@ SEED = 5
 MAX_EIGENVALUES = 200_000
 """Upper bound on n * repetitions per size (keeps a page responsive)."""
 
+MAX_REPETITIONS = 2_000
+"""Upper bound on the spectra sampled per n (the paper samples 100): the profiles returned, and
+so the memory a sampling keeps, stay small whatever n."""
+
 
 def check_sample_size(sizes: Iterable[int], repetitions: int) -> None:
-    """A one-line :class:`HeadformsError` unless every ``n * repetitions`` is at most
-    :data:`MAX_EIGENVALUES` (check before starting a sampling)."""
+    """A one-line :class:`HeadformsError` unless ``repetitions`` is at most
+    :data:`MAX_REPETITIONS` and every ``n * repetitions`` at most :data:`MAX_EIGENVALUES`
+    (check before starting a sampling)."""
+    if repetitions > MAX_REPETITIONS:
+        raise HeadformsError(
+            f"{repetitions} spectra per n is more than {MAX_REPETITIONS}; lower it"
+        )
     largest = max((int(n) for n in sizes), default=0)
     if largest * repetitions > MAX_EIGENVALUES:
         raise HeadformsError(

@@ -1,14 +1,16 @@
-"""Per-layer Q/K extraction: stored tensors -> per-head factors of the effective form.
+"""Per-layer Q/K extraction: stored tensors -> one layer's factors, and the model's facts.
 
-For layer i this yields ``Q (H, n, N)`` and ``K (H_kv, n, N)`` in Hugging Face row order, the
-Q/K biases (reported, never part of L), and the QK-norm gains. :func:`effective_factors`
-then folds the gains and the RoPE rotation into the query factor, so that
-``L_h = K_{kv(h)}^T Q'_h`` is the form the head actually applies.
+For layer i, :func:`read_layer` yields ``Q (H, n, N)`` and ``K (H_kv, n, N)`` in Hugging Face
+row order and in the precision read (:class:`headforms.factors.LayerFactors`), the Q/K biases
+(reported, never part of L), the full QK-norm gains and the layer's RoPE inverse frequencies.
+:func:`model_facts` gathers what the model card needs from the config and the file headers.
+Folding the gains and rotating by RoPE is the forms stage's work (:mod:`headforms.heads`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from typing import Any
 
 import numpy as np
 
@@ -20,8 +22,9 @@ from ..architectures import (
     unpermute_gguf_rows,
 )
 from ..errors import CorruptFileError
+from ..factors import LayerFactors, ModelFacts
 from ..readers import TensorReader
-from .rope import inverse_frequencies, rotation
+from .rope import inverse_frequencies, rope_parameters
 from .source import ModelSource
 
 _FOREIGN_TOWERS = ("vision", "visual", "audio", "image", "mm_projector")
@@ -76,25 +79,18 @@ class TensorIndex:
 
     def read(self, pattern: str, layer: int) -> np.ndarray:
         """Read a tensor as float64, rejecting missing tensors and non-finite values."""
+        return self.read_exact(pattern, layer).astype(np.float64)
+
+    def read_exact(self, pattern: str, layer: int) -> np.ndarray:
+        """Read a tensor in the precision stored (float32, float64 for float64 weights),
+        rejecting missing tensors and non-finite values."""
         name = self.name(pattern, layer)
         if name not in self._names:
             raise CorruptFileError(f"tensor {name!r} is missing from the checkpoint")
-        values = self.reader.read(name)
+        values = self.reader.read_exact(name)
         if not np.all(np.isfinite(values)):
             raise CorruptFileError(f"tensor {name!r} contains NaN or infinite values")
         return values
-
-
-@dataclass
-class LayerWeights:
-    """One layer's query/key projections, biases and QK-norm gains (HF row order)."""
-
-    q: np.ndarray
-    k: np.ndarray
-    q_bias: np.ndarray | None
-    k_bias: np.ndarray | None
-    q_gain: np.ndarray | None
-    k_gain: np.ndarray | None
 
 
 def check_declared_shapes(scheme: TensorScheme, shapes: Shapes, index: TensorIndex) -> None:
@@ -129,28 +125,28 @@ def check_declared_shapes(scheme: TensorScheme, shapes: Shapes, index: TensorInd
                 )
 
 
-def read_layer(source: ModelSource, shapes: Shapes, index: TensorIndex, layer: int) -> LayerWeights:
+def read_layer(source: ModelSource, shapes: Shapes, index: TensorIndex, layer: int) -> LayerFactors:
     """Read and split one layer's Q/K tensors as the model's forward pass does, into one
-    convention: Hugging Face row order, full QK-norm gains."""
+    convention: Hugging Face row order, full QK-norm gains, the precision read."""
     scheme = source.scheme
     pat = scheme.patterns
     fused = scheme.layout != "separate"
-    q_stored = index.read(pat["q_weight"], layer)
-    k_stored = None if fused else index.read(pat["k_weight"], layer)
+    q_stored = index.read_exact(pat["q_weight"], layer)
+    k_stored = None if fused else index.read_exact(pat["k_weight"], layer)
     if scheme.permuted_rows:
         q_stored = unpermute_gguf_rows(q_stored, shapes.n_heads)
         k_stored = unpermute_gguf_rows(k_stored, shapes.n_kv_heads)
     q, k = split_weights(scheme.layout, shapes, q_stored, k_stored)
     q_bias = k_bias = None
     if index.has(pat.get("q_bias"), layer):
-        qb = index.read(pat["q_bias"], layer)
-        kb = None if fused else index.read(pat["k_bias"], layer)
+        qb = index.read_exact(pat["q_bias"], layer)
+        kb = None if fused else index.read_exact(pat["k_bias"], layer)
         if scheme.permuted_rows:
             qb = unpermute_gguf_rows(qb[:, None], shapes.n_heads)[:, 0]
             kb = unpermute_gguf_rows(kb[:, None], shapes.n_kv_heads)[:, 0]
         q_bias, k_bias = split_biases(scheme.layout, shapes, qb, kb)
     q_gain = k_gain = None
-    if index.has(pat.get("q_norm"), layer):
+    if index.has(pat.get("q_norm"), layer):  # offset + stored: float64 keeps 1 + w exact
         q_gain = scheme.norm_gain_offset + index.read(pat["q_norm"], layer)
         k_gain = scheme.norm_gain_offset + index.read(pat["k_norm"], layer)
         if q_gain.shape != (shapes.head_dim,) or k_gain.shape != (shapes.head_dim,):
@@ -158,23 +154,52 @@ def read_layer(source: ModelSource, shapes: Shapes, index: TensorIndex, layer: i
                 f"layer {layer}: QK-norm gains have shape {q_gain.shape}/{k_gain.shape}, "
                 f"expected ({shapes.head_dim},) per head dim"
             )
-    return LayerWeights(q, k, q_bias, k_bias, q_gain, k_gain)
-
-
-def effective_factors(
-    source: ModelSource,
-    shapes: Shapes,
-    weights: LayerWeights,
-    layer: int,
-    rope_position: int = 0,
-    fold_qk_norm: bool = True,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(Q', K')`` with ``L_h = K'_{kv(h)}^T Q'_h``: gains folded, RoPE ``R_d`` applied to Q."""
-    q, k = weights.q, weights.k
-    if fold_qk_norm and weights.q_gain is not None:
-        q = q * weights.q_gain[None, :, None]
-        k = k * weights.k_gain[None, :, None]
-    if rope_position and source.arch.rotary:
+    inv_freq = None
+    if source.arch.rotary:
         inv_freq = inverse_frequencies(source.config, shapes.head_dim, layer)
-        q = rotation(inv_freq, shapes.head_dim, rope_position) @ q
-    return q, k
+    return LayerFactors(q, k, q_bias, k_bias, q_gain, k_gain, inv_freq)
+
+
+def parameter_count(reader: TensorReader) -> int:
+    """Number of stored parameters (elements of every tensor), read from the file headers."""
+    return int(sum(math.prod(reader.shape(name)) for name in reader.names()))
+
+
+def model_facts(
+    source: ModelSource, shapes: Shapes, index: TensorIndex, qk_norm: bool, has_qk_bias: bool
+) -> ModelFacts:
+    """The model card's facts of an opened model (``qk_norm``/``has_qk_bias``: whether some
+    layer read had QK-norm gains / Q and K biases)."""
+    storage = source.reader.storage_dtype(index.name(source.scheme.patterns["q_weight"], 0))
+    if source.kind != "gguf":
+        storage = storage.upper()
+    arch = source.arch
+    rope: list[dict[str, Any]] = []
+    if arch.rotary:
+        for layer in range(shapes.n_layers):
+            params = rope_parameters(source.config, layer)
+            inv = inverse_frequencies(source.config, shapes.head_dim, layer)
+            rope.append(
+                {
+                    "rope_type": params.get("rope_type", "default"),
+                    "theta": params.get("rope_theta"),
+                    "rotary_dims": 2 * len(inv),
+                }
+            )
+    return ModelFacts(
+        shapes=shapes,
+        name=source.display_name,
+        source_kind=source.kind,
+        family=arch.family,
+        model_type=str(getattr(source.config, "model_type", arch.model_types[0])),
+        positional=arch.positional,
+        storage=storage,
+        fingerprint=source.fingerprint,
+        weight_bytes=source.weight_bytes,
+        n_parameters=(
+            parameter_count(source.reader) if source.all_weights else source.n_parameters
+        ),
+        qk_norm=qk_norm,
+        has_qk_bias=has_qk_bias,
+        rope=rope,
+    )

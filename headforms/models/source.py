@@ -20,6 +20,7 @@ from ..architectures import (
     architecture_for_gguf,
     gguf_scheme,
     hf_scheme,
+    shapes_from_config,
 )
 from ..errors import HeadformsError
 from ..readers import (
@@ -30,7 +31,7 @@ from ..readers import (
     read_safetensors_header,
 )
 from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
-from ..sources import Located, fetch, hosted, locate
+from ..sources import Located, fetch, locate
 from .configs import gguf_config, transformers_config
 
 
@@ -59,7 +60,8 @@ class ModelSource:
 
 
 def open_model(target: str | Located) -> ModelSource:
-    """Open a spec or a located model (downloading hub files if needed)."""
+    """Open a located model (downloading hub files if needed, within its policy), or a spec's
+    text located with nothing refused."""
     located = locate(target) if isinstance(target, str) else target
     if located.format == "gguf":
         return _open_gguf(located)
@@ -72,10 +74,11 @@ def open_model(target: str | Located) -> ModelSource:
         and located.format == "safetensors"
         and any(f.path is None for f in located.weights)
     )
-    if not remote:
-        located = fetch(located)
     config = transformers_config(located.config or {}, f"{located.display_name}: config.json")
     arch = architecture_for(config.model_type)
+    shapes_from_config(config)  # absurd declared shapes are refused before any download
+    if not remote:
+        located = fetch(located)
     reader: TensorReader
     paths = [f.path for f in located.weights if f.path is not None]
     if remote:  # headers + Q/K byte ranges only (HEADFORMS_HUB_RANGES)
@@ -110,8 +113,9 @@ def _local_shard_parameters(located: Located) -> int | None:
     index = located.index_file
     if located.hub is not None or located.format != "safetensors" or index is None:
         return None
-    if index.path is None or hosted.enabled():
-        # Hosted: the other shards were neither size-checked nor contained in the allowed roots.
+    if index.path is None or located.confined:
+        # Confined by a policy: the other shards were neither size-checked nor checked to lie
+        # within its roots.
         return None
     from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
 

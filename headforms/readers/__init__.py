@@ -1,8 +1,9 @@
 """Tensor readers: safetensors, GGUF, torch ``.bin`` and hub range requests, one tensor at a time.
 
 Each reader exposes the same small interface (:class:`TensorReader`): tensor names, shapes,
-storage dtype and ``read(name) -> float64 array``. Nothing is loaded until read, so the engine's
-peak memory is about one layer's Q/K. Malformed files raise
+storage dtype, ``read(name) -> float64 array`` and ``read_exact(name)`` (the same values in the
+narrowest float type holding them: float32, or float64 for float64 storage). Nothing is loaded
+until read, so the engine's peak memory is about one layer's Q/K. Malformed files raise
 :class:`headforms.errors.CorruptFileError` with the file name and what is wrong, never a bare
 library exception. Readers only open regular files (:func:`headforms.sources.open_regular`).
 How a checkpoint format names and stores attention tensors is model knowledge
@@ -30,6 +31,8 @@ class TensorReader(Protocol):
     def storage_dtype(self, name: str) -> str: ...
 
     def read(self, name: str) -> np.ndarray: ...
+
+    def read_exact(self, name: str) -> np.ndarray: ...
 
 
 __all__ = [

@@ -193,6 +193,11 @@ class GGUFReader:
         return np.frombuffer(self._map, np.uint8, n_bytes, start).reshape(rows, -1)
 
     def read(self, name: str) -> np.ndarray:
+        """One tensor, dequantized, as float64 (exact)."""
+        return self.read_exact(name).astype(np.float64)
+
+    def read_exact(self, name: str) -> np.ndarray:
+        """One tensor, dequantized, as float32 (what ``gguf.quants.dequantize`` gives)."""
         from gguf import GGMLQuantizationType
         from gguf.quants import dequantize
 
@@ -206,7 +211,7 @@ class GGUFReader:
             raise CorruptFileError(f"{self.path.name}: tensor {name!r} is empty (shape {shape})")
         try:
             values = dequantize(self.raw(name), GGMLQuantizationType(qtype))
-            return np.asarray(values, dtype=np.float64).reshape(shape)
+            return np.asarray(values, dtype=np.float32).reshape(shape)
         except (ValueError, NotImplementedError) as exc:
             raise CorruptFileError(
                 f"{self.path.name}: cannot dequantize tensor {name!r} "

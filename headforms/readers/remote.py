@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..env import env_flag
 from ..errors import CorruptFileError, HubUnavailableError
+from ..settings import HUB_RANGES_ENV, settings
 from ..store import write_atomic
 from .safetensors import (
     _SAFETENSORS_MAX_HEADER,
@@ -32,9 +32,6 @@ from .safetensors import (
     require_float,
 )
 
-RANGES_ENV = "HEADFORMS_HUB_RANGES"
-"""Set to 1 to read hub checkpoints by range requests (default: download the shards)."""
-
 HEADER_PROBE_BYTES = 1 << 14
 """First request per shard: the 8-byte length and, usually, the whole JSON header."""
 
@@ -42,8 +39,8 @@ _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 
 def ranges_enabled() -> bool:
-    """Whether ``$HEADFORMS_HUB_RANGES`` asks for range requests."""
-    return env_flag(RANGES_ENV)
+    """Whether ``$HEADFORMS_HUB_RANGES`` asks for range requests (default: download shards)."""
+    return settings().hub_ranges
 
 
 def _safe_part(text: str) -> str:
@@ -87,7 +84,7 @@ class RangeFetcher:
             if response.status_code == 200:
                 raise HubUnavailableError(
                     f"{filename}: the server ignored the range request (HTTP 200, whole file); "
-                    f"unset {RANGES_ENV} to download the shards instead"
+                    f"unset {HUB_RANGES_ENV} to download the shards instead"
                 )
             raise HubUnavailableError(
                 f"{filename}: range request failed with HTTP {response.status_code}"
@@ -148,8 +145,9 @@ class RemoteSafetensorsReader(SafetensorsHeaderTensors):
 
     # -- the reader interface -----------------------------------------------------------------
 
-    def read(self, name: str) -> np.ndarray:
-        """One tensor as float64 (its bytes fetched once, then read from the disk cache)."""
+    def read_exact(self, name: str) -> np.ndarray:
+        """One tensor, exactly (float32, or float64 for F64), its bytes fetched once, then read
+        from the disk cache."""
         filename = self._where[name]
         info = self._info[name]
         dtype = str(info["dtype"])

@@ -2,7 +2,8 @@
 
 Headers are validated against each file's real size before any tensor is read (offsets inside
 the data, byte lengths matching shapes and dtypes, no overlaps); a tensor is read with a plain
-file read, so nothing stays memory-mapped. Values come back as float64, exactly.
+file read, so nothing stays memory-mapped. Values come back exactly: as float64 (``read``) or
+in the narrowest float type that holds them (``read_exact``: float32, float64 for F64).
 """
 
 from __future__ import annotations
@@ -127,6 +128,10 @@ class SafetensorsHeaderTensors:
     def storage_dtype(self, name: str) -> str:
         return str(self._info[name]["dtype"]).lower()
 
+    def read(self, name: str) -> np.ndarray:
+        """One tensor as float64 (exact)."""
+        return self.read_exact(name).astype(np.float64)  # type: ignore[attr-defined]
+
 
 class SafetensorsReader(SafetensorsHeaderTensors):
     """Tensors from one or more safetensors files (a sharded checkpoint is several files)."""
@@ -144,8 +149,9 @@ class SafetensorsReader(SafetensorsHeaderTensors):
             with open_regular(path) as fh:  # validated above: 8-byte length, then the header
                 self._data_start[path] = 8 + struct.unpack("<Q", fh.read(8))[0]
 
-    def read(self, name: str) -> np.ndarray:
-        """One tensor as float64, read with a plain file read (no memory map stays resident)."""
+    def read_exact(self, name: str) -> np.ndarray:
+        """One tensor in the narrowest float type holding it exactly (float32, or float64 for
+        F64), read with a plain file read (no memory map stays resident)."""
         path = self._where[name]
         info = self._info[name]
         require_float(path, name, self.storage_dtype(name))
@@ -169,7 +175,8 @@ _NUMPY_STORAGE = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}
 
 
 def decode_tensor_bytes(raw: Any, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Float64 values of a safetensors tensor's little-endian bytes (exact for every float type).
+    """The values of a safetensors tensor's little-endian bytes, exactly, as float32 (float64
+    for F64): every other float type widens to float32 without rounding.
 
     bf16 is the upper half of a float32, so it is widened by a 16-bit shift; float8 goes
     through torch.
@@ -178,14 +185,16 @@ def decode_tensor_bytes(raw: Any, dtype: str, shape: tuple[int, ...]) -> np.ndar
         values = np.frombuffer(raw, dtype=_NUMPY_STORAGE[dtype])
         if dtype == "BF16":
             values = (values.astype(np.uint32) << 16).view(np.float32)
-        return values.astype(np.float64).reshape(shape)
+        elif dtype == "F16":
+            values = values.astype(np.float32)
+        return values.reshape(shape)
     import torch
 
     if not len(raw):
-        return np.zeros(shape)
+        return np.zeros(shape, dtype=np.float32)
     kind = {"F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2}[dtype]
     tensor = torch.frombuffer(bytearray(raw), dtype=kind)
-    return tensor.to(torch.float64).numpy().reshape(shape)
+    return tensor.to(torch.float32).numpy().reshape(shape)
 
 
 def require_float(path: Path, name: str, dtype: str) -> None:

@@ -47,12 +47,18 @@ class TorchBinReader:
         return str(self._tensors[name].dtype).removeprefix("torch.")
 
     def read(self, name: str) -> np.ndarray:
+        """One tensor as float64 (exact)."""
+        return self.read_exact(name).astype(np.float64)
+
+    def read_exact(self, name: str) -> np.ndarray:
+        """One tensor as float32 (float64 for float64 storage): widened exactly."""
         import torch
 
         tensor = self._tensors[name]
         require_float(Path(self._where[name]), name, self.storage_dtype(name))
+        wide = torch.float64 if tensor.dtype == torch.float64 else torch.float32
         try:
-            return tensor.to(torch.float64).numpy()
+            return tensor.to(wide).numpy()
         except RuntimeError as exc:  # a storage the memory map cannot supply (truncated file)
             raise CorruptFileError(
                 f"{self._where[name].name}: cannot read tensor {name!r}: {exc}"

@@ -8,6 +8,7 @@ anything but a regular file (no FIFO, device or socket).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -58,19 +59,20 @@ def choose_weight_files(
     names: Collection[str],
     read_index: Callable[[str], bytes],
     arch: Architecture,
+    max_index_bytes: int = MAX_INDEX_BYTES,
 ) -> WeightChoice:
     """The weight files of a model whose root holds ``names`` (top level; sub-folders ignored).
 
     ``model.safetensors`` (or its shards, from ``model.safetensors.index.json``) first, then
     ``pytorch_model.bin`` (or its shards), then every top-level ``*.safetensors``. Of a sharded
     checkpoint, only the shards holding attention tensors (Q/K weights, biases, norms) are read.
-    ``read_index(name)`` returns an index file's bytes (at most :data:`MAX_INDEX_BYTES`).
+    ``read_index(name)`` returns an index file's bytes (at most ``max_index_bytes``).
     """
     top = {n for n in names if "/" not in n}
     for single, fmt in SINGLE_FILES:
         index = f"{single}.index.json"
         if index in top:
-            weight_map = parse_index(read_index(index), index)
+            weight_map = parse_index(read_index(index), index, max_index_bytes)
             shards = set(weight_map.values())
             wanted = {f for t, f in weight_map.items() if is_attention_tensor(t, arch)} or shards
             missing = sorted(wanted - top)
@@ -88,10 +90,10 @@ def choose_weight_files(
     )
 
 
-def parse_index(data: bytes, label: str) -> dict[str, str]:
+def parse_index(data: bytes, label: str, limit: int = MAX_INDEX_BYTES) -> dict[str, str]:
     """The ``weight_map`` of a shard index: tensor name -> plain shard file name."""
-    if len(data) > MAX_INDEX_BYTES:
-        raise CorruptFileError(f"{label} is larger than {MAX_INDEX_BYTES} bytes")
+    if len(data) > limit:
+        raise CorruptFileError(f"{label} is larger than {limit} bytes")
     try:
         weight_map = json.loads(data)["weight_map"]
     except (KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -118,12 +120,21 @@ def is_plain_name(name: Any) -> bool:
 
 
 def is_attention_tensor(name: str, arch: Architecture) -> bool:
-    """Whether a checkpoint tensor is one the engine reads (by the architecture's patterns)."""
-    return any(re.search(regex, name) for regex in _attention_regexes(arch))
+    """Whether a checkpoint tensor is one the engine reads (by the architecture's patterns):
+    its name's literal ending first (most names of an index fail there), then the pattern."""
+    endings, pattern = _attention_matcher(arch)
+    return name.endswith(endings) and pattern.search(name) is not None
 
 
-def _attention_regexes(arch: Architecture) -> list[str]:
-    return [re.escape(p).replace(r"\{i\}", r"\d+") + "$" for p in attention_patterns(arch)]
+@functools.cache
+def _attention_matcher(arch: Architecture) -> tuple[tuple[str, ...], re.Pattern[str]]:
+    """The literal endings of ``arch``'s attention patterns and one compiled pattern matching
+    them all (built once per architecture: an index of 10^5 tensors is matched in
+    milliseconds)."""
+    patterns = attention_patterns(arch)
+    endings = tuple(p.rsplit("{i}", 1)[-1] for p in patterns)
+    parts = [re.escape(p).replace(r"\{i\}", r"\d+") for p in patterns]
+    return endings, re.compile(f"(?:{'|'.join(parts)})$")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,6 +174,11 @@ def regular_size(path: Path) -> int:
             "must be regular files"
         )
     return info.st_size
+
+
+def short_name(name: str, limit: int = 80) -> str:
+    """A file name as a message shows it (a 300-character name cut to ``limit``)."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 def _file_kind(mode: int) -> str:

@@ -1,11 +1,14 @@
 """Hub models: ``org/name[@revision]`` through ``huggingface_hub``.
 
-Locating asks the hub once for the repository's commit and file sizes (``model_info`` with
-file metadata) and reads config.json and a shard index (small; kept in the hub cache), so the
-fingerprint (``repo@commit``) and the weight files to read are known before any weight is
-downloaded. With no network (``HF_HUB_OFFLINE``, or the endpoint unreachable) the local hub
-cache is used alone. ``HF_ENDPOINT``, ``HF_HOME``/``HF_HUB_CACHE``, ``HF_TOKEN`` and
-``HF_HUB_OFFLINE`` are read when a model is located, so a running process follows them.
+Locating asks the hub for the repository's canonical id and commit (``model_info``, the sha
+alone) and its top-level files with their sizes (``list_repo_tree``, page by page, at most
+:data:`MAX_HUB_FILES` files), and reads config.json and a shard index (small; kept in the hub
+cache), so the fingerprint (``repo@commit``) and the weight files to read are known before any
+weight is downloaded. Every request and download uses the hub's canonical id, so the case
+variants of one id (``gOod/name``) are one repository, stored once. With no network
+(``HF_HUB_OFFLINE``, or the endpoint unreachable) the local hub cache is used alone.
+``HF_ENDPOINT``, ``HF_HOME``/``HF_HUB_CACHE``, ``HF_TOKEN`` and ``HF_HUB_OFFLINE`` are read
+when a model is located, so a running process follows them.
 
 Downloads (:func:`fetch_hub_files`) take only the chosen files and can be held to a byte
 budget: past it the transfer is aborted and its partial file removed. Messages name the
@@ -23,8 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from ..architectures import architecture_for
-from ..env import env_flag
-from ..errors import CorruptFileError, HubUnavailableError, ModelSpecError, NotAllowedError
+from ..errors import (
+    CorruptFileError,
+    HeadformsError,
+    HubUnavailableError,
+    ModelSpecError,
+    NotAllowedError,
+)
+from ..settings import env_flag
 from .bundled import BUNDLED_MODELS
 from .files import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, choose_weight_files, read_small
 from .local import parse_config
@@ -35,6 +44,9 @@ HUB_TIMEOUT = 10.0
 
 UNREACHABLE_MEMORY = 60.0
 """After a failed connection, the local cache is used directly for this many seconds."""
+
+MAX_HUB_FILES = 100_000
+"""Most top-level files of a repository listed (a caller's policy may allow fewer)."""
 
 _unreachable_until: dict[str, float] = {}
 _unreachable_lock = threading.Lock()
@@ -65,7 +77,13 @@ def hub_offline() -> bool:
     return env_flag("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
-def locate_hub(spec: str, repo_id: str, revision: str | None) -> Located:
+def locate_hub(
+    spec: str,
+    repo_id: str,
+    revision: str | None,
+    max_index_bytes: int = MAX_INDEX_BYTES,
+    max_files: int = MAX_HUB_FILES,
+) -> Located:
     """Locate a hub model (see the module doc); nothing but config and index is downloaded."""
     endpoint = hub_endpoint()
     offline = hub_offline() or _recently_unreachable(endpoint)
@@ -73,11 +91,12 @@ def locate_hub(spec: str, repo_id: str, revision: str | None) -> Located:
     commit = None
     if not offline:
         try:
-            listing, commit = _remote_listing(repo_id, revision, endpoint)
+            repo_id, listing, commit = _remote_listing(repo_id, revision, endpoint, max_files)
         except _Unreachable:
             _remember_unreachable(endpoint)
             offline = True
     if offline:
+        repo_id = _cached_repo_id(repo_id)
         listing, commit = _cached_listing(repo_id, revision)
     assert listing is not None and commit is not None
     fetch = _fetcher(repo_id, commit, endpoint, offline)
@@ -86,8 +105,9 @@ def locate_hub(spec: str, repo_id: str, revision: str | None) -> Located:
     arch = architecture_for(config["model_type"])
     choice = choose_weight_files(
         listing,
-        lambda name: read_small(fetch(name, listing, MAX_INDEX_BYTES), MAX_INDEX_BYTES),
+        lambda name: read_small(fetch(name, listing, max_index_bytes), max_index_bytes),
         arch,
+        max_index_bytes,
     )
     weights = tuple(LocatedFile(name, listing.get(name)) for name in choice.files)
     if offline:  # every chosen file must already be in the local cache (nothing downloads)
@@ -109,25 +129,56 @@ def locate_hub(spec: str, repo_id: str, revision: str | None) -> Located:
 
 
 def _remote_listing(
-    repo_id: str, revision: str | None, endpoint: str
-) -> tuple[dict[str, int | None], str]:
-    """``({file name: size}, commit)`` from the hub's metadata (one request)."""
+    repo_id: str, revision: str | None, endpoint: str, max_files: int
+) -> tuple[str, dict[str, int | None], str]:
+    """``(canonical id, {top-level file name: size}, commit)`` from the hub: the commit first
+    (one small answer), then the top-level tree page by page, stopped past ``max_files``."""
     from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
 
+    api = HfApi(endpoint=endpoint)
     try:
-        info = HfApi(endpoint=endpoint).model_info(
-            repo_id, revision=revision, files_metadata=True, timeout=HUB_TIMEOUT
-        )
+        info = api.model_info(repo_id, revision=revision, expand=["sha"], timeout=HUB_TIMEOUT)
+        if not info.sha:
+            raise HubUnavailableError(f"the hub did not report a commit for {repo_id!r}")
+        # The hub's own spelling, if it is a case variant of the id asked for (and only then:
+        # the allow-list was checked on that id).
+        same = isinstance(info.id, str) and info.id.lower() == repo_id.lower()
+        canonical = info.id if same else repo_id
+        sizes: dict[str, int | None] = {}
+        for entry in api.list_repo_tree(canonical, revision=info.sha, recursive=False):
+            if isinstance(entry, RepoFile):
+                size = entry.lfs.size if entry.lfs is not None else entry.size
+                sizes[entry.path] = int(size) if size is not None else None
+                if len(sizes) > max_files:
+                    raise CorruptFileError(
+                        f"{repo_id!r} has more than {max_files} files at its top level, more "
+                        "than this server lists; refused"
+                    )
+    except HeadformsError:
+        raise
     except Exception as exc:  # the hub's own answers: one line each; no answer: unreachable
         if _is_connection_failure(exc):
             raise _Unreachable from exc
         raise _hub_error(exc, repo_id, revision) from exc
-    if not info.sha:
-        raise HubUnavailableError(f"the hub did not report a commit for {repo_id!r}")
-    sizes = {
-        s.rfilename: (int(s.size) if s.size is not None else None) for s in info.siblings or []
-    }
-    return sizes, str(info.sha)
+    return canonical, sizes, str(info.sha)
+
+
+def _cached_repo_id(repo_id: str) -> str:
+    """The id under which the local hub cache holds ``repo_id`` (its folder names keep the
+    canonical case: ``gOod/name`` finds ``models--good--name``); ``repo_id`` when absent."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    wanted = repo_folder_name(repo_id=repo_id, repo_type="model").lower()
+    folder = hub_cache_dir()
+    try:
+        names = [e.name for e in os.scandir(folder) if e.name.lower() == wanted]
+    except OSError:
+        return repo_id
+    exact = repo_folder_name(repo_id=repo_id, repo_type="model")
+    if not names or exact in names:
+        return repo_id
+    return names[0].removeprefix("models--").replace("--", "/")
 
 
 def _cached_listing(repo_id: str, revision: str | None) -> tuple[dict[str, int | None], str]:
@@ -349,3 +400,28 @@ def _remove_partial_downloads(repo_id: str) -> None:
 
 def _glob(folder: Path, pattern: str) -> Iterable[Path]:
     return folder.glob(pattern) if folder.is_dir() else ()
+
+
+def evict_hub_cache(max_bytes: int, keep: str | None = None) -> int:
+    """Delete whole repositories from the local hub cache, least recently used first, until it
+    holds at most ``max_bytes``; never ``keep`` (case aside) nor a repository with a download
+    in progress. Returns the bytes freed."""
+    from huggingface_hub import scan_cache_dir
+
+    folder = hub_cache_dir()
+    if not folder.is_dir():
+        return 0
+    info = scan_cache_dir(folder)
+    excess = info.size_on_disk - max_bytes
+    freed = 0
+    by_use = sorted(info.repos, key=lambda r: max(r.last_accessed, r.last_modified))
+    for repo in by_use:
+        if freed >= excess:
+            break
+        if (keep and repo.repo_id.lower() == keep.lower()) or any(
+            _glob(repo.repo_path / "blobs", "*.incomplete")
+        ):
+            continue
+        info.delete_revisions(*(r.commit_hash for r in repo.revisions)).execute()
+        freed += repo.size_on_disk
+    return freed

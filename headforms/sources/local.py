@@ -1,4 +1,5 @@
-"""Local models: a directory (config.json + safetensors or .bin, single or sharded) or a .gguf.
+"""Local models: a directory (config.json + safetensors or .bin, single or sharded), a .gguf, or
+a published per-head table file (a source of metrics, :mod:`headforms.tables` reads it).
 
 Only regular files are read (see :func:`headforms.sources.files.open_regular`); weights are
 never opened here: the config, a shard index and the first MiB of each chosen file (its
@@ -7,9 +8,10 @@ fingerprint) are all that is read.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-from collections.abc import Callable
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,10 @@ from .files import (
     open_regular,
     read_small,
     regular_size,
+    short_name,
 )
-from .located import Located, LocatedFile
+from .located import TABLE_FORMAT, Located, LocatedFile
+from .policy import Guard, allow
 
 ACCEPTED_LOCAL = (
     "accepted: a directory with config.json and *.safetensors or pytorch_model.bin (single or "
@@ -33,22 +37,16 @@ ACCEPTED_LOCAL = (
 )
 
 
-Guard = Callable[[Path], None]
-"""Called with every path before it is opened (hosted mode: refuses paths outside the roots)."""
-
-
-def _allow(path: Path) -> None:
-    """The default guard: every path may be opened."""
-
-
 def locate_path(
     path: Path,
     spec: str,
     kind: str = "local",
     display_name: str | None = None,
-    guard: Guard = _allow,
+    guard: Guard = allow,
+    max_index_bytes: int = MAX_INDEX_BYTES,
 ) -> Located:
-    """Locate a local directory or ``.gguf`` file (see the module doc)."""
+    """Locate a local directory or ``.gguf`` file (see the module doc); ``guard`` sees every
+    path before it is opened."""
     path = Path(path)
     guard(path)
     if not path.exists():
@@ -74,9 +72,9 @@ def locate_path(
 
     def read_index(name: str) -> bytes:
         guard(path / name)
-        return read_small(path / name, MAX_INDEX_BYTES)
+        return read_small(path / name, max_index_bytes)
 
-    choice = choose_weight_files(names, read_index, arch)
+    choice = choose_weight_files(names, read_index, arch, max_index_bytes)
     for name in choice.files:
         guard(path / name)
     weights = tuple(LocatedFile(n, regular_size(path / n), path / n) for n in choice.files)
@@ -107,6 +105,36 @@ def parse_config(data: bytes, label: str) -> dict[str, Any]:
     if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
         raise CorruptFileError(f"{label}: no 'model_type' field")
     return config
+
+
+def locate_table(path: Path, spec: str, model: str | None, guard: Guard = allow) -> Located:
+    """Locate a published per-head table file; ``model``: the model named in it (None: its only
+    one, or, for listing, all of them)."""
+    path = Path(path)
+    guard(path)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise ModelSpecError(
+                f"no such table file: {path}; a published table is a .csv, .parquet or .json "
+                "file with one row per head"
+            ) from None
+        raise ModelSpecError(
+            f"cannot open the table file {short_name(path.name)}: "
+            f"{exc.strerror or type(exc).__name__}"
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelSpecError(f"the table {short_name(path.name)} is not a regular file")
+    return Located(
+        spec=spec,
+        kind="table",
+        display_name=model or path.stem,
+        format=TABLE_FORMAT,
+        fingerprint=files_fingerprint([path]) + f":{model or ''}",
+        weights=(LocatedFile(path.name, info.st_size, path),),
+        extra={"model": model},
+    )
 
 
 def _has_gguf_magic(path: Path) -> bool:

@@ -6,9 +6,13 @@ happen before anything heavy is opened: locate -> fingerprint -> cache -> open.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+TABLE_FORMAT = "table"
+"""The ``format`` of a published per-head table: its file holds metrics, not weights."""
 
 
 @dataclass(frozen=True)
@@ -35,11 +39,17 @@ class HubLocation:
 class Located:
     """A model found but not opened.
 
-    ``kind``: ``bundled``, ``local``, ``gguf`` or ``hub``. ``format``: ``safetensors``, ``bin``
-    or ``gguf``. ``weights``: the weight files the engine reads (the one choice of
-    :func:`headforms.sources.files.choose_weight_files`); ``config``: the parsed config.json
-    (None for GGUF, whose metadata holds it); ``complete``: the weight files hold every weight
-    of the model (not only the attention shards); ``fingerprint``: identifies the content.
+    ``kind``: ``bundled``, ``local``, ``gguf``, ``hub`` or ``table``. ``format``:
+    ``safetensors``, ``bin``, ``gguf`` or ``table`` (:data:`TABLE_FORMAT`). ``weights``: the
+    files the engine reads (the one choice of
+    :func:`headforms.sources.files.choose_weight_files`; a table's file); ``config``: the parsed
+    config.json (None for GGUF, whose metadata holds it); ``complete``: the weight files hold
+    every weight of the model (not only the attention shards); ``fingerprint``: identifies the
+    content; ``extra``: kind-specific facts (a table's ``model``). Set by the policy that
+    checked it (:class:`headforms.sources.policy.Policy`): ``download_budget``, the bytes its
+    downloads may take in all (None: unbounded), and ``confined``: no file beyond those named
+    here may be opened (e.g. the other shards of an index). It is a plain value: a worker
+    process receives it as JSON (:meth:`as_dict`) and opens it without locating it again.
     """
 
     spec: str
@@ -54,6 +64,8 @@ class Located:
     complete: bool = True
     hub: HubLocation | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    download_budget: int | None = None
+    confined: bool = False
 
     @property
     def weight_bytes(self) -> int | None:
@@ -69,3 +81,34 @@ class Located:
     def with_files(self, **changes: Any) -> Located:
         """A copy with some fields replaced (e.g. local paths after a download)."""
         return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (for a worker process, which then opens it without locating it again)."""
+        data = asdict(self)
+        for name in ("config_file", "index_file"):
+            data[name] = _file_dict(getattr(self, name))
+        data["weights"] = [_file_dict(f) for f in self.weights]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Located:
+        """The located model of :meth:`as_dict`."""
+        fields = dict(data)
+        fields["weights"] = tuple(_file(f) for f in data["weights"])
+        fields["config_file"] = _file(data.get("config_file"))
+        fields["index_file"] = _file(data.get("index_file"))
+        fields["hub"] = HubLocation(**data["hub"]) if data.get("hub") else None
+        return cls(**fields)
+
+
+def _file_dict(f: LocatedFile | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
+    return {"name": f.name, "size": f.size, "path": None if f.path is None else str(f.path)}
+
+
+def _file(data: Mapping[str, Any] | None) -> LocatedFile | None:
+    if data is None:
+        return None
+    path = data.get("path")
+    return LocatedFile(data["name"], data["size"], None if path is None else Path(path))

@@ -1,18 +1,21 @@
-"""Model specs: one string naming a model, classified before anything is opened.
+"""Model specs: one string naming a model, classified once, before anything is opened.
 
 A spec is a bundled model's short name (``smollm2-135m``), a local path (a directory with
-``config.json`` and weights, or a ``.gguf`` file), or a hub id with an optional revision
-(``gpt2``, ``org/name@revision``).
+``config.json`` and weights, or a ``.gguf`` file), a hub id with an optional revision
+(``gpt2``, ``org/name@revision``), or a published per-head table (``FILE.csv::MODEL``, or a bare
+``FILE.csv`` / ``FILE.parquet``). :func:`parse_spec` checks it under the caller's policy
+(:mod:`.policy`) and gives the :class:`Spec` that travels on.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ModelSpecError
 from .bundled import BUNDLED_MODELS
+from .policy import Policy
 
 HUB_ID_PATTERN = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}(?:@[A-Za-z0-9._/-]{1,128})?$"
@@ -38,10 +41,8 @@ BARE_SUFFIXES = (".csv", ".parquet")
 
 
 def split_spec(spec: str) -> tuple[Path, str | None] | None:
-    """``(file, model or None)`` if ``spec`` names a published per-head table (or a model in
-    one, ``FILE::MODEL``), else None. Tables are opened by :mod:`headforms.tables`."""
-    if not isinstance(spec, str):  # parse_spec says what a spec must be
-        return None
+    """``(file, model or None)`` if ``spec``'s text names a published per-head table (or a
+    model in one, ``FILE::MODEL``), else None."""
     spec = spec.strip()
     if SEPARATOR in spec:
         path, _, model = spec.rpartition(SEPARATOR)
@@ -53,25 +54,41 @@ def split_spec(spec: str) -> tuple[Path, str | None] | None:
     return None
 
 
-def is_table_spec(spec: str) -> bool:
-    """Whether ``spec`` names a published table (or a model in one)."""
-    return split_spec(spec) is not None
+def table_spec(path: Path | str, model: str) -> str:
+    """The spec of ``model`` in the table at ``path``."""
+    return f"{path}{SEPARATOR}{model}"
 
 
 @dataclass(frozen=True)
 class Spec:
-    """A classified spec: ``kind`` is ``bundled``, ``path`` or ``hub``; ``value`` the name, path
-    or repo id; ``revision`` the hub revision (None: the default branch)."""
+    """A classified spec: ``kind`` is ``bundled``, ``path``, ``hub`` or ``table``; ``value`` the
+    name, path, repo id or table file; ``revision`` the hub revision (None: the default
+    branch); ``model`` the model named in a table (None: the table's only one, or all of them).
+    ``policy``: the policy it was checked by (None: none), which the files it leads to are held
+    to when it is located."""
 
     text: str
     kind: str
     value: str
     revision: str | None = None
+    model: str | None = None
+    policy: Policy | None = field(default=None, compare=False, repr=False)
 
 
-def parse_spec(spec: str) -> Spec:
-    """Classify a spec (no file is opened; a bare relative name is tested for existence, except
-    in hosted mode, where the answer would tell strangers which files the server has)."""
+def parse_spec(spec: str, policy: Policy | None = None) -> Spec:
+    """Classify a spec once, under ``policy`` when one is given (its text checked first, the
+    classified spec second). No file is opened. Without a policy a bare relative name that
+    exists is a path; with one (a shared server's: the answer would tell strangers which files
+    it has) a spec is classified by its text alone."""
+    if policy is None:
+        return _classify(spec, probe=True)
+    policy.check_text(spec)
+    parsed = replace(_classify(spec, probe=False), policy=policy)
+    policy.check_spec(parsed)
+    return parsed
+
+
+def _classify(spec: str, probe: bool) -> Spec:
     if not isinstance(spec, str):
         raise ModelSpecError(f"the model spec must be a string; {ACCEPTED}")
     text = spec.strip()
@@ -85,12 +102,13 @@ def parse_spec(spec: str) -> Spec:
         raise ModelSpecError(f"model spec contains a NUL byte; {ACCEPTED}")
     if text in BUNDLED_MODELS:
         return Spec(text, "bundled", text)
-    from .hosted import enabled as hosted_mode  # hosted imports this module
-
+    table = split_spec(text)
+    if table is not None:
+        return Spec(text, "table", str(table[0]), model=table[1])
     looks_like_path = (
         text.startswith(("/", ".", "~"))
         or text.endswith((".gguf", ".safetensors", ".bin", ".json"))
-        or (not hosted_mode() and Path(text).expanduser().exists())
+        or (probe and Path(text).expanduser().exists())
     )
     if looks_like_path:
         return Spec(text, "path", str(Path(text).expanduser()))

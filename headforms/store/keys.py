@@ -1,9 +1,14 @@
-"""The one cache key function.
+"""The store keys: what names a stored result, for each of the two stages.
 
-A key names a result by everything it depends on: the weights (their fingerprint, or the
-shapes of a Gaussian baseline), the options, and :func:`code_version`, a hash of the source of
-every module that computes or encodes results. Any change to that code changes every key, so
+A key names a result by everything it depends on and a hash of the source of the code that
+computes it (:func:`code_version` of its stage): a change to that code changes its keys, so
 entries computed by older code are never served (they age out of the store).
+
+- Extraction (:func:`factors_key`): the weights' fingerprint and :data:`EXTRACTION_CODE`
+  (readers, models, the architecture table, the factor format).
+- Forms (:func:`metrics_key`): the factors' key, the options that change the numbers and
+  :data:`FORMS_CODE` (the algebra, the per-head table, the card, the result format). A new
+  metric or RoPE position changes only these keys: it is computed from stored factors.
 """
 
 from __future__ import annotations
@@ -12,29 +17,45 @@ import hashlib
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
-RESULT_CODE = (
+Stage = Literal["extraction", "forms"]
+
+EXTRACTION_CODE = (
     "architectures.py",
-    "forms.py",
-    "baseline.py",
-    "engine.py",
+    "factors.py",
     "models",
     "readers",
+    "store/factors.py",
+)
+"""Paths (relative to the package) of the code that extracts and stores factors."""
+
+FORMS_CODE = (
+    "baseline.py",
+    "card.py",
+    "columns.py",
+    "engine.py",
+    "factors.py",
+    "forms.py",
+    "heads.py",
+    "options.py",
     "results.py",
     "store/results.py",
+    "streaming.py",
 )
-"""Paths (relative to the package) of the code that computes or encodes cached results."""
+"""Paths (relative to the package) of the code that computes and encodes forms and metrics."""
+
+STAGE_CODE: dict[str, tuple[str, ...]] = {"extraction": EXTRACTION_CODE, "forms": FORMS_CODE}
 
 
 @cache
-def code_version() -> str:
-    """SHA-256 of the source of :data:`RESULT_CODE` (every ``.py`` file, in path order)."""
+def code_version(stage: Stage) -> str:
+    """SHA-256 of the source of a stage's code (every ``.py`` file, in path order)."""
     digest = hashlib.sha256()
     files: list[Path] = []
-    for entry in RESULT_CODE:
+    for entry in STAGE_CODE[stage]:
         path = PACKAGE_ROOT / entry
         files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
     for path in files:
@@ -43,12 +64,22 @@ def code_version() -> str:
     return digest.hexdigest()
 
 
-def cache_key(subject: str, options: dict[str, Any]) -> str:
-    """The key of a result: ``subject`` (a weight fingerprint, or what else the result is of),
-    the options that change it, and the code version."""
+def cache_key(subject: str, options: dict[str, Any], stage: Stage = "forms") -> str:
+    """The key of a result: ``subject`` (what the result is of: factors' key, weights'
+    fingerprint, a baseline's shapes), the options that change it, and its stage's code."""
     blob = json.dumps(
-        {"code": code_version(), "subject": subject, "options": options},
+        {"code": code_version(stage), "subject": subject, "options": options},
         sort_keys=True,
         separators=(",", ":"),
     )
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def factors_key(fingerprint: str) -> str:
+    """The key of a model's extracted factors (the weights' fingerprint, the extraction code)."""
+    return cache_key(fingerprint, {}, "extraction")
+
+
+def metrics_key(fingerprint: str, options: dict[str, Any]) -> str:
+    """The key of a model's forms and metrics at ``options`` (see the module doc)."""
+    return cache_key(factors_key(fingerprint), options, "forms")

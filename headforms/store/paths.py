@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-CACHE_DIR_ENV = "HEADFORMS_CACHE_DIR"
+from ..settings import settings
 
 _CHECKOUT_CACHE = Path(__file__).resolve().parents[2] / "cache"
 """``cache/`` next to the package in a source checkout (the repository ships it, empty)."""
@@ -14,9 +14,9 @@ _CHECKOUT_CACHE = Path(__file__).resolve().parents[2] / "cache"
 
 def cache_dir() -> Path:
     """The cache directory (created on first use)."""
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        path = Path(configured).expanduser()
+    configured = settings().cache_dir
+    if configured is not None:
+        path = configured
     elif _CHECKOUT_CACHE.is_dir():
         path = _CHECKOUT_CACHE
     else:

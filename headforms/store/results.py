@@ -5,7 +5,8 @@ arrays. It is stored as one zip archive (readable with any zip tool, numpy and a
 
     format.json      {"format": "headforms.result", "version": 1, "kind": ...}
     meta.json        the record's metadata (for an analysis: its model card)
-    tables/<name>.npz   one array per column (strings as fixed-width unicode; no pickles)
+    tables/<name>.npz   one array per column (labels as fixed-width unicode, read back as str
+                        objects; no pickles)
     arrays.npz       the named arrays (spectra)
 
 ``diskcache`` stores the archive's bytes as they are and its SHA-256 as the entry's tag; an
@@ -62,6 +63,11 @@ def _load_npz(data: bytes) -> dict[str, np.ndarray]:
         return {name: npz[name] for name in npz.files}
 
 
+def _labels(values: np.ndarray) -> np.ndarray:
+    """Stored label columns (fixed-width unicode) back to the object arrays computed ones use."""
+    return values.astype(object) if values.dtype.kind == "U" else values
+
+
 def encode(record: Record) -> bytes:
     """The zip archive of a record."""
     buffer = io.BytesIO()
@@ -83,7 +89,10 @@ def decode(data: bytes, kind: str) -> Record | None:
             if header != {"format": FORMAT, "version": FORMAT_VERSION, "kind": kind}:
                 return None
             tables = {
-                name[len("tables/") : -len(".npz")]: _load_npz(archive.read(name))
+                name[len("tables/") : -len(".npz")]: {
+                    column: _labels(values)
+                    for column, values in _load_npz(archive.read(name)).items()
+                }
                 for name in archive.namelist()
                 if name.startswith("tables/") and name.endswith(".npz")
             }

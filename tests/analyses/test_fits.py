@@ -200,7 +200,7 @@ def test_pooled_fit_matches_scipy_on_the_pooled_unit_mean_sample(ragged_samples)
 
 
 def test_observation6_tables_and_figures_on_a_model():
-    from headforms.engine import ALL_SPECTRA
+    from headforms.columns import ALL_SPECTRA
     from headforms.figures.fits import fit_error_vs_size_figure, sample_fits_figure
 
     res = analyze("minilm-l6", spectra=ALL_SPECTRA)

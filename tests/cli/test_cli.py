@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from counting import count_computations
 
 from headforms import BUNDLED_MODELS, analyze
 from headforms.cli import main, write_table
-from headforms.engine import TABLE_COLUMNS
+from headforms.columns import TABLE_COLUMNS
 from headforms.errors import (
     CorruptFileError,
     HeadformsError,
@@ -326,19 +327,16 @@ def test_spectra_all_and_baseline_warm_what_the_dashboard_loads(
 ) -> None:
     """``analyze --spectra all --baseline`` stores every spectrum and the baseline, so the
     dashboard's load of the same model afterwards computes nothing."""
-    import headforms.engine as engine
-    from headforms.engine import ALL_SPECTRA
+    import headforms.baseline as baseline
+    from headforms.columns import ALL_SPECTRA
 
     monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
     code, _, err = run_main("analyze", "minilm-l6", "--spectra", "all", "--baseline", capsys=capsys)
     assert code == 0, err
-    calls: list[str] = []
-    real_analysis, real_baseline = engine.compute_analysis, engine.compute_baseline
+    calls = count_computations(monkeypatch)
+    real_baseline = baseline.compute_baseline
     monkeypatch.setattr(
-        engine, "compute_analysis", lambda *a, **k: calls.append("a") or real_analysis(*a, **k)
-    )
-    monkeypatch.setattr(
-        engine, "compute_baseline", lambda *a, **k: calls.append("b") or real_baseline(*a, **k)
+        baseline, "compute_baseline", lambda *a, **k: calls.append("b") or real_baseline(*a, **k)
     )
     result = analyze("minilm-l6", spectra=ALL_SPECTRA)
     assert set(result.spectra) == set(ALL_SPECTRA)

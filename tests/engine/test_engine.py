@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import headforms.engine as engine
+import headforms.streaming as streaming
 from headforms.errors import CorruptFileError
 
 
@@ -43,7 +44,7 @@ def test_at_most_threads_plus_one_layers_are_in_flight(
 ) -> None:
     events: list[tuple[str, int]] = []
     lock = threading.Lock()
-    real_read = engine.read_layer
+    real_read = streaming.read_layer
 
     def read(source: Any, shapes: Any, index: Any, layer: int) -> Any:
         with lock:
@@ -57,7 +58,7 @@ def test_at_most_threads_plus_one_layers_are_in_flight(
                 events.append(("consume", done))
             time.sleep(0.05)  # a slow consumer: eager workers would read far ahead of it
 
-    monkeypatch.setattr(engine, "read_layer", read)
+    monkeypatch.setattr(streaming, "read_layer", read)
     monkeypatch.setenv("HEADFORMS_THREADS", str(threads))
     result = engine.analyze(str(deep_model), use_cache=False, progress=progress)
     assert result.card.n_layers == 12 and len(result.heads) == 48
@@ -82,7 +83,7 @@ def test_a_config_declaring_more_layers_than_present_is_refused_before_reading(
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("a layer was read before the shapes were checked")
 
-    monkeypatch.setattr(engine, "read_layer", never)
+    monkeypatch.setattr(streaming, "read_layer", never)
     with pytest.raises(CorruptFileError, match=r"declares|more than any supported") as info:
         engine.analyze(str(model), use_cache=False)
     assert "\n" not in str(info.value)
@@ -96,6 +97,6 @@ def test_declared_head_shapes_must_match_the_tensors(
     config["num_attention_heads"] = 8  # the tensors hold 4 heads of 8 dims
     config["head_dim"] = 8
     (model / "config.json").write_text(json.dumps(config))
-    monkeypatch.setattr(engine, "read_layer", lambda *a: pytest.fail("read before the check"))
+    monkeypatch.setattr(streaming, "read_layer", lambda *a: pytest.fail("read before the check"))
     with pytest.raises(CorruptFileError, match=r"has shape \(32, 32\), but the config implies"):
         engine.analyze(str(model), use_cache=False)

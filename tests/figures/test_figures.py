@@ -15,7 +15,7 @@ from plotly.colors import hex_to_rgb
 
 from headforms import HeadformsError, analyze
 from headforms.analyses.parity import parity_by_layer
-from headforms.engine import ALL_SPECTRA
+from headforms.columns import ALL_SPECTRA
 from headforms.figures import camera as FC
 from headforms.figures import export as FE
 from headforms.figures import head as FH

@@ -5,9 +5,13 @@ What it serves (the calls huggingface_hub 2.4 makes; headers as its ``file_downl
 
 - ``GET /api/models/{repo}`` and ``/api/models/{repo}/revision/{rev}`` (``model_info``): ``id``,
   ``sha``, ``siblings``; with ``?blobs=true`` (``files_metadata=True``) every sibling's ``size``,
-  ``blobId`` and, for LFS files, ``lfs`` (``sha256``, ``size``, ``pointerSize``).
-- ``GET /api/models/{repo}/tree/{rev}[/{path}]`` (``list_repo_tree``, ``list_repo_files``) and
-  ``POST /api/models/{repo}/paths-info/{rev}`` (``get_paths_info``).
+  ``blobId`` and, for LFS files, ``lfs`` (``sha256``, ``size``, ``pointerSize``); with
+  ``?expand=...`` only those properties (and ``id``), as the hub does.
+- ``GET /api/models/{repo}/tree/{rev}[/{path}]`` (``list_repo_tree``, ``list_repo_files``), in
+  pages of :data:`TREE_PAGE` entries linked by a ``Link: <...>; rel="next"`` header as the hub
+  paginates, and ``POST /api/models/{repo}/paths-info/{rev}`` (``get_paths_info``).
+- Repository ids are matched without regard to case and answered with the repository's own
+  spelling (``id``), as the hub does (``gOod/name`` is ``good/name``).
 - ``HEAD``/``GET /{repo}/resolve/{rev}/{file}`` (``hf_hub_download``, ``get_hf_file_metadata``):
   regular files answer 200 with ``X-Repo-Commit``, ``ETag`` (git blob id) and
   ``Content-Length``; LFS files (weights: ``.safetensors``, ``.bin``, ``.gguf``, ...) answer
@@ -26,8 +30,9 @@ Revisions: every :meth:`FakeRepo.commit` makes a new commit (40-hex sha) with a 
 of the repo's files on a branch (default ``main``); :meth:`FakeRepo.tag` names a commit. A
 revision is a branch, a tag or a full commit sha.
 
-A hostile hub's metadata: ``repo.declared_sizes[name] = n`` makes ``model_info`` declare ``n``
-bytes for a file (``None``: no size) while the file's real bytes are still served.
+A hostile hub's metadata: ``repo.declared_sizes[name] = n`` makes ``model_info`` and the tree
+declare ``n`` bytes for a file (``None``: no size) while the file's real bytes are still
+served.
 
 Adding a repo::
 
@@ -74,6 +79,9 @@ LFS_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".h5", ".msgpack
 
 LFS_POINTER_SIZE = 134
 """Size of a git LFS pointer file (what ``pointerSize`` reports)."""
+
+TREE_PAGE = 1000
+"""Entries per page of a tree listing (the hub's page size)."""
 
 
 def git_blob_id(data: bytes) -> str:
@@ -450,8 +458,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _find_repo(self, rest: str) -> tuple[FakeRepo | None, str]:
         """The repo a path starts with (``org/name`` or ``name``) and the rest of the path."""
         repos = self.server.hub.repos
+        folded = rest.lower()
         for repo_id in sorted(repos, key=len, reverse=True):
-            if rest == repo_id or rest.startswith(repo_id + "/"):
+            if folded == repo_id.lower() or folded.startswith(repo_id.lower() + "/"):
                 return repos[repo_id], rest[len(repo_id) :]
         return None, rest
 
@@ -501,14 +510,24 @@ class _Handler(BaseHTTPRequestHandler):
             return
         files = repo.commits[sha]
         if op == "revision":
-            self._json(200, _model_info(repo, sha, files, blobs=_true(query, "blobs")))
+            info = _model_info(repo, sha, files, blobs=_true(query, "blobs"))
+            if query.get("expand"):
+                info = {k: v for k, v in info.items() if k in {"_id", "id", *query["expand"]}}
+            self._json(200, info)
         elif op == "tree":
             recursive = _true(query, "recursive")
-            self._json(200, _tree(files, sub_path, recursive))
+            entries = _tree(repo, files, sub_path, recursive)
+            start = int(query.get("cursor", ["0"])[-1] or 0)
+            headers = {}
+            if start + TREE_PAGE < len(entries):
+                flag = "&recursive=true" if recursive else ""
+                url = f"{self.server.hub.url}{raw_path}?cursor={start + TREE_PAGE}{flag}"
+                headers["Link"] = f'<{url}>; rel="next"'
+            self._json(200, entries[start : start + TREE_PAGE], headers)
         else:
             form = parse_qs(self._body.decode())
             wanted = form.get("paths", [])
-            self._json(200, [_file_entry(p, files[p]) for p in wanted if p in files])
+            self._json(200, [_file_entry(repo, p, files[p]) for p in wanted if p in files])
 
     # -- /{repo}/resolve/{rev}/{file} -------------------------------------------------------
 
@@ -620,15 +639,18 @@ def _model_info(repo: FakeRepo, sha: str, files: dict[str, FakeFile], blobs: boo
     }
 
 
-def _file_entry(name: str, file: FakeFile) -> dict[str, Any]:
-    entry: dict[str, Any] = {"type": "file", "oid": file.blob_id, "size": len(file.data)}
+def _file_entry(repo: FakeRepo, name: str, file: FakeFile) -> dict[str, Any]:
+    size = repo.declared_sizes.get(name, len(file.data))
+    entry: dict[str, Any] = {"type": "file", "oid": file.blob_id, "size": size}
     entry["path"] = name
-    if file.lfs:
-        entry["lfs"] = {"oid": file.sha256, "size": len(file.data), "pointerSize": LFS_POINTER_SIZE}
+    if file.lfs and size is not None:
+        entry["lfs"] = {"oid": file.sha256, "size": size, "pointerSize": LFS_POINTER_SIZE}
     return entry
 
 
-def _tree(files: dict[str, FakeFile], sub_path: str, recursive: bool) -> list[dict[str, Any]]:
+def _tree(
+    repo: FakeRepo, files: dict[str, FakeFile], sub_path: str, recursive: bool
+) -> list[dict[str, Any]]:
     prefix = sub_path.strip("/") + "/" if sub_path.strip("/") else ""
     entries: dict[str, dict[str, Any]] = {}
     for name, file in sorted(files.items()):
@@ -648,5 +670,5 @@ def _tree(files: dict[str, FakeFile], sub_path: str, recursive: bool) -> list[di
                     folder,
                     {"type": "directory", "oid": git_blob_id(folder.encode()), "path": folder},
                 )
-        entries[name] = _file_entry(name, file)
+        entries[name] = _file_entry(repo, name, file)
     return list(entries.values())

@@ -57,14 +57,22 @@ class Run:
 class Session:
     """One websocket session with a Streamlit server on loopback."""
 
-    def __init__(self, port: int, timeout: float = 120.0) -> None:
+    def __init__(self, port: int, timeout: float = 120.0, forwarded_for: str | None = None) -> None:
+        """``forwarded_for``: an ``X-Forwarded-For`` header, as a proxy in front would send."""
         from websockets.sync.client import connect
 
         self.timeout = timeout
         url = f"ws://127.0.0.1:{port}/_stcore/stream"
+        headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else None
         self._stack = contextlib.ExitStack()
         self._ws = self._stack.enter_context(
-            connect(url, subprotocols=["streamlit"], open_timeout=30, max_size=None)
+            connect(
+                url,
+                subprotocols=["streamlit"],
+                open_timeout=30,
+                max_size=None,
+                additional_headers=headers,
+            )
         )
         self.widgets: dict[tuple[str, str], str] = {}
         self.components: dict[str, str] = {}

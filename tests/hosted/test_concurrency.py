@@ -7,8 +7,9 @@
 - SESSIONS: 20 concurrent Streamlit sessions on the real server (scripts/start.sh) over
   loopback websockets against a pre-analysed model, plus 20 concurrent HTTP GETs.
 
-Extractions are counted by a wrapper around ``headforms.engine.compute_analysis`` that appends
-one line per call to a log (and can sleep, so that the overlap is certain).
+Computations (from the weights or from stored factors) are counted by wrappers
+(``counting.COUNTING``) that append one line per call to a log (and can sleep, so that the
+overlap is certain).
 """
 
 from __future__ import annotations
@@ -29,34 +30,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from counting import COUNTING, count_computations
 from servers import free_port, start_server, stop_server, wait_healthy
 
-from headforms import DEFAULT_MODEL, engine
+from headforms import DEFAULT_MODEL, ModelAnalysis, engine
+from headforms.options import AnalysisOptions
 from headforms.results import analysis_from_record
-from headforms.store import ResultStore, cache_key
+from headforms.store import ResultStore, metrics_key
 
 REPO = Path(__file__).resolve().parents[2]
 N_SESSIONS = 20
 SESSION_TIMEOUT = 90.0  # seconds one websocket session may take before it counts as failed
 PROCESS_TIMEOUT = 120.0
 
-WRAPPER = r"""
+WRAPPER = (
+    COUNTING
+    + r"""
 import os, sys, time, pickle
 from pathlib import Path
 import headforms.engine as engine
 
-log = Path(os.environ["TEST_EXTRACTION_LOG"])
-real = engine.compute_analysis
-
-
-def counting(*args, **kwargs):
-    with open(log, "a") as fh:
-        fh.write(f"extraction {os.getpid()}\n")
-    time.sleep(float(os.environ.get("TEST_SLOW_SECONDS", "0")))
-    return real(*args, **kwargs)
-
-
-engine.compute_analysis = counting
 if os.environ.get("TEST_PAUSE_IN_WRITE"):
     import diskcache.core
 
@@ -80,6 +73,7 @@ while not go.exists():
 result = engine.analyze(sys.argv[1])
 Path(sys.argv[2]).write_bytes(pickle.dumps(result))
 """
+)
 
 
 def _save_llama(directory: Path) -> Path:
@@ -107,7 +101,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(model: Path) -> engine.ModelAnalysis:
+def reference(model: Path) -> ModelAnalysis:
     """The model's analysis computed without any cache."""
     return engine.analyze(str(model), use_cache=False)
 
@@ -120,7 +114,7 @@ def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
-def _same(a: engine.ModelAnalysis, b: engine.ModelAnalysis) -> None:
+def _same(a: ModelAnalysis, b: ModelAnalysis) -> None:
     pd.testing.assert_frame_equal(a.heads, b.heads, check_exact=True)
     assert a.spectra.keys() == b.spectra.keys()
     for name in a.spectra:
@@ -163,7 +157,7 @@ def _start_workers(
 
 @pytest.mark.slow
 def test_two_processes_extract_once_and_agree(
-    model: Path, reference: engine.ModelAnalysis, fresh_cache: Path, tmp_path: Path
+    model: Path, reference: ModelAnalysis, fresh_cache: Path, tmp_path: Path
 ) -> None:
     """Two processes released together on an uncached model: one extraction, equal results."""
     procs, outs, log = _start_workers(model, tmp_path, 2, {"TEST_SLOW_SECONDS": "1.0"})
@@ -181,7 +175,7 @@ def _value_files(cache: Path) -> list[Path]:
 
 def test_killed_mid_write_leaves_no_trusted_entry(
     model: Path,
-    reference: engine.ModelAnalysis,
+    reference: ModelAnalysis,
     fresh_cache: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -198,40 +192,27 @@ def test_killed_mid_write_leaves_no_trusted_entry(
     assert procs[0].wait(timeout=30) == -signal.SIGKILL
     partial = Path(paused.read_text())
     assert partial.exists() and partial in _value_files(fresh_cache)  # the torn file is there
-    key = cache_key(reference.card.fingerprint, engine.analysis_options(0, True))
+    key = metrics_key(reference.card.fingerprint, AnalysisOptions().key())
     cache = ResultStore()
     assert key not in cache and cache.get(key, "analysis") is None
     assert len(_extractions(log)) == 1  # the killed process had extracted
-    calls = _count_in_process(monkeypatch)
+    calls = count_computations(monkeypatch)
     again = engine.analyze(str(model))  # the dead writer's lock is gone: no wait, recompute
     _same(again, reference)
     assert len(calls) == 1
     _same(analysis_from_record(cache.get(key, "analysis")), reference)
 
 
-def _count_in_process(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[int]:
-    calls: list[int] = []
-    real = engine.compute_analysis
-
-    def counting(*args: Any, **kwargs: Any) -> engine.ModelAnalysis:
-        calls.append(threading.get_ident())
-        time.sleep(delay)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "compute_analysis", counting)
-    return calls
-
-
 @pytest.mark.parametrize("damage", ["flip bytes", "truncate", "delete file"])
 def test_damaged_entry_is_detected_and_recomputed(
     model: Path,
-    reference: engine.ModelAnalysis,
+    reference: ModelAnalysis,
     fresh_cache: Path,
     monkeypatch: pytest.MonkeyPatch,
     damage: str,
 ) -> None:
     """A value file damaged on disk is a miss (checksum), recomputed and rewritten."""
-    calls = _count_in_process(monkeypatch)
+    calls = count_computations(monkeypatch)
     engine.analyze(str(model))
     (value,) = _value_files(fresh_cache)
     blob = bytearray(value.read_bytes())
@@ -250,15 +231,15 @@ def test_damaged_entry_is_detected_and_recomputed(
 
 def test_threads_share_one_extraction(
     model: Path,
-    reference: engine.ModelAnalysis,
+    reference: ModelAnalysis,
     fresh_cache: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Eight threads (Streamlit sessions of one server) on an uncached model: one extraction."""
-    calls = _count_in_process(monkeypatch, delay=0.5)
+    calls = count_computations(monkeypatch, delay=0.5)
     barrier = threading.Barrier(8)
 
-    def session(_: int) -> engine.ModelAnalysis:
+    def session(_: int) -> ModelAnalysis:
         barrier.wait(timeout=60)
         return engine.analyze(str(model))
 

@@ -6,15 +6,32 @@ import os
 import shutil
 import types
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 import tiny_models
 
-from headforms import sources
-from headforms.engine import analyze
+from headforms import ModelAnalysis, engine, sources
 from headforms.errors import HeadformsError, ModelSpecError, NotAllowedError
+from headforms.hosted import policy as hosted
 from headforms.models import source as opening
-from headforms.sources import hosted
+from headforms.settings import ALLOWLIST_ENV, HOSTED_ENV, MAX_BYTES_ENV, ROOTS_ENV
+
+
+def analyze(spec: str, **options: object) -> ModelAnalysis:
+    """``engine.analyze`` within the policy in force, as the command line and the dashboard
+    hand it in (None when hosted mode is off)."""
+    return engine.analyze(spec, policy=hosted.policy_in_force(), **options)  # type: ignore[arg-type]
+
+
+def locate(spec: str) -> sources.Located:
+    """``sources.locate`` within the policy in force."""
+    return sources.locate(spec, hosted.policy_in_force())
+
+
+def check_spec(spec: str) -> None:
+    """The policy's check of a spec's text."""
+    hosted.Policy.from_env().parse(spec)
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +63,10 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture
 def hosted_env(monkeypatch: pytest.MonkeyPatch, layout: dict[str, Path]) -> dict[str, Path]:
     """Hosted mode on, one model root, no allow-list (no hub), the default size limit."""
-    monkeypatch.setenv(hosted.HOSTED_ENV, "1")
-    monkeypatch.setenv(hosted.ROOTS_ENV, str(layout["root"]))
-    monkeypatch.delenv(hosted.ALLOWLIST_ENV, raising=False)
-    monkeypatch.delenv(hosted.MAX_BYTES_ENV, raising=False)
+    monkeypatch.setenv(HOSTED_ENV, "1")
+    monkeypatch.setenv(ROOTS_ENV, str(layout["root"]))
+    monkeypatch.delenv(ALLOWLIST_ENV, raising=False)
+    monkeypatch.delenv(MAX_BYTES_ENV, raising=False)
     return layout
 
 
@@ -146,7 +163,7 @@ def test_no_roots_means_no_local_paths(
     hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without HEADFORMS_MODEL_ROOTS, hosted mode opens no local path at all."""
-    monkeypatch.delenv(hosted.ROOTS_ENV)
+    monkeypatch.delenv(ROOTS_ENV)
     with pytest.raises(NotAllowedError, match="local paths are disabled"):
         analyze(str(hosted_env["model"]))
 
@@ -157,29 +174,29 @@ def test_allowed_paths_and_bundled_models_still_work(hosted_env: dict[str, Path]
     aliased = analyze(str(hosted_env["root"] / "alias"), use_cache=False)
     assert len(direct.heads) == tiny_models.LAYERS * tiny_models.H
     assert direct.heads.equals(aliased.heads)
-    hosted.check_spec("smollm2-135m")  # bundled models need no root
-    assert sources.locate("minilm-l6").kind == "bundled"
+    check_spec("smollm2-135m")  # bundled models need no root
+    assert locate("minilm-l6").kind == "bundled"
 
 
 def test_hub_allowlist(
     hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Exact ids and org/* globs pass the allow-list (then the offline hub decides); others not."""
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "gpt2, openai-community/*")
+    monkeypatch.setenv(ALLOWLIST_ENV, "gpt2, openai-community/*")
     for spec in ("gpt2", "openai-community/gpt2", "openai-community/gpt2@main", "GPT2"):
-        hosted.check_spec(spec)
+        check_spec(spec)
     for spec in ("EleutherAI/pythia-70m", "openai-community", "gpt2-xl", "evil/gpt2"):
         with pytest.raises(NotAllowedError, match="not allowed on this server"):
-            hosted.check_spec(spec)
+            check_spec(spec)
     # each revision is another download: only main, unless an entry names revisions
     for spec in ("gpt2@refs/pr/1", "openai-community/gpt2@0123abcd"):
         with pytest.raises(NotAllowedError, match="a revision other than main needs an entry"):
-            hosted.check_spec(spec)
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "gpt2@v*, openai-community/*@*")
+            check_spec(spec)
+    monkeypatch.setenv(ALLOWLIST_ENV, "gpt2@v*, openai-community/*@*")
     for spec in ("gpt2@v1.0", "openai-community/gpt2@0123abcd", "openai-community/gpt2"):
-        hosted.check_spec(spec)
+        check_spec(spec)
     with pytest.raises(NotAllowedError, match="not allowed on this server"):
-        hosted.check_spec("gpt2@refs/pr/1")
+        check_spec("gpt2@refs/pr/1")
     with pytest.raises(NotAllowedError, match="not allowed on this server"):
         analyze("EleutherAI/pythia-70m")
     with pytest.raises(ModelSpecError, match="hub id"):
@@ -191,7 +208,7 @@ def test_size_limit_refuses_local_models_before_reading(
 ) -> None:
     """A model larger than HEADFORMS_MAX_MODEL_BYTES is refused from its file sizes alone."""
     size = (hosted_env["model"] / "model.safetensors").stat().st_size
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(size // 2))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(size // 2))
     with pytest.raises(NotAllowedError, match="more than this server's limit") as info:
         analyze(str(hosted_env["model"]))
     assert "nothing was downloaded or read" in str(info.value)
@@ -203,8 +220,8 @@ def test_size_limit_refuses_a_large_gguf_before_reading(
     """The bundled SmolLM2 GGUF opened as a local file under a root is measured, not read."""
     gguf = sources.BUNDLED_MODELS["smollm2-135m"].locate()
     roots = os.pathsep.join([str(hosted_env["root"]), str(gguf.parent)])
-    monkeypatch.setenv(hosted.ROOTS_ENV, roots)
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(10 * 2**20))
+    monkeypatch.setenv(ROOTS_ENV, roots)
+    monkeypatch.setenv(MAX_BYTES_ENV, str(10 * 2**20))
     with pytest.raises(NotAllowedError, match=r"MiB of weights to read, more than .* 10 MiB"):
         analyze(str(gguf))
 
@@ -215,11 +232,38 @@ def test_size_limit_at_the_boundary(
     """A model of exactly the limit is served; one byte less is refused."""
     model = hosted_env["model"]
     total = (model / "model.safetensors").stat().st_size  # exactly the weight files read
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(total))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(total))
     assert len(analyze(str(model), use_cache=False).heads) > 0
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(total - 1))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(total - 1))
     with pytest.raises(NotAllowedError, match="limit"):
         analyze(str(model), use_cache=False)
+
+
+def _hub_listing(
+    monkeypatch: pytest.MonkeyPatch, sha: str, files: dict[str, int | None], folders: tuple = ()
+) -> list[dict[str, object]]:
+    """Make huggingface_hub's ``model_info`` answer ``sha`` and its tree listing ``files``
+    (name -> declared size) and ``folders``; the calls made, recorded."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile, RepoFolder
+
+    calls: list[dict[str, object]] = []
+
+    def model_info(self: HfApi, repo_id: str, **kwargs: object) -> types.SimpleNamespace:
+        calls.append({"call": "model_info", "repo_id": repo_id, **kwargs})
+        return types.SimpleNamespace(id=repo_id, sha=sha)
+
+    def list_repo_tree(self: HfApi, repo_id: str, **kwargs: object) -> object:
+        calls.append({"call": "list_repo_tree", "repo_id": repo_id, **kwargs})
+        for name, size in files.items():
+            yield RepoFile(path=name, size=size, oid="0" * 40)
+        for name in folders:
+            yield RepoFolder(path=name, oid="1" * 40)
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(HfApi, "model_info", model_info)
+    monkeypatch.setattr(HfApi, "list_repo_tree", list_repo_tree)
+    return calls
 
 
 def test_size_limit_uses_hub_metadata_before_download(
@@ -227,44 +271,39 @@ def test_size_limit_uses_hub_metadata_before_download(
 ) -> None:
     """Hub models are measured from the hub's file metadata, the files the engine would read
     and only those: only config.json is downloaded before the refusal."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.hf_api import RepoSibling
-
-    calls: list[dict[str, object]] = []
     downloads: list[str] = []
     config = hosted_env["model"] / "config.json"
-
-    def model_info(self: HfApi, repo_id: str, **kwargs: object) -> types.SimpleNamespace:
-        calls.append({"repo_id": repo_id, **kwargs})
-        return types.SimpleNamespace(
-            sha="c" * 40,
-            siblings=[
-                RepoSibling("config.json", size=config.stat().st_size),
-                RepoSibling("model-00001-of-00002.safetensors", size=5 * 2**30),
-                RepoSibling("model-00002-of-00002.safetensors", size=5 * 2**30),
-                RepoSibling("pytorch_model.bin", size=20 * 2**30),
-                RepoSibling("subfolder/huge.safetensors", size=90 * 2**30),
-            ],
-        )
+    files = {
+        "config.json": config.stat().st_size,
+        "model-00001-of-00002.safetensors": 5 * 2**30,
+        "model-00002-of-00002.safetensors": 5 * 2**30,
+        "pytorch_model.bin": 20 * 2**30,
+    }
+    calls = _hub_listing(monkeypatch, "c" * 40, files, folders=("subfolder",))
 
     def hf_hub_download(repo_id: str, filename: str, **kwargs: object) -> str:
         downloads.append(filename)
         assert filename == "config.json", f"{filename} was downloaded before the size check"
         return str(config)
 
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(HfApi, "model_info", model_info)
     monkeypatch.setattr("huggingface_hub.hf_hub_download", hf_hub_download)
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "big-org/*@*")
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(19 * 2**30))
+    monkeypatch.setenv(ALLOWLIST_ENV, "big-org/*@*")
+    monkeypatch.setenv(MAX_BYTES_ENV, str(19 * 2**30))
     # As transformers would: without model.safetensors (or its index) the .bin is the weight
-    # file; the index-less shards and the sub-folder file are not read, so not counted.
+    # file; the index-less shards and the sub-folder are not read, so not counted.
     with pytest.raises(NotAllowedError, match=r"20 GiB of weights to read, more than .* 19 GiB"):
         analyze("big-org/big-model@v1")
-    assert calls[0]["repo_id"] == "big-org/big-model" and calls[0]["revision"] == "v1"
-    assert calls[0]["files_metadata"] is True and downloads == ["config.json"]
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(20 * 2**30))
-    located = sources.locate("big-org/big-model@v1")  # at the limit: passes
+    assert calls[0] == {
+        "call": "model_info",
+        "repo_id": "big-org/big-model",
+        "revision": "v1",
+        "expand": ["sha"],  # the commit alone: no listing of every file of the repository
+        "timeout": ANY,
+    }
+    assert calls[1]["revision"] == "c" * 40 and calls[1]["recursive"] is False
+    assert downloads == ["config.json"]
+    monkeypatch.setenv(MAX_BYTES_ENV, str(20 * 2**30))
+    located = locate("big-org/big-model@v1")  # at the limit: passes
     assert [f.name for f in located.weights] == ["pytorch_model.bin"]
 
 
@@ -272,18 +311,10 @@ def test_hub_file_of_undeclared_size_is_refused(
     hosted_env: dict[str, Path], no_reading: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A size the hub does not declare cannot be checked: hosted mode refuses (fails closed)."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.hf_api import RepoSibling
-
     config = hosted_env["model"] / "config.json"
-    info = types.SimpleNamespace(
-        sha="d" * 40,
-        siblings=[RepoSibling("config.json", size=None), RepoSibling("model.safetensors")],
-    )
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(HfApi, "model_info", lambda self, repo_id, **kw: info)
+    _hub_listing(monkeypatch, "d" * 40, {"config.json": None, "model.safetensors": None})
     monkeypatch.setattr("huggingface_hub.hf_hub_download", lambda *a, **k: str(config))
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "*")
+    monkeypatch.setenv(ALLOWLIST_ENV, "*")
     with pytest.raises(NotAllowedError, match="model.safetensors is not declared"):
         analyze("org/model")
 
@@ -300,10 +331,10 @@ def test_hosted_mode_off_changes_nothing(
 ) -> None:
     """Without HEADFORMS_HOSTED every local path opens as before and no policy applies."""
     for value in ("", "0", "no"):
-        monkeypatch.setenv(hosted.HOSTED_ENV, value)
+        monkeypatch.setenv(HOSTED_ENV, value)
         assert not hosted.enabled()
-    monkeypatch.setenv(hosted.ROOTS_ENV, str(layout["root"]))
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, "1")
+    monkeypatch.setenv(ROOTS_ENV, str(layout["root"]))
+    monkeypatch.setenv(MAX_BYTES_ENV, "1")
     res = analyze(str(layout["outside"] / "tiny"), use_cache=False)
     assert len(res.heads) == tiny_models.LAYERS * tiny_models.H
     assert len(analyze(str(layout["root"] / "escape"), use_cache=False).heads) == len(res.heads)
@@ -328,9 +359,9 @@ def test_size_limit_offline_measures_the_local_hub_cache(
         fh.truncate(3 * 2**20)  # sparse: only its size matters
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv(hosted.ALLOWLIST_ENV, "some-org/*")
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(2**20))
+    monkeypatch.setenv(ALLOWLIST_ENV, "some-org/*")
+    monkeypatch.setenv(MAX_BYTES_ENV, str(2**20))
     with pytest.raises(NotAllowedError, match=r"3 MiB of weights"):
         analyze("some-org/some-model")
-    monkeypatch.setenv(hosted.MAX_BYTES_ENV, str(4 * 2**20))
-    assert sources.locate("some-org/some-model").weight_bytes == 3 * 2**20
+    monkeypatch.setenv(MAX_BYTES_ENV, str(4 * 2**20))
+    assert locate("some-org/some-model").weight_bytes == 3 * 2**20

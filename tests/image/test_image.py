@@ -232,6 +232,7 @@ def test_torch_is_the_cpu_build_and_no_build_leftovers_are_inside(image: str) ->
         "requirements-models.txt",
         "requirements.txt",
         "scripts",
+        "server.py",
         "static",
         "ui",
     }
@@ -289,10 +290,11 @@ def test_healthy_and_not_root(app: str) -> None:
 
 def test_page_and_plotly_js_are_served(app: str) -> None:
     """`/` is the app's page; the pinned plotly's own script is served from /app/static/ under
-    its hashed name (ui.static)."""
+    its hashed name (ui.static), and so is the gl3d bundle that `make run` serves, byte for byte
+    (fetched with npm in a build stage): a hosted first paint is as fast as a local one."""
     from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
-    from ui.static import bundle_name
+    from ui.static import STATIC_DIR, bundle_name, ensure_plotly_js
 
     base = url_of(app)
     with urllib.request.urlopen(f"{base}/_stcore/health", timeout=30) as response:
@@ -303,6 +305,12 @@ def test_page_and_plotly_js_are_served(app: str) -> None:
     name = bundle_name("full", get_plotlyjs_version(), script)
     with urllib.request.urlopen(f"{base}/app/static/{name}", timeout=30) as response:
         assert response.read() == script
+    local = ensure_plotly_js().gl3d  # what `make run` serves (scripts/install.sh fetched it)
+    assert local is not None, "the install fetched no gl3d bundle (npm missing?)"
+    served = docker("exec", app, "ls", "/app/static").stdout.split()
+    assert local.rsplit("/", 1)[1] in served
+    with urllib.request.urlopen(f"{base}/{local}", timeout=30) as response:
+        assert response.read() == (STATIC_DIR / local.rsplit("/", 1)[1]).read_bytes()
 
 
 @pytest.mark.parametrize(

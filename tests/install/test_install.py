@@ -47,7 +47,7 @@ def test_start_command_defaults(tmp_path: Path) -> None:
         check=True,
         timeout=30,
     ).stdout.split()
-    assert argv[:2] == ["run", "app.py"]
+    assert argv[:2] == ["run", "server.py"]  # app.py behind the HTTP rules
     assert "--server.headless=true" in argv
     assert "--server.address=0.0.0.0" in argv and "--server.port=8501" in argv
     env.update(HOST="127.0.0.1", PORT="9999")

@@ -19,9 +19,10 @@ import pytest
 import tiny_models as tm
 
 from headforms.architectures import Shapes, shapes_from_config, split_biases, split_weights
-from headforms.engine import compute_analysis
-from headforms.models.extract import TensorIndex, effective_factors, read_layer
+from headforms.heads import effective_factors
+from headforms.models.extract import TensorIndex, read_layer
 from headforms.models.source import ModelSource, open_model
+from headforms.streaming import compute_analysis
 
 SEQ = 7
 TOLERANCE = 1e-5
@@ -58,7 +59,7 @@ class Tiny:
         if factors is None:
 
             def factors(d: int) -> tuple[np.ndarray, np.ndarray]:
-                return effective_factors(self.source, self.shapes, aug, layer, d)
+                return effective_factors(aug, d)
 
         has_norm = aug.q_gain is not None
         scores = tm.predict_scores(

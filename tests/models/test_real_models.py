@@ -19,7 +19,8 @@ from headforms import BUNDLED_MODELS, ModelAnalysis, analyze
 from headforms.analyses.parity import parity_table
 from headforms.architectures import shapes_from_config
 from headforms.forms import head_forms
-from headforms.models.extract import TensorIndex, effective_factors, read_layer
+from headforms.heads import effective_factors
+from headforms.models.extract import TensorIndex, read_layer
 from headforms.models.source import open_model
 
 BUNDLED = ("smollm2-135m", "minilm-l6", "gemma3-270m")
@@ -219,7 +220,7 @@ def test_gguf_forms_match_transformers_gguf_loading(hf_smollm2, smollm2_source) 
     worst = 0.0
     for layer in range(shapes.n_layers):
         weights = read_layer(source, shapes, index, layer)
-        q, k = effective_factors(source, shapes, weights, layer)
+        q, k = effective_factors(weights)
         q_hf = hf_smollm2["q"][layer].reshape(H, n, N)
         k_hf = hf_smollm2["k"][layer].reshape(Hkv, n, N)
         for head in range(H):
@@ -260,7 +261,7 @@ def test_rope_position_matches_transformers_rotary_embedding(
     H, n, N = shapes.n_heads, shapes.head_dim, shapes.model_dim
     layer = 3
     weights = read_layer(source, shapes, index, layer)
-    q_rot, _ = effective_factors(source, shapes, weights, layer, rope_position=position)
+    q_rot, _ = effective_factors(weights, rope_position=position)
     q_hf = torch.from_numpy(hf_smollm2["q"][layer].reshape(H, n, N).transpose(0, 2, 1).copy())
     with torch.no_grad():
         cos, sin = hf_smollm2["rotary"](q_hf, torch.tensor([[position]]))

@@ -20,10 +20,12 @@ import pytest
 import tiny_models as tm
 
 from headforms.architectures import shapes_from_config
-from headforms.engine import compute_analysis
-from headforms.models.extract import TensorIndex, effective_factors, read_layer
+from headforms.heads import effective_factors
+from headforms.models.extract import TensorIndex, read_layer
 from headforms.models.rope import inverse_frequencies, rotation
 from headforms.models.source import ModelSource, open_model
+from headforms.options import AnalysisOptions
+from headforms.streaming import compute_analysis
 
 POSITIONS = np.array([0, 1, 2, 4, 7, 11, 16, 23, 31, 40])
 """Position ids of the tokens: relative positions 0..40 occur between them."""
@@ -53,7 +55,7 @@ class Rotary:
         if factors is None:
 
             def factors(d: int) -> tuple[np.ndarray, np.ndarray]:
-                return effective_factors(self.source, self.shapes, aug, layer, d)
+                return effective_factors(aug, d)
 
         scores = tm.predict_scores(
             factors,
@@ -69,7 +71,7 @@ class Rotary:
     def rotated_by(self, layer: int, rot: Any) -> tm.Factors:
         """Factors with a custom rotation ``rot(d) -> (n, n)`` in place of the engine's."""
         aug = self.weights(layer)
-        q, k = effective_factors(self.source, self.shapes, aug, layer, 0)
+        q, k = effective_factors(aug, 0)
         return lambda d: (rot(d) @ q, k)
 
 
@@ -246,8 +248,8 @@ def test_gguf_rows_are_unpermuted_to_hf_order(
         for name in ("q", "k", "q_bias", "k_bias"):
             np.testing.assert_array_equal(getattr(from_gguf, name), getattr(from_hf, name))
         for d in (0, 1, 7, 40):
-            q_g, k_g = effective_factors(gguf_llama, shapes, from_gguf, layer, d)
-            q_h, k_h = effective_factors(hf.source, hf.shapes, from_hf, layer, d)
+            q_g, k_g = effective_factors(from_gguf, d)
+            q_h, k_h = effective_factors(from_hf, d)
             np.testing.assert_allclose(q_g, q_h, rtol=0, atol=1e-12)
             np.testing.assert_array_equal(k_g, k_h)
 
@@ -277,13 +279,13 @@ def test_gguf_permutation_matters_only_at_nonzero_d(
     hf_weights = hf.weights(0)
     kv = shapes.kv_of_head
     for d, should_match in ((0, True), (5, False)):
-        q_p, k_p = effective_factors(kept, shapes, permuted, 0, d)
-        q_h, k_h = effective_factors(hf.source, shapes, hf_weights, 0, d)
+        q_p, k_p = effective_factors(permuted, d)
+        q_h, k_h = effective_factors(hf_weights, d)
         l_p = np.einsum("hnm,hnk->hmk", k_p[kv], q_p)
         l_h = np.einsum("hnm,hnk->hmk", k_h[kv], q_h)
         assert np.allclose(l_p, l_h, atol=1e-9) == should_match
     assert hf.error(0) < TOLERANCE
-    assert hf.error(0, lambda d: effective_factors(kept, shapes, permuted, 0, d)) > WRONG
+    assert hf.error(0, lambda d: effective_factors(permuted, d)) > WRONG
 
 
 @pytest.mark.parametrize("distance", [0, 3])
@@ -291,8 +293,8 @@ def test_gguf_and_safetensors_tables_agree(
     rotary: dict[str, Rotary], gguf_llama: ModelSource, distance: int
 ) -> None:
     """End to end: the engine's per-head table is the same from either file."""
-    hf = compute_analysis(rotary["llama"].source, rope_position=distance)
-    gg = compute_analysis(gguf_llama, rope_position=distance)
+    hf = compute_analysis(rotary["llama"].source, AnalysisOptions(distance))
+    gg = compute_analysis(gguf_llama, AnalysisOptions(distance))
     cols = ["a", "b", "c", "d", "energy", "pairing", "norm_l", "n_pos", "n_neg"]
     np.testing.assert_allclose(gg.heads[cols].to_numpy(float), hf.heads[cols].to_numpy(float))
     assert gg.card.rope == hf.card.rope
@@ -330,15 +332,15 @@ def test_gguf_forms_reproduce_attention(
     index = TensorIndex.for_source(source)
     for layer in range(shapes.n_layers):
         aug = tm.with_bias_column(read_layer(source, shapes, index, layer))
-        assert hf.error(layer, partial(effective_factors, source, shapes, aug, layer)) < TOLERANCE
+        assert hf.error(layer, partial(effective_factors, aug)) < TOLERANCE
 
 
 @pytest.mark.parametrize("family", ROPE_FAMILIES)
 def test_engine_table_at_nonzero_d(rotary: dict[str, Rotary], family: str) -> None:
     """The engine applies R_d (profiles move) and L_d keeps n positive / n negative eigenvalues."""
     r = rotary[family]
-    at0 = compute_analysis(r.source, rope_position=0).heads
-    at5 = compute_analysis(r.source, rope_position=5).heads
+    at0 = compute_analysis(r.source, AnalysisOptions(0)).heads
+    at5 = compute_analysis(r.source, AnalysisOptions(5)).heads
     n = r.shapes.head_dim
     assert (at5["n_pos"] == n).all() and (at5["n_neg"] == n).all()
     assert np.abs(at5["a"] - at0["a"]).max() > WRONG
@@ -401,7 +403,7 @@ def test_gguf_rope_freqs_divisors_reproduce_llama3_scaling(
     source = open_model(str(path))
     got = inverse_frequencies(source.config, n, 0)
     np.testing.assert_allclose(got, want, rtol=1e-6)  # divisors are stored as float32
-    assert compute_analysis(source, rope_position=5).heads["n_pos"].eq(n).all()
+    assert compute_analysis(source, AnalysisOptions(5)).heads["n_pos"].eq(n).all()
 
 
 @pytest.mark.parametrize("name", ["smollm2-135m", "gemma3-270m"])

@@ -24,11 +24,11 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from headforms.engine import compute_analysis
 from headforms.errors import CorruptFileError, HubUnavailableError
 from headforms.models.source import open_model
 from headforms.readers import SafetensorsReader
 from headforms.readers.remote import RangeFetcher, RemoteSafetensorsReader, ranges_enabled
+from headforms.streaming import compute_analysis
 
 REPO, COMMIT = "org/tiny-llama", "0123456789abcdef0123456789abcdef01234567"
 LAYERS, SHARDS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = 6, 3, 48, 4, 2, 12, 2048
@@ -305,7 +305,7 @@ def test_engine_results_match_the_local_checkpoint(
 
 _CHILD = """
 import json, sys
-from headforms.engine import compute_analysis
+from headforms.streaming import compute_analysis
 from headforms.models.source import open_model
 source = open_model(sys.argv[1])
 result = compute_analysis(source)

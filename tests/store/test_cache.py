@@ -15,7 +15,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import tiny_models as tm
+from counting import count_computations
 
-import headforms.engine as engine
 from headforms import HeadformsError, ModelAnalysis, analyze
-from headforms.engine import analysis_options
+from headforms.options import AnalysisOptions
 from headforms.readers import read_safetensors_header
 from headforms.sources import locate
-from headforms.store import Record, ResultStore, cache_key, code_version
+from headforms.store import Record, ResultStore, code_version, factors_key, metrics_key
 from headforms.store import keys as store_keys
 from headforms.store import results as store_results
 
@@ -58,18 +57,8 @@ def cache(tmp_path: Path) -> Iterator[ResultStore]:
 
 @pytest.fixture
 def computations(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Records every real computation the engine does (the options it was called with)."""
-    calls: list[dict[str, Any]] = []
-    real = engine.compute_analysis
-
-    def counting(
-        source: Any, rope_position: int = 0, fold_qk_norm: bool = True, progress=None, spectra=()
-    ):
-        calls.append({"rope_position": rope_position, "fold_qk_norm": fold_qk_norm})
-        return real(source, rope_position, fold_qk_norm, progress, spectra)
-
-    monkeypatch.setattr(engine, "compute_analysis", counting)
-    return calls
+    """Records every real computation the engine does (its stage and options)."""
+    return count_computations(monkeypatch)
 
 
 def _same(a: ModelAnalysis, b: ModelAnalysis) -> None:
@@ -107,7 +96,7 @@ def test_options_give_different_keys(
 ) -> None:
     combos = [(d, fold) for d in (0, 5) for fold in (True, False)]
     fingerprint = locate(str(model_dir)).fingerprint
-    keys = {cache_key(fingerprint, analysis_options(d, fold)) for d, fold in combos}
+    keys = {metrics_key(fingerprint, AnalysisOptions(d, fold).key()) for d, fold in combos}
     assert len(keys) == len(combos)
     results = {
         (d, fold): analyze(str(model_dir), rope_position=d, fold_qk_norm=fold, store=cache)
@@ -180,7 +169,7 @@ def test_damaged_inline_entry_is_detected_and_recomputed(
     """A tiny model's result is small: diskcache keeps it inside its SQLite file."""
     first = analyze(str(model_dir), store=cache)
     assert not list(Path(cache.directory).rglob("*.val"))
-    key = cache_key(locate(str(model_dir)).fingerprint, analysis_options(0, True))
+    key = metrics_key(locate(str(model_dir)).fingerprint, AnalysisOptions().key())
     _damage_inline(Path(cache.directory), key)
     again = analyze(str(model_dir), store=cache)
     assert len(computations) == 2
@@ -249,15 +238,10 @@ def test_weight_changes_change_the_fingerprint(
 
 
 def test_concurrent_analyses_of_one_key_compute_once(
-    model_dir: Path, cache: ResultStore, computations: list[dict[str, Any]], monkeypatch
+    model_dir: Path, cache: ResultStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counting = engine.compute_analysis
-
-    def slow(*args: Any, **kwargs: Any) -> ModelAnalysis:
-        time.sleep(0.3)  # widen the window in which both threads miss the cache
-        return counting(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "compute_analysis", slow)
+    # the delay widens the window in which both threads miss the cache
+    computations = count_computations(monkeypatch, delay=0.3)
     results: list[ModelAnalysis] = []
     errors: list[BaseException] = []
 
@@ -282,30 +266,45 @@ def test_concurrent_analyses_of_one_key_compute_once(
 
 
 @pytest.mark.parametrize(
-    "changed",
-    ["forms.py", "architectures.py", "results.py", "models/extract.py", "readers/gguf.py"],
+    ("changed", "stages"),
+    [
+        ("forms.py", {"forms"}),
+        ("heads.py", {"forms"}),
+        ("results.py", {"forms"}),
+        ("card.py", {"forms"}),
+        ("architectures.py", {"extraction"}),
+        ("models/extract.py", {"extraction"}),
+        ("readers/gguf.py", {"extraction"}),
+        ("store/factors.py", {"extraction"}),
+        ("factors.py", {"extraction", "forms"}),
+    ],
 )
-def test_a_change_to_the_computing_code_changes_every_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: str
+def test_a_change_to_the_computing_code_changes_its_stage_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: str, stages: set[str]
 ) -> None:
-    """Entries computed by other code are never served: editing the maths, the architecture
-    table, the result classes, extraction or a reader changes the key."""
+    """Entries computed by other code are never served: editing the maths, the table, the card
+    or the result classes changes the metrics keys (the factors stay valid: no weight is read
+    again); editing extraction, a reader or the architecture table changes the factors keys,
+    and through them the metrics keys."""
     package = Path(store_keys.PACKAGE_ROOT)
     copy = Path(shutil.copytree(package, tmp_path / "headforms", ignore=_pycache))
     monkeypatch.setattr(store_keys, "PACKAGE_ROOT", copy)
     store_keys.code_version.cache_clear()
+    options = {"rope_position": 0, "fold_qk_norm": True}
     try:
-        original = code_version()
-        before = cache_key("weights", {"rope_position": 0})
-        assert original == code_version()  # stable while nothing changes
+        original = {stage: code_version(stage) for stage in ("extraction", "forms")}
+        before = factors_key("weights"), metrics_key("weights", options)
+        assert original == {stage: code_version(stage) for stage in original}  # stable
         (copy / changed).write_text((copy / changed).read_text() + "\n# a change\n")
         store_keys.code_version.cache_clear()
-        assert code_version() != original
-        assert cache_key("weights", {"rope_position": 0}) != before
+        now = {stage: code_version(stage) for stage in original}
+        assert {stage for stage in original if now[stage] != original[stage]} == stages
+        assert (factors_key("weights") != before[0]) == ("extraction" in stages)
+        assert metrics_key("weights", options) != before[1]
         store_keys.code_version.cache_clear()
         (copy / "figures" / "style.py").write_text("# figures do not compute results\n")
         (copy / changed).write_text((package / changed).read_text())
-        assert code_version() == original  # only the computing code counts
+        assert {stage: code_version(stage) for stage in original} == original
     finally:
         store_keys.code_version.cache_clear()
 

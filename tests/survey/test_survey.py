@@ -25,9 +25,9 @@ import tiny_models as tm
 from fake_hub import FakeHub, checkpoint_files
 
 from headforms import analyze
+from headforms.options import AnalysisOptions
 from headforms.presets import PAPER_MODELS
 from headforms.survey import (
-    SurveyOptions,
     estimate_peak_bytes,
     manifest_path,
     run_survey,
@@ -137,7 +137,7 @@ def test_other_options_refuse_an_existing_survey(tiny_dirs, tmp_path: Path):
     out = tmp_path / "s.csv"
     run_survey([str(tiny_dirs["gpt2"])], out)
     with pytest.raises(OptionError, match="made with"):
-        run_survey([str(tiny_dirs["gpt2"])], out, SurveyOptions(fold_qk_norm=False))
+        run_survey([str(tiny_dirs["gpt2"])], out, AnalysisOptions(fold_qk_norm=False))
 
 
 def test_memory_budget_keeps_models_apart_and_estimates_bound_peaks(tiny_dirs, tmp_path):

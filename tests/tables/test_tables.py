@@ -18,8 +18,13 @@ from published_tables import author_table
 
 from headforms import analyze
 from headforms.errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
-from headforms.sources.specs import is_table_spec, split_spec
+from headforms.sources import parse_spec
+from headforms.sources.specs import split_spec
 from headforms.tables import expand_table_spec
+
+
+def is_table_spec(spec: str) -> bool:
+    return parse_spec(spec).kind == "table"
 
 
 def expected_parity(rows: pd.DataFrame) -> np.ndarray:
@@ -127,11 +132,12 @@ def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message
 
 def test_hosted_mode_reads_tables_only_under_the_model_roots(published, tmp_path, monkeypatch):
     from headforms.errors import NotAllowedError
+    from headforms.hosted import policy_in_force
 
     path, _ = published
     monkeypatch.setenv("HEADFORMS_HOSTED", "1")
     monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(tmp_path / "elsewhere"))
     with pytest.raises(NotAllowedError, match="outside the model directories"):
-        analyze(f"{path}::beta")
+        analyze(f"{path}::beta", policy=policy_in_force())
     monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(path.parent))
-    assert analyze(f"{path}::beta").card.n_heads == 6
+    assert analyze(f"{path}::beta", policy=policy_in_force()).card.n_heads == 6

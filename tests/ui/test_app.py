@@ -14,11 +14,11 @@ from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
 from headforms import DEFAULT_MODEL, HeadformsError, analyze
-from headforms.engine import ALL_SPECTRA, METRIC_COLUMNS
+from headforms.columns import ALL_SPECTRA, METRIC_COLUMNS
 from headforms.models.source import open_model
 from ui import state
 from ui.exports import heads_csv, spectra_npz
-from ui.loading import DASHBOARD_SPECTRA, AnalysisStore, warm
+from ui.loading import DASHBOARD_SPECTRA, AnalysisStore, dashboard_options, warm
 from ui.widgets import GOTO_KEY, format_layers
 
 PAGES = {
@@ -197,8 +197,11 @@ def test_downloads_round_trip(tiny_llama: str) -> None:
 
 
 def test_analysis_store_keeps_the_most_recently_used(tiny_llama: str) -> None:
-    store = AnalysisStore(max_entries=2)
+    """Within its byte budget (here room for two analyses), the least recently used goes."""
+    from headforms.bounded import sizeof
+
     analysis = analyze(tiny_llama)
+    store = AnalysisStore(max_bytes=sizeof(analysis) * 5 // 2)
     store.put(("a", 0), analysis)
     store.put(("b", 0), analysis)
     assert store.get(("a", 0)) is analysis  # "a" is now the most recently used
@@ -309,20 +312,34 @@ def test_bad_head_names_get_a_one_line_message(text: str) -> None:
     )
 
 
-def test_a_model_loads_on_one_shared_job_that_reports_progress(tiny_gpt2: str) -> None:
+def test_a_model_loads_on_one_shared_job_that_reports_progress(
+    tiny_gpt2: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One job for two sessions, with progress; the Gaussian baseline is not part of it (the
+    first view needs the heads only; a view that draws the baseline asks for it)."""
+    from headforms import results
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the baseline was computed while the model loaded")
+
+    monkeypatch.setattr(results, "gaussian_baseline", forbidden)
     store = AnalysisStore()
     key = (tiny_gpt2, 0)
-    first, second = store.job(key, tiny_gpt2, 0), store.job(key, tiny_gpt2, 0)
+    first, second = (
+        store.job(key, tiny_gpt2, dashboard_options()),
+        store.job(key, tiny_gpt2, dashboard_options()),
+    )
     assert first is second  # two sessions asking at once share one analysis
     analysis = first.future.result(timeout=120)
     assert store.get(key) is analysis
-    assert analysis.baseline.heads.shape[0] == len(analysis.heads)
     assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)
-    assert first.fraction == 1.0 and "baseline" in first.text()
-    failing = store.job(("/no/such/model", 0), "/no/such/model", 0)
+    assert first.fraction == 1.0 and "baseline" not in first.text()
+    monkeypatch.undo()
+    assert analysis.baseline.heads.shape[0] == len(analysis.heads)  # on demand
+    failing = store.job(("/no/such/model", 0), "/no/such/model", dashboard_options())
     with pytest.raises(HeadformsError):
         failing.future.result(timeout=60)
-    again = store.job(("/no/such/model", 0), "/no/such/model", 0)
+    again = store.job(("/no/such/model", 0), "/no/such/model", dashboard_options())
     assert again is not failing  # a failed job is not kept
 
 

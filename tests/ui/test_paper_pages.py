@@ -60,14 +60,18 @@ def test_spectra_page_with_a_chosen_k_and_selected_head():
     assert len(clusters) == 3 and clusters["size"].sum() == 72
 
 
-def test_theorem5_page_reports_bad_parameters():
-    from ui import guard
+def test_theorem5_page_reports_bad_parameters(monkeypatch):
+    """Sizes over the sampler's bound are one line, refused before the visitor's budget is
+    spent (hosted mode, where the budget exists)."""
+    from headforms.hosted import LOCAL, workers
+    from headforms.hosted.budgets import Budgets
+
+    monkeypatch.setenv("HEADFORMS_HOSTED", "1")
+    monkeypatch.setattr(workers, "budgets", Budgets())
 
     def samplings() -> int:
-        """New samplings this session counted (none while the figures come from the cache)."""
-        if guard.BUDGET_KEY not in at.session_state:
-            return 0
-        return at.session_state[guard.BUDGET_KEY].get("samples", 0)
+        """New samplings this visitor started (none while the figures come from the cache)."""
+        return len(workers.budgets._starts.get((LOCAL, "samples"), ()))
 
     at = _run_page("theorem5")
     assert not at.exception and not at.error
@@ -243,7 +247,7 @@ def test_spectra_figures_follow_the_requested_k(tiny_gpt2, monkeypatch):
         assert not at.exception, [e.message for e in at.exception]
         assert list(at.dataframe[0].value["name"])[0] == "asked 5, cluster 0"
     finally:
-        loading._cached.clear()  # no fake clusters for later tests
+        loading._cached_values().clear()  # no fake clusters for later tests
 
 
 def test_fits_and_compare_share_one_definition_of_the_fit_errors(monkeypatch):
@@ -321,7 +325,7 @@ def test_observations_scatters_are_not_rebuilt_for_another_selected_head(monkeyp
             return real(*args, **kwargs)
 
         monkeypatch.setattr(figures_obs, name, counting)
-    loading._cached.clear()
+    loading._cached_values().clear()
     at = _run_page("observations", **{state.LAYER_KEY: 0, state.HEAD_KEY: 0})
     assert not at.exception, [e.message for e in at.exception]
     first = sorted(built)

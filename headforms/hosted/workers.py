@@ -1,22 +1,25 @@
-"""Contained analyses for a shared (hosted) server: each new analysis in a worker process, within
-limits, stopped when it passes them or when nobody waits for it any more.
+"""Contained computations: each new analysis in a worker process, within limits, at its turn,
+stopped when it passes them or when nobody waits for it any more.
 
 :func:`analyze` answers from the result store when it can (no worker, no weights opened).
 Otherwise it runs :func:`headforms.engine.analyze` in a fresh Python process
-(``python -m headforms.contained``: a new interpreter, never a fork of the threaded server) whose
-memory (``RLIMIT_DATA``: every private writable mapping, so heap and numpy arrays but not the
-read-only memory maps of safetensors and GGUF files; torch maps a ``.bin`` file privately, so
-its size, bounded by the size check, is added to the limit) and CPU time (``RLIMIT_CPU``) are
-capped by the kernel.
-The server kills the worker's process group when it passes its wall-clock limit, when every
+(``python -m headforms.hosted``: a new interpreter, never a fork of the threaded server)
+whose memory (``RLIMIT_DATA``: every private writable mapping, so heap and numpy arrays but not
+the read-only memory maps of safetensors and GGUF files; torch maps a ``.bin`` file privately,
+so its size, bounded by the size check, is added to the limit) and CPU time (``RLIMIT_CPU``)
+are capped by the kernel. :func:`baseline` does the same for a Gaussian baseline, when a view
+needs one; :func:`in_server` runs a small bounded computation (a Theorem 5 sampling) in the
+server itself, at its turn.
+
+A request is a *flight*: concurrent requests for one computation share it. It first waits for
+a slot (:mod:`.slots`: fair turns between visitors, a bounded wait), then its worker runs. The
+server kills the worker's process group when it passes its wall-clock limit, when every
 visitor waiting for it has left (after :data:`ABANDON_GRACE` seconds, so that a rerun of the
 same page picks it up again), or when it is cancelled. The engine stores a result only once it
 is complete, so a stopped analysis leaves nothing in the cache; a finished one is read back
-from the store by the server (a cache hit: no heavy import).
+from the store by the server (a cache hit: no heavy import). The visitor who started it is
+charged one new computation (:mod:`.budgets`), given back if it never ran.
 
-Concurrent requests for one analysis share one worker. At most ``HEADFORMS_ANALYSIS_CONCURRENT``
-workers (and other contained computations, :func:`slot`) run at once on a server; past that a
-new one is refused at once with a one-line :class:`~headforms.errors.LimitError`, never queued.
 Every outcome is one line: the engine's own :class:`~headforms.errors.HeadformsError`, or a
 :class:`~headforms.errors.LimitError` naming the limit, its value and its variable.
 """
@@ -34,178 +37,83 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import errors
-from .env import human_bytes
-from .errors import HeadformsError, LimitError
+from .. import errors
+from ..errors import HeadformsError, LimitError
+from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes, settings
+from .budgets import Budgets
+from .limits import Limits
+from .policy import Policy
+from .slots import server_slots, slots
+from .visitors import LOCAL
 
 if TYPE_CHECKING:
-    from .baseline import BaselineShapes
+    from ..architectures import Shapes
+    from ..baseline import Baseline
+    from ..options import AnalysisOptions
+    from ..results import ModelAnalysis
+    from ..sources import Located
 
-MEMORY_ENV = "HEADFORMS_ANALYSIS_MEMORY"
-SECONDS_ENV = "HEADFORMS_ANALYSIS_SECONDS"
-CONCURRENT_ENV = "HEADFORMS_ANALYSIS_CONCURRENT"
-SESSION_ANALYSES_ENV = "HEADFORMS_SESSION_ANALYSES"
-SESSION_SAMPLES_ENV = "HEADFORMS_SESSION_SAMPLES"
-NICE_ENV = "HEADFORMS_ANALYSIS_NICE"
-
-DEFAULT_MEMORY = 2 * 2**30
-"""Bytes of memory one analysis may allocate (a 2 GiB model's analysis needs about 1 GiB)."""
-DEFAULT_SECONDS = 300.0
-"""Wall-clock seconds one analysis may take."""
-DEFAULT_CONCURRENT = 2
-"""Contained computations running at once on one server."""
-DEFAULT_SESSION_ANALYSES = 12
-"""New analyses (models or RoPE positions not yet computed) one visitor's session may start."""
-DEFAULT_SESSION_SAMPLES = 20
-"""New Theorem 5 samplings one visitor's session may start."""
-DEFAULT_NICE = 10
-"""Scheduling niceness added to workers: pages and files are served before analyses run."""
+T = TypeVar("T")
 
 ABANDON_GRACE = 3.0
-"""Seconds a worker keeps running with nobody waiting (a rerun re-attaches within this)."""
+"""Seconds a flight keeps going with nobody waiting (a rerun re-attaches within this)."""
 POLL = 0.1
 """Seconds between a waiter's checks (its ``check`` callback, the outcome)."""
 MAX_LINE = 64 * 1024
 """Longest message line a worker may send."""
 
+Progress = Callable[[int, int, str], None]
 
-@dataclass(frozen=True)
-class Limits:
-    """The limits of contained work, from the environment (see the README's hosted section)."""
-
-    memory: int = DEFAULT_MEMORY
-    seconds: float = DEFAULT_SECONDS
-    concurrent: int = DEFAULT_CONCURRENT
-    session_analyses: int = DEFAULT_SESSION_ANALYSES
-    session_samples: int = DEFAULT_SESSION_SAMPLES
-    nice: int = DEFAULT_NICE
-
-    @classmethod
-    def from_env(cls) -> Limits:
-        """Read the ``HEADFORMS_ANALYSIS_*`` and ``HEADFORMS_SESSION_*`` variables."""
-        return cls(
-            memory=int(_positive(MEMORY_ENV, DEFAULT_MEMORY)),
-            seconds=_positive(SECONDS_ENV, DEFAULT_SECONDS),
-            concurrent=int(_positive(CONCURRENT_ENV, DEFAULT_CONCURRENT)),
-            session_analyses=int(_positive(SESSION_ANALYSES_ENV, DEFAULT_SESSION_ANALYSES)),
-            session_samples=int(_positive(SESSION_SAMPLES_ENV, DEFAULT_SESSION_SAMPLES)),
-            nice=_niceness(),
-        )
-
-
-def _niceness() -> int:
-    raw = os.environ.get(NICE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_NICE
-    if not raw.isdigit() or int(raw) > 19:
-        raise LimitError(
-            f"{NICE_ENV}={raw!r} is not a niceness from 0 to 19 (server configuration)"
-        )
-    return int(raw)
-
-
-def _positive(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise LimitError(f"{name}={raw!r} is not a positive number (server configuration)")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-# Server-wide slots
-
-
-class _Slots:
-    """Counts contained computations running in this process against the configured limit."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.running = 0
-
-    def try_acquire(self, limit: int) -> bool:
-        with self._lock:
-            if self.running >= limit:
-                return False
-            self.running += 1
-            return True
-
-    def release(self) -> None:
-        with self._lock:
-            self.running = max(0, self.running - 1)
-
-
-_slots = _Slots()
+budgets = Budgets()
+"""The per-visitor budgets of this server process."""
 
 
 def running() -> int:
-    """Contained computations running now in this server process."""
-    return _slots.running
-
-
-def _busy(limits: Limits) -> LimitError:
-    return LimitError(
-        f"the server is busy: {_slots.running} analyses are running (at most "
-        f"{limits.concurrent} at once, {CONCURRENT_ENV}); try again in a moment"
-    )
-
-
-def _acquire(limits: Limits) -> None:
-    if not _slots.try_acquire(limits.concurrent):
-        raise _busy(limits)
-
-
-@contextlib.contextmanager
-def slot(limits: Limits | None = None) -> Iterator[None]:
-    """Hold one of the server's slots for an in-process computation (e.g. a Theorem 5 sampling);
-    refused at once with a :class:`LimitError` when all are taken."""
-    limits = limits or Limits.from_env()
-    _acquire(limits)
-    try:
-        yield
-    finally:
-        _slots.release()
+    """Contained computations running now in this server process (workers and in-server)."""
+    return slots.running() + server_slots.running()
 
 
 # ---------------------------------------------------------------------------------------------
-# Flights: one worker per analysis, shared by everyone waiting for it
-
-Progress = Callable[[int, int, str], None]
+# Flights: one worker per computation, shared by everyone waiting for it
 
 
 class _Flight:
-    """One worker process and what its waiters need: progress, outcome, who is still waiting."""
+    """One computation: its turn, then its worker process, and what its waiters need
+    (progress, outcome, who is still waiting)."""
 
-    def __init__(self, key: tuple, label: str, proc: subprocess.Popen, reader: int, limits: Limits):
+    def __init__(
+        self,
+        key: tuple,
+        label: str,
+        request: dict[str, Any],
+        limits: Limits,
+        visitor: str,
+        charged: bool = True,
+    ) -> None:
         self.key = key
         self.label = label
-        self.proc = proc
+        self.request = request
         self.limits = limits
-        self.started = time.monotonic()
-        self.deadline = self.started + limits.seconds
-        self.progress: tuple[int, int, str] = (0, 1, f"starting {label}")
+        self.visitor = visitor
+        self.charged = charged
+        self.proc: subprocess.Popen | None = None
+        self.started: float | None = None
+        self.progress: tuple[int, int, str] = (0, 1, "waiting for a worker")
         self.outcome: list[Any] | None = None
         self.done = threading.Event()
-        self._reader = reader
         self._lock = threading.Lock()
         self._waiters = 0
         self._alone_since: float | None = time.monotonic()
         self._cancelled = False
 
     @property
-    def pid(self) -> int:
-        """The worker's process id (its process group id too)."""
-        return self.proc.pid
+    def pid(self) -> int | None:
+        """The worker's process id (its process group id too), once it runs."""
+        return None if self.proc is None else self.proc.pid
 
     def attach(self) -> None:
         with self._lock:
@@ -219,7 +127,7 @@ class _Flight:
                 self._alone_since = time.monotonic()
 
     def cancel(self) -> None:
-        """Stop the worker now (its waiters get a one-line LimitError)."""
+        """Stop the flight now (its waiters get a one-line LimitError)."""
         self._cancelled = True
 
     def _abandoned(self) -> bool:
@@ -227,11 +135,62 @@ class _Flight:
             alone = self._alone_since
         return alone is not None and time.monotonic() - alone > ABANDON_GRACE
 
-    def monitor(self) -> None:
-        """Relay the worker's messages until it finishes or must be stopped; then clean up."""
+    def fly(self) -> None:
+        """Wait for a slot, run the worker, relay its messages; then clean up."""
+        try:
+            slots.acquire(self.visitor, self.limits, self._raise_if_stopped, self._waiting)
+        except _Stopped as stop:
+            self._refund()
+            self._finish(stop.outcome)
+            return
+        except LimitError as busy:
+            self._refund()
+            self._finish(["busy", str(busy)])
+            return
+        except BaseException as exc:  # never leave waiters hanging on a bug
+            self._refund()
+            self._finish(["failed", type(exc).__name__])
+            return
+        self.started = time.monotonic()
+        try:
+            self.progress = (0, 1, f"starting {self.label}")
+            self.proc, reader = _start_worker(self.request, self.limits)
+        except BaseException as exc:
+            slots.release(self.visitor, 0.0)
+            self._finish(["failed", type(exc).__name__])
+            return
+        try:
+            self._monitor(reader)
+        finally:
+            slots.release(self.visitor, time.monotonic() - self.started)
+            self.done.set()
+
+    def _refund(self) -> None:
+        """Give its visitor back the new analysis it was charged (it never ran)."""
+        if self.charged:
+            budgets.refund(self.visitor, "analyses")
+
+    def _finish(self, outcome: list[Any]) -> None:
+        """End a flight that never ran a worker (the flight's thread)."""
+        self.outcome = outcome
+        with _flights_lock:
+            if _flights.get(self.key) is self:
+                del _flights[self.key]
+        self.done.set()
+
+    def _waiting(self, ahead: int, taken: int) -> None:
+        queue = f"{ahead} ahead" if ahead else "next"
+        self.progress = (0, 1, f"waiting for a worker ({taken} busy; {queue})")
+
+    def _raise_if_stopped(self) -> None:
+        stop = self._stop_reason()
+        if stop is not None:
+            raise _Stopped(stop)
+
+    def _monitor(self, reader: int) -> None:
         buffer = b""
         poller = select.poll()  # not select.select: a busy server's descriptors pass 1024
-        poller.register(self._reader, select.POLLIN | select.POLLHUP)
+        poller.register(reader, select.POLLIN | select.POLLHUP)
         try:
             while self.outcome is None:
                 stop = self._stop_reason()
@@ -240,7 +199,7 @@ class _Flight:
                     break
                 if not poller.poll(POLL * 1000):
                     continue
-                chunk = os.read(self._reader, 65536)
+                chunk = os.read(reader, 65536)
                 if not chunk:  # the worker closed its end: it exited (or died)
                     self.outcome = self._exit_outcome()
                     break
@@ -253,21 +212,20 @@ class _Flight:
         except Exception as exc:  # never leave waiters hanging on a monitor bug
             self.outcome = ["failed", type(exc).__name__]
         finally:
+            assert self.proc is not None
             if self.outcome and self.outcome[0] == "done":  # let it exit on its own first
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(timeout=2)
             _kill(self.proc)
-            os.close(self._reader)
-            _slots.release()
+            os.close(reader)
             with _flights_lock:
                 if _flights.get(self.key) is self:
                     del _flights[self.key]
-            self.done.set()
 
     def _stop_reason(self) -> list[Any] | None:
         if self._cancelled:
             return ["cancelled"]
-        if time.monotonic() > self.deadline:
+        if self.started is not None and time.monotonic() > self.started + self.limits.seconds:
             return ["time"]
         if self._abandoned():
             return ["abandoned"]
@@ -289,6 +247,7 @@ class _Flight:
             self.outcome = ["failed", "an unknown message"]
 
     def _exit_outcome(self) -> list[Any]:
+        assert self.proc is not None
         try:
             code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -300,7 +259,15 @@ class _Flight:
         return ["failed", f"exit status {code}"]
 
     def _cpu_exhausted(self) -> bool:
-        return time.monotonic() - self.started >= self.limits.seconds
+        return self.started is not None and time.monotonic() - self.started >= self.limits.seconds
+
+
+class _Stopped(Exception):
+    """A flight was stopped while it waited for its turn."""
+
+    def __init__(self, outcome: list[Any]) -> None:
+        super().__init__(outcome[0])
+        self.outcome = outcome
 
 
 _SIGNALS = {int(s) for s in signal.Signals}
@@ -309,8 +276,8 @@ _flights_lock = threading.Lock()
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker's whole process group (it leads its own session: anything it started
-    goes too, even after it exited) and reap it."""
+    """SIGKILL the worker's whole process group (it leads its own: anything it started goes
+    too, even after it exited) and reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -321,7 +288,7 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
     """A new worker process for ``request`` and the read end of its message pipe."""
     reader, writer = os.pipe()
     env = dict(os.environ)
-    package_parent = str(Path(__file__).resolve().parents[1])
+    package_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     request = {
         **request,
@@ -333,11 +300,15 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
     }
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "headforms.contained"],
+            [sys.executable, "-m", "headforms.hosted"],
             stdin=subprocess.PIPE,
             pass_fds=(writer,),
             env=env,
-            start_new_session=True,  # its own process group: killed whole
+            # Its own process group (killed whole), in the server's session: where the kernel
+            # groups sessions for scheduling (autogroup), the worker then shares the server's
+            # group, below the server by its niceness, and the two together get the group's
+            # fair share of a machine run by others too (benchmarks/bench_nice.py).
+            process_group=0,
         )
     except BaseException:
         os.close(reader)
@@ -354,9 +325,7 @@ def _start_worker(request: dict[str, Any], limits: Limits) -> tuple[subprocess.P
 
 
 def _threads() -> int:
-    from .engine import default_threads
-
-    return default_threads()
+    return settings().threads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,41 +333,43 @@ def _threads() -> int:
 
 
 def analyze(
-    spec: str,
+    spec: str | Located,
     rope_position: int = 0,
     fold_qk_norm: bool = True,
     spectra: Iterable[str] = (),
     progress: Progress | None = None,
     *,
+    options: AnalysisOptions | None = None,
+    visitor: str = LOCAL,
     check: Callable[[], None] | None = None,
-    on_new: Callable[[], None] | None = None,
     limits: Limits | None = None,
-) -> Any:
-    """:func:`headforms.engine.analyze` within the limits (a :class:`ModelAnalysis`, with its
-    Gaussian baseline stored).
+    policy: Policy | None = None,
+) -> ModelAnalysis:
+    """:func:`headforms.engine.analyze` within the server's policy and limits.
 
-    ``progress(done, total, message)`` relays the worker's progress. ``check()`` is called every
+    ``spec``: a spec's text, located here under ``policy`` (default: this server's), or a model
+    already located under it, which the worker opens as it is (never located again).
+    ``options``: the analysis's options as one value (else made from ``rope_position``,
+    ``fold_qk_norm`` and ``spectra``). ``progress(done, total, message)`` relays the flight's
+    progress (its wait for a worker, then the worker's). ``check()`` is called every
     :data:`POLL` seconds while waiting: it may raise to stop waiting (a Streamlit rerun or stop;
-    the worker then runs on for :data:`ABANDON_GRACE` seconds in case someone comes back).
-    ``on_new()`` is called just before a new worker is started (not when the result is stored
-    or already being computed): it may raise to refuse (a session's budget).
+    the flight then goes on for :data:`ABANDON_GRACE` seconds in case someone comes back). A new
+    computation is charged to ``visitor`` (refused at once past its budget). A published table
+    holds its metrics already: it is read here, no worker needed.
     """
-    from . import engine
-    from .sources import locate
-    from .sources.specs import is_table_spec
+    from .. import engine
+    from ..options import AnalysisOptions
+    from ..sources import Located, locate
 
-    if is_table_spec(spec):  # a published table: read in-process (under the roots; no weights)
-        table = engine.analyze(spec, rope_position)
-        if table.card.model_dim and table.card.head_dim:
-            shapes = table.card.baseline_shapes
-            baseline(shapes, progress, check=check, on_new=on_new, limits=limits)
-        return table
-    rope_position = engine.check_rope_position(rope_position)
-    wanted = sorted(engine.spectra_names(spectra))
-    located = locate(spec)
+    if options is None:
+        options = AnalysisOptions(rope_position, fold_qk_norm, tuple(spectra))
+    if isinstance(spec, Located):
+        located = spec
+    else:
+        located = locate(spec, policy or Policy.from_env())
 
     def stored() -> Any:
-        return engine.stored_analysis(located, rope_position, fold_qk_norm, wanted, baseline=True)
+        return engine.stored_analysis(located, options)
 
     hit = stored()
     if hit is not None:
@@ -407,45 +378,65 @@ def analyze(
         return hit
     request = {
         "task": "analysis",
-        "spec": spec,
-        "rope_position": rope_position,
-        "fold_qk_norm": bool(fold_qk_norm),
-        "spectra": wanted,
+        "located": located.as_dict(),
+        "options": options.as_dict(),
+        "hub_repo": located.hub.repo_id if located.hub is not None else None,
         # torch maps a .bin file privately and writably: RLIMIT_DATA counts it whole
         "mapped_bytes": sum(f.size or 0 for f in located.weights) if located.format == "bin" else 0,
     }
-    key = ("analysis", located.fingerprint, rope_position, bool(fold_qk_norm), tuple(wanted))
-    flight = _run(key, f"the analysis of {spec}", request, limits, progress, check, on_new)
+    key = ("analysis", located.fingerprint, options)
+    label = f"the analysis of {located.spec}"
+    # More spectra of a model already analysed at these options are not a new analysis (they
+    # come from its stored factors, as cheap as a reread): no charge to the visitor.
+    core = AnalysisOptions(options.rope_position, options.fold_qk_norm)
+    charge = core == options or engine.stored_analysis(located, core) is None
+    flight = _run(key, label, request, limits, progress, check, visitor, charge)
     return _result(flight, stored)
 
 
 def baseline(
-    shapes: BaselineShapes,
+    shapes: Shapes,
     progress: Progress | None = None,
     *,
+    visitor: str = LOCAL,
     check: Callable[[], None] | None = None,
-    on_new: Callable[[], None] | None = None,
     limits: Limits | None = None,
-) -> Any:
-    """:func:`headforms.engine.gaussian_baseline` of ``shapes`` within the limits (for shapes no
-    checkpoint vouches for: a published table's)."""
+) -> Baseline:
+    """:func:`headforms.baseline.gaussian_baseline` of ``shapes`` within the limits: read from
+    the store, else computed in a worker (its size follows the model's shapes, so it is
+    contained like an analysis and charged as one)."""
     from dataclasses import asdict
 
-    from . import engine
-    from .results import baseline_from_record
-    from .store import ResultStore
+    from ..baseline import baseline_key, stored_baseline
 
     def stored() -> Any:
-        record = ResultStore().get(engine.baseline_key(shapes), "baseline")
-        return None if record is None else baseline_from_record(record)
+        return stored_baseline(shapes)
 
     hit = stored()
     if hit is not None:
         return hit
     request = {"task": "baseline", "shapes": asdict(shapes)}
-    key = ("baseline", engine.baseline_key(shapes))
+    key = ("baseline", baseline_key(shapes))
     label = "the Gaussian baseline"
-    return _result(_run(key, label, request, limits, progress, check, on_new), stored)
+    return _result(_run(key, label, request, limits, progress, check, visitor), stored)
+
+
+def in_server(
+    kind: str,
+    build: Callable[[], T],
+    *,
+    visitor: str = LOCAL,
+    check: Callable[[], None] | None = None,
+    limits: Limits | None = None,
+) -> T:
+    """``build()`` run in this process at ``visitor``'s turn (a slot held while it runs),
+    charged to its ``kind`` budget: for computations bounded by their inputs' sizes (a Theorem 5
+    sampling), which need no worker of their own."""
+    limits = limits or Limits.from_env()
+    budgets.check(visitor, kind, limits)
+    with server_slots.hold(visitor, limits, check, what="computations"):
+        budgets.spend(visitor, kind, limits)
+        return build()
 
 
 def _run(
@@ -455,11 +446,12 @@ def _run(
     limits: Limits | None,
     progress: Progress | None,
     check: Callable[[], None] | None,
-    on_new: Callable[[], None] | None,
+    visitor: str,
+    charge: bool = True,
 ) -> _Flight:
     """Wait, attached, for the flight computing ``key`` (started if none is) to end."""
     limits = limits or Limits.from_env()
-    flight = _join(key, label, request, limits, on_new)
+    flight = _join(key, label, request, limits, visitor, charge)
     shown = None
     try:
         while not flight.done.wait(POLL):
@@ -474,27 +466,18 @@ def _run(
 
 
 def _join(
-    key: tuple,
-    label: str,
-    request: dict[str, Any],
-    limits: Limits,
-    on_new: Callable[[], None] | None,
+    key: tuple, label: str, request: dict[str, Any], limits: Limits, visitor: str, charge: bool
 ) -> _Flight:
-    """The flight computing ``key`` (a new worker if none is), with the caller attached."""
+    """The flight computing ``key`` (a new one, charged to ``visitor`` when ``charge``, if none
+    is), with the caller attached."""
     with _flights_lock:
         flight = _flights.get(key)
         if flight is None:
-            if on_new:
-                on_new()
-            _acquire(limits)
-            try:
-                proc, reader = _start_worker(request, limits)
-            except BaseException:
-                _slots.release()
-                raise
-            flight = _Flight(key, label, proc, reader, limits)
+            if charge:
+                budgets.spend(visitor, "analyses", limits)
+            flight = _Flight(key, label, request, limits, visitor, charge)
             _flights[key] = flight
-            threading.Thread(target=flight.monitor, name="headforms-worker", daemon=True).start()
+            threading.Thread(target=flight.fly, name="headforms-flight", daemon=True).start()
         flight.attach()
     return flight
 
@@ -512,6 +495,8 @@ def _result(flight: _Flight, stored: Callable[[], Any]) -> Any:
                 "changed meanwhile, or the cache is full); try again"
             )
         return hit
+    if kind == "busy":
+        raise LimitError(str(outcome[1]))
     if kind == "error":
         cls = getattr(errors, str(outcome[1]), HeadformsError)
         if not (isinstance(cls, type) and issubclass(cls, HeadformsError)):
@@ -540,21 +525,6 @@ def _result(flight: _Flight, stored: Callable[[], Any]) -> Any:
     )
 
 
-def cancel_all() -> int:
-    """Stop every running worker of this process (their waiters get one line); the count."""
-    with _flights_lock:
-        flights = list(_flights.values())
-    for flight in flights:
-        flight.cancel()
-    return len(flights)
-
-
-def worker_pids() -> list[int]:
-    """Process ids of the workers running now (for tests and the benchmark)."""
-    with _flights_lock:
-        return [f.pid for f in _flights.values()]
-
-
 # ---------------------------------------------------------------------------------------------
 # The worker process
 
@@ -563,7 +533,7 @@ def _apply_limits(memory: int, cpu_seconds: float, nice: int) -> None:
     """Cap this process's memory and CPU time (the kernel enforces both); lower its priority."""
     import resource
 
-    os.nice(nice)
+    os.nice(nice)  # within the server's session: below the server, even under autogroup
     resource.setrlimit(resource.RLIMIT_DATA, (int(memory), int(memory)))
     cpu = max(1, math.ceil(cpu_seconds))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
@@ -598,8 +568,8 @@ def _out_of_memory(exc: BaseException | None) -> bool:
     return False
 
 
-def _worker_main() -> None:
-    """Run one analysis as asked on stdin; report on the inherited pipe (one JSON per line)."""
+def worker_main() -> None:
+    """Run one computation as asked on stdin; report on the inherited pipe (one JSON per line)."""
     request = json.loads(sys.stdin.readline())
     out = os.fdopen(int(request["fd"]), "w", buffering=1)
     _watch_parent(int(request["parent"]))
@@ -609,25 +579,27 @@ def _worker_main() -> None:
 
     try:
         _apply_limits(request["memory"], request["cpu_seconds"], request["nice"])
-        from . import engine
-        from .errors import UnavailableDataError
-
         if request["task"] == "baseline":
-            from .baseline import BaselineShapes
+            from ..architectures import Shapes
+            from ..baseline import gaussian_baseline
 
             send("progress", 0, 1, "Gaussian baseline of the same shapes")
-            engine.gaussian_baseline(BaselineShapes(**request["shapes"]))
+            gaussian_baseline(Shapes(**request["shapes"]))
             send("done")
             return
-        result = engine.analyze(
-            request["spec"],
-            rope_position=request["rope_position"],
-            fold_qk_norm=request["fold_qk_norm"],
-            spectra=request["spectra"],
+        from .. import engine
+        from ..options import AnalysisOptions
+        from ..sources import Located
+
+        result = engine.analyze(  # located by the server, under its policy: opened as it is
+            Located.from_dict(request["located"]),
+            options=AnalysisOptions.from_dict(request["options"]),
             progress=lambda done, total, text: send("progress", done, total, text),
         )
-        with contextlib.suppress(UnavailableDataError):
-            result.baseline  # noqa: B018 - computed and stored here, not in the server
+        if request.get("hub_repo"):  # it may have downloaded: keep the hub cache in bounds
+            from ..sources.hub import evict_hub_cache
+
+            evict_hub_cache(settings().hub_cache_bytes, keep=request["hub_repo"])
         send("done", result.card.fingerprint)
     except BaseException as exc:  # every outcome is one line for the server
         if _out_of_memory(exc):
@@ -639,7 +611,3 @@ def _worker_main() -> None:
             send("failed", type(exc).__name__)
     finally:
         out.flush()
-
-
-if __name__ == "__main__":
-    _worker_main()

@@ -1,0 +1,309 @@
+"""Every ``HEADFORMS_*`` variable, read in one place.
+
+:func:`settings` takes a snapshot of the environment (read again at each call, so a running
+server follows its variables); each value is parsed when it is asked for, with its own one-line
+error, so a malformed variable of hosted mode never stops a private run. Hub variables
+(``HF_*``) are huggingface_hub's and are read by :mod:`headforms.sources.hub` when a model is
+located.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import LimitError, NotAllowedError, OptionError
+
+PREFIX = "HEADFORMS_"
+
+CACHE_DIR_ENV = "HEADFORMS_CACHE_DIR"
+THREADS_ENV = "HEADFORMS_THREADS"
+HUB_RANGES_ENV = "HEADFORMS_HUB_RANGES"
+HOSTED_ENV = "HEADFORMS_HOSTED"
+ROOTS_ENV = "HEADFORMS_MODEL_ROOTS"
+ALLOWLIST_ENV = "HEADFORMS_HUB_ALLOWLIST"
+MAX_BYTES_ENV = "HEADFORMS_MAX_MODEL_BYTES"
+HUB_CACHE_ENV = "HEADFORMS_HUB_CACHE_BYTES"
+MEMORY_ENV = "HEADFORMS_ANALYSIS_MEMORY"
+SECONDS_ENV = "HEADFORMS_ANALYSIS_SECONDS"
+CONCURRENT_ENV = "HEADFORMS_ANALYSIS_CONCURRENT"
+NICE_ENV = "HEADFORMS_ANALYSIS_NICE"
+QUEUE_ENV = "HEADFORMS_QUEUE_SECONDS"
+VISITOR_CONCURRENT_ENV = "HEADFORMS_VISITOR_CONCURRENT"
+VISITOR_ANALYSES_ENV = "HEADFORMS_VISITOR_ANALYSES"
+VISITOR_SAMPLES_ENV = "HEADFORMS_VISITOR_SAMPLES"
+WINDOW_ENV = "HEADFORMS_VISITOR_WINDOW"
+TRUSTED_PROXIES_ENV = "HEADFORMS_TRUSTED_PROXIES"
+ALLOWED_HOSTS_ENV = "HEADFORMS_ALLOWED_HOSTS"
+FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
+MAX_TABLE_BYTES_ENV = "HEADFORMS_MAX_TABLE_BYTES"
+MAX_TABLE_ROWS_ENV = "HEADFORMS_MAX_TABLE_ROWS"
+MAX_TABLE_MODELS_ENV = "HEADFORMS_MAX_TABLE_MODELS"
+
+DEFAULT_MAX_BYTES = 2 * 2**30
+"""Weight bytes allowed per model in hosted mode when ``HEADFORMS_MAX_MODEL_BYTES`` is unset."""
+DEFAULT_HUB_CACHE_BYTES = 16 * 2**30
+"""Bytes the local hub cache may keep in hosted mode (least recently used repositories go)."""
+DEFAULT_MEMORY = 2 * 2**30
+"""Bytes of memory one analysis may allocate (a 2 GiB model's analysis needs about 1 GiB)."""
+DEFAULT_SECONDS = 300.0
+"""Wall-clock seconds one analysis may take."""
+DEFAULT_CONCURRENT = 2
+"""Contained computations running at once on one server."""
+DEFAULT_NICE = 10
+"""Scheduling niceness added to workers: pages and files are served before analyses run."""
+DEFAULT_QUEUE_SECONDS = 60.0
+"""Seconds a request may wait for a free worker before it is refused as busy."""
+DEFAULT_VISITOR_CONCURRENT = 1
+"""Computations of one visitor running at once (the others wait their turn)."""
+DEFAULT_VISITOR_ANALYSES = 12
+"""New analyses (models or RoPE positions not yet computed) one visitor may start per window."""
+DEFAULT_VISITOR_SAMPLES = 20
+"""New Theorem 5 samplings one visitor may start per window."""
+DEFAULT_WINDOW = 3600.0
+"""Seconds over which a visitor's new computations are counted."""
+DEFAULT_FRAME_ANCESTORS = "'self'"
+"""Who may frame the dashboard (a Content-Security-Policy ``frame-ancestors`` value)."""
+DEFAULT_MAX_TABLE_BYTES = 64 * 2**20
+"""Bytes of one published table file (a parquet file's uncompressed data too)."""
+DEFAULT_MAX_TABLE_ROWS = 250_000
+"""Rows of one published table."""
+DEFAULT_MAX_TABLE_MODELS = 1_000
+"""Models of one published table."""
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+"""Values of a switch variable that turn it on (case and surrounding blanks ignored)."""
+
+
+def env_flag(*names: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the first of ``names`` that is set and not empty is on (:data:`TRUE_WORDS`)."""
+    environ = os.environ if environ is None else environ
+    for name in names:
+        value = environ.get(name, "")
+        if value.strip():
+            return value.strip().lower() in TRUE_WORDS
+    return False
+
+
+def human_bytes(n: float) -> str:
+    """``2 GiB``, ``512.5 MiB``, ``100 bytes``: a size as a visitor reads it in a message."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{int(n)} bytes"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use (Linux honours CPU pinning: containers, taskset)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``HEADFORMS_*`` variables of one moment (see the README's tables for each)."""
+
+    environ: Mapping[str, str] = field(repr=False)
+
+    @classmethod
+    def read(cls) -> Settings:
+        """The variables set now."""
+        return cls({k: v for k, v in os.environ.items() if k.startswith(PREFIX)})
+
+    def _raw(self, name: str) -> str:
+        return self.environ.get(name, "").strip()
+
+    @property
+    def cache_dir(self) -> Path | None:
+        """``$HEADFORMS_CACHE_DIR`` (None: the default place, :mod:`headforms.store.paths`)."""
+        raw = self.environ.get(CACHE_DIR_ENV)
+        return Path(raw).expanduser() if raw else None
+
+    @property
+    def threads(self) -> int:
+        """Worker threads of an analysis: ``$HEADFORMS_THREADS``, else the usable CPUs."""
+        value = self._raw(THREADS_ENV)
+        if not value:
+            return usable_cpus()
+        try:
+            return max(1, int(value))
+        except ValueError as exc:
+            raise OptionError(f"{THREADS_ENV}={value!r} is not a whole number") from exc
+
+    @property
+    def hub_ranges(self) -> bool:
+        """Whether hub safetensors are read by HTTP range requests (``HEADFORMS_HUB_RANGES``)."""
+        return env_flag(HUB_RANGES_ENV, environ=self.environ)
+
+    @property
+    def hosted(self) -> bool:
+        """Whether hosted mode is on (``HEADFORMS_HOSTED`` = 1, true, yes or on)."""
+        return env_flag(HOSTED_ENV, environ=self.environ)
+
+    @property
+    def model_roots(self) -> tuple[Path, ...]:
+        """Hosted mode: the directories local models may come from (``os.pathsep``-separated)."""
+        return tuple(
+            Path(os.path.realpath(os.path.expanduser(r.strip())))
+            for r in self.environ.get(ROOTS_ENV, "").split(os.pathsep)
+            if r.strip()
+        )
+
+    @property
+    def hub_allowlist(self) -> tuple[str, ...]:
+        """Hosted mode: the hub ids (or ``org/*`` globs) allowed, comma-separated."""
+        return tuple(a.strip() for a in self.environ.get(ALLOWLIST_ENV, "").split(",") if a.strip())
+
+    @property
+    def max_model_bytes(self) -> int:
+        """Hosted mode: weight bytes one model may have to read."""
+        return self._bytes(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
+
+    @property
+    def hub_cache_bytes(self) -> int:
+        """Hosted mode: bytes the local hub cache may keep."""
+        return self._bytes(HUB_CACHE_ENV, DEFAULT_HUB_CACHE_BYTES)
+
+    @property
+    def analysis_memory(self) -> int:
+        """Hosted mode: bytes one contained analysis may allocate."""
+        return int(self._positive(MEMORY_ENV, DEFAULT_MEMORY))
+
+    @property
+    def analysis_seconds(self) -> float:
+        """Hosted mode: wall-clock seconds one contained analysis may take."""
+        return self._positive(SECONDS_ENV, DEFAULT_SECONDS)
+
+    @property
+    def analysis_concurrent(self) -> int:
+        """Hosted mode: contained computations running at once on a server."""
+        return self._whole(CONCURRENT_ENV, DEFAULT_CONCURRENT)
+
+    @property
+    def analysis_nice(self) -> int:
+        """Hosted mode: the niceness (0-19) added to each analysis worker."""
+        raw = self._raw(NICE_ENV)
+        if not raw:
+            return DEFAULT_NICE
+        if not raw.isdigit() or int(raw) > 19:
+            raise LimitError(
+                f"{NICE_ENV}={raw!r} is not a niceness from 0 to 19 (server configuration)"
+            )
+        return int(raw)
+
+    @property
+    def queue_seconds(self) -> float:
+        """Hosted mode: seconds a request may wait for a free worker."""
+        return self._positive(QUEUE_ENV, DEFAULT_QUEUE_SECONDS)
+
+    @property
+    def visitor_concurrent(self) -> int:
+        """Hosted mode: computations of one visitor running at once."""
+        return self._whole(VISITOR_CONCURRENT_ENV, DEFAULT_VISITOR_CONCURRENT)
+
+    @property
+    def visitor_analyses(self) -> int:
+        """Hosted mode: new analyses one visitor may start per window."""
+        return self._whole(VISITOR_ANALYSES_ENV, DEFAULT_VISITOR_ANALYSES)
+
+    @property
+    def visitor_samples(self) -> int:
+        """Hosted mode: new Theorem 5 samplings one visitor may start per window."""
+        return self._whole(VISITOR_SAMPLES_ENV, DEFAULT_VISITOR_SAMPLES)
+
+    @property
+    def visitor_window(self) -> float:
+        """Hosted mode: seconds over which a visitor's new computations are counted."""
+        return self._positive(WINDOW_ENV, DEFAULT_WINDOW)
+
+    @property
+    def trusted_proxies(self) -> tuple[Network, ...]:
+        """The proxies whose ``X-Forwarded-For`` is believed (comma-separated addresses or
+        networks, e.g. ``127.0.0.1,10.0.0.0/8``; unset: none)."""
+        networks = []
+        for item in (part.strip() for part in self.environ.get(TRUSTED_PROXIES_ENV, "").split(",")):
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError as exc:
+                raise LimitError(
+                    f"{TRUSTED_PROXIES_ENV} has {item[:60]!r}, which is not an address or a "
+                    "network (server configuration)"
+                ) from exc
+        return tuple(networks)
+
+    @property
+    def allowed_hosts(self) -> tuple[str, ...]:
+        """Host names the server answers besides addresses and localhost (comma-separated)."""
+        raw = self.environ.get(ALLOWED_HOSTS_ENV, "")
+        return tuple(h.strip().lower() for h in raw.split(",") if h.strip())
+
+    @property
+    def frame_ancestors(self) -> str:
+        """Who may frame the dashboard (``frame-ancestors``), blanks normalised."""
+        return " ".join(self.environ.get(FRAME_ANCESTORS_ENV, "").split()) or (
+            DEFAULT_FRAME_ANCESTORS
+        )
+
+    @property
+    def max_table_bytes(self) -> int:
+        """Bytes of one published table file."""
+        return self._count(MAX_TABLE_BYTES_ENV, DEFAULT_MAX_TABLE_BYTES)
+
+    @property
+    def max_table_rows(self) -> int:
+        """Rows of one published table."""
+        return self._count(MAX_TABLE_ROWS_ENV, DEFAULT_MAX_TABLE_ROWS)
+
+    @property
+    def max_table_models(self) -> int:
+        """Models of one published table."""
+        return self._count(MAX_TABLE_MODELS_ENV, DEFAULT_MAX_TABLE_MODELS)
+
+    def _positive(self, name: str, default: float) -> float:
+        raw = self._raw(name)
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise LimitError(f"{name}={raw!r} is not a positive number (server configuration)")
+        return value
+
+    def _whole(self, name: str, default: int) -> int:
+        value = self._positive(name, default)
+        if value != int(value):
+            raise LimitError(f"{name}={value:g} is not a whole number (server configuration)")
+        return int(value)
+
+    def _bytes(self, name: str, default: int) -> int:
+        raw = self._raw(name)
+        try:
+            return int(raw) if raw else default
+        except ValueError as exc:
+            raise NotAllowedError(
+                f"{name}={raw!r} is not a whole number of bytes (server configuration)"
+            ) from exc
+
+    def _count(self, name: str, default: int) -> int:
+        raw = self._raw(name)
+        if not raw:
+            return default
+        if not raw.isdigit() or int(raw) <= 0:
+            raise OptionError(f"{name}={raw[:40]!r} is not a positive whole number")
+        return int(raw)
+
+
+def settings() -> Settings:
+    """The ``HEADFORMS_*`` variables set now."""
+    return Settings.read()

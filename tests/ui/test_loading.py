@@ -1,0 +1,55 @@
+"""A dashboard load parses and locates its model once, then hands the located model on: to the
+engine on a private server, to the contained worker in hosted mode (which opens it as it is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tiny_models as tm
+
+import headforms.sources as sources
+from headforms.settings import HOSTED_ENV, ROOTS_ENV
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("loading") / "llama"
+    tm.build("llama", directory, seed=41)
+    return directory
+
+
+@pytest.mark.parametrize("hosted", [False, True], ids=["private", "hosted"])
+def test_a_load_locates_its_model_once(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hosted: bool
+) -> None:
+    from ui import loading
+
+    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HEADFORMS_THREADS", "1")
+    if hosted:
+        monkeypatch.setenv(HOSTED_ENV, "1")
+        monkeypatch.setenv(ROOTS_ENV, str(tiny_dir.parent))
+    else:
+        monkeypatch.delenv(HOSTED_ENV, raising=False)
+    located: list[Path] = []
+    real = sources.locate_path
+    monkeypatch.setattr(
+        sources, "locate_path", lambda path, *a, **k: located.append(path) or real(path, *a, **k)
+    )
+    loading._located_local.clear()
+    loading.analysis_store.clear()
+    analysis = loading.load_analysis(str(tiny_dir))
+    assert located == [tiny_dir]
+    assert len(analysis.heads) == tm.LAYERS * tm.H
+    # A first view computes what it draws: the core spectra, not the singular values of A nor
+    # the eigenvalues of L; the page that draws them asks for them, from the stored factors.
+    assert set(analysis.spectra) == {"eig_s", "lobe_pos", "lobe_neg"}
+    for spectra in (loading.HEAD_SPECTRA, ()):  # each load locates at most once (its files
+        before = len(located)  # are looked at again once FINGERPRINT_SECONDS have passed)
+        again = loading.load_analysis(str(tiny_dir), spectra=spectra)
+        assert len(located) - before <= 1 and set(located) == {tiny_dir}
+        if spectra:
+            full = again
+            assert "sv_a" in full.spectra and full.heads.equals(analysis.heads)
+    assert again is full  # the richer one is kept
