@@ -174,7 +174,7 @@ def check_same_shapes(first: ModelCard | Any, second: ModelCard | Any, what: str
 
 class Trajectory(HeadPaths):
     """Every head at each checkpoint of a series (ordered by ``step``); ``checkpoints`` and the
-    per-point column ``checkpoint`` name each one's spec."""
+    per-point column ``checkpoint`` name each one's spec, ``analyses`` are theirs."""
 
     def __init__(
         self, label: str, checkpoints: Sequence[Checkpoint], analyses: Sequence[ModelAnalysis]
@@ -195,7 +195,7 @@ class Trajectory(HeadPaths):
         super().__init__(AXIS, [c.step for c in checkpoints], card, columns, {"checkpoint": specs})
         self.label = label
         self.checkpoints = list(checkpoints)
-        self.cards = cards
+        self.analyses = list(analyses)
 
     @property
     def steps(self) -> tuple[int, ...]:

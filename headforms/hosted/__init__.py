@@ -8,8 +8,9 @@
   from ``HEADFORMS_TRUSTED_PROXIES``).
 - :mod:`.budgets`: how many new computations each visitor may start per window.
 - :mod:`.slots`: fair turns at the few workers, with a bounded wait.
-- :mod:`.workers`: the flights and the worker process: :func:`analyze`, :func:`baseline` (in a
-  worker), :func:`in_server` (a bounded computation in the server, at its turn).
+- :mod:`.workers`: the flights and the worker process: :func:`analyze`, :func:`sweep` (every
+  RoPE position at once), :func:`baseline` (in a worker), :func:`in_server` (a bounded
+  computation in the server, at its turn).
 - :mod:`.http`: the server's HTTP rules (host names answered, framing, hidden endpoints), an
   ASGI middleware that ``server.py`` puts around Streamlit.
 
@@ -20,7 +21,7 @@ its policy in and call its workers.
 from .limits import Limits
 from .policy import Policy, enabled, policy_in_force
 from .visitors import LOCAL, client_address, trusted_proxies, visitor_key
-from .workers import analyze, baseline, in_server, running
+from .workers import analyze, baseline, in_server, running, sweep
 
 __all__ = [
     "LOCAL",
@@ -33,6 +34,7 @@ __all__ = [
     "in_server",
     "policy_in_force",
     "running",
+    "sweep",
     "trusted_proxies",
     "visitor_key",
 ]
