@@ -311,7 +311,7 @@ def animated_figure(
         if whole:
             names = f" · {PARITY_NAMES[label]}"
             trace.update(
-                {k: v for k, v in style[label].items() if k not in ("x", "y", "z", "text")},
+                {k: v for k, v in style[label].items() if k not in POINT_KEYS},
                 hovertemplate=hover_template(columns),
                 meta={**style[label]["meta"], "choices": [n + names for n in labels]},
             )
@@ -398,6 +398,10 @@ def _ring(
         return part
 
     return ring
+
+
+POINT_KEYS = ("x", "y", "z", "text", "customdata")
+"""What a head trace holds per point (the rest of its style is the simplex's)."""
 
 
 def _layer_head(paths: HeadPaths) -> tuple[np.ndarray, np.ndarray]:
@@ -536,6 +540,10 @@ they make (b: Type II's, c: I+'s, d: I−'s)."""
 # One model against another
 
 
+ARROW_SHAFT = 0.82
+"""Share of the way from A to B that an arrow's line covers in 3D (B's marker is its head)."""
+
+
 def diff_figure(
     paths: HeadPaths,
     view: str = "simplex",
@@ -562,9 +570,10 @@ def diff_figure(
     start = barycentric_points(ends[0][list(columns)].to_numpy(float), vertices)
     end = barycentric_points(ends[1][list(columns)].to_numpy(float), vertices)
     trace = go.Scatter3d if three_d else go.Scatter
-    segments = np.stack([start, end, np.full_like(start, np.nan)], axis=1).reshape(
-        -1, start.shape[1]
-    )
+    # each line stops short of B's marker: a click there picks the marker, not the line
+    short = start + (ARROW_SHAFT if three_d else 1.0) * (end - start)
+    segments = np.stack([start, short, np.full_like(start, np.nan)], axis=1)
+    segments = segments.reshape(-1, start.shape[1])
     fig.add_trace(
         trace(
             **dict(zip("xyz" if three_d else "xy", segments.T, strict=True)),
