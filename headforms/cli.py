@@ -522,9 +522,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_path(args.out)
     options = AnalysisOptions(args.rope_position, not args.no_fold_qk_norm)
+    options_b = AnalysisOptions(args.rope_position, False) if args.unfold_b else None
     progress = None if args.quiet else _Progress()
     try:
-        result = diff(args.first, args.second, options, progress, policy_in_force())
+        result = diff(args.first, args.second, options, progress, policy_in_force(), options_b)
     finally:
         if progress is not None:
             progress.close()
@@ -590,7 +591,13 @@ def add_motion_parsers(sub: argparse._SubParsersAction) -> None:
     d.add_argument("second", metavar="B", help="a model spec of the same shapes")
     d.add_argument("--out", type=Path, help="write the table (.csv, .json or .parquet)")
     d.add_argument("--rope-position", type=int, default=0, metavar="D", help="as for analyze")
-    d.add_argument("--no-fold-qk-norm", action="store_true", help="as for analyze")
+    d.add_argument("--no-fold-qk-norm", action="store_true", help="as for analyze (both)")
+    d.add_argument(
+        "--unfold-b",
+        action="store_true",
+        help="analyse B with its QK-norm gains unfolded (A B the same model: what folding them "
+        "changes)",
+    )
     d.add_argument("--quiet", action="store_true", help="no progress on stderr")
     d.set_defaults(func=cmd_diff)
 

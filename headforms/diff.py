@@ -94,12 +94,16 @@ def diff(
     options: AnalysisOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
     policy: Policy | None = None,
+    options_b: AnalysisOptions | None = None,
 ) -> ModelDiff:
-    """Analyse two models at ``options`` (each cached as any analysis, within ``policy``) and
-    match them head by head; models of different shapes are refused in one line."""
+    """Analyse two models at ``options`` (B at ``options_b`` if given: one model with and
+    without its QK-norm gains folded is a diff too), each cached as any analysis, within
+    ``policy``, and match them head by head; models of different shapes are refused in one
+    line."""
     from .engine import analyze
 
     analyses = [
-        analyze(spec, options=options, progress=progress, policy=policy) for spec in (first, second)
+        analyze(spec, options=opts, progress=progress, policy=policy)
+        for spec, opts in ((first, options), (second, options_b or options))
     ]
     return ModelDiff(*analyses)
