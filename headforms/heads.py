@@ -124,13 +124,11 @@ def layer_sweep(
     n_heads, n = q.shape[0], q.shape[1]
     trace_g = np.trace(gram, axis1=-2, axis2=-1)
     f_top, f_bot = factor[:, :n, :], factor[:, n:, :]
-    # A triangular factor (Cholesky, or R^T of a QR) has F_top = [F_11, 0]: X_d's last n rows
-    # vanish, and only the first n are computed.
-    left = np.swapaxes(f_top, -1, -2)  # F_top^T (H, 2n, n)
-    if not f_top[..., n:].any():
-        left = left[:, :n, :]
-    left = np.ascontiguousarray(left)
-    rows_x = left.shape[1]
+    # The factor is lower triangular (Cholesky, or R^T of a QR: forms.head_factors), so F_top =
+    # [F_11, 0]: the last n rows of X_d = F_top^T R_d F_bot vanish and only the first n are made.
+    if f_top[..., n:].any():
+        raise AssertionError("head_factors must give lower-triangular factors")
+    left = np.ascontiguousarray(np.swapaxes(f_top[..., :n], -1, -2))  # F_11^T (H, n, n)
     inv_freq = np.zeros(0) if layer.inv_freq is None else np.asarray(layer.inv_freq, np.float64)
     half = len(inv_freq)
     turned = 2 * half
@@ -146,10 +144,10 @@ def layer_sweep(
         cos, sin = np.cos(angle)[None, :, None, :], np.sin(angle)[None, :, None, :]
         # F_top^T R_d, heads x positions: the column pairs (i, i + half) turned by d theta_i
         turned_left = np.concatenate([first * cos + second * sin, second * cos - first * sin], -1)
-        y = turned_left.reshape(n_heads, count * rows_x, turned) @ f_bot[:, :turned, :]
-        y = y.reshape(n_heads, count, rows_x, 2 * n) + fixed[:, None]  # the rows of X_d
+        y = turned_left.reshape(n_heads, count * n, turned) @ f_bot[:, :turned, :]
+        y = y.reshape(n_heads, count, n, 2 * n) + fixed[:, None]  # the rows of X_d
         norm_l2 = np.einsum("hpij,hpij->hp", y, y)
-        trace_ll = np.einsum("hpij,hpji->hp", y[..., :rows_x], y[..., :rows_x])
+        trace_ll = np.einsum("hpij,hpji->hp", y[..., :n], y[..., :n])  # tr(X^2) = tr(X_11^2)
         sym = _upper_symmetric(y, n)
         batch = form_batch(model_dim, sym, norm_l2, trace_ll, trace_g[:, None], uplo="U")
         metrics = form_metrics(batch)
@@ -170,10 +168,8 @@ def layer_sweep(
 
 def _upper_symmetric(rows: np.ndarray, n: int) -> np.ndarray:
     """The upper triangle of ``(X + X^T) / 2`` (the lower one is left undefined) of ``X`` whose
-    first rows are ``rows``: all ``2n`` of them, or the first ``n`` when the rest are zero (then
-    the upper blocks are ``sym(X_11)``, ``X_12 / 2`` and 0, with no transposed copy of ``X_12``)."""
-    if rows.shape[-2] == 2 * n:
-        return (rows + np.swapaxes(rows, -1, -2)) / 2.0
+    first ``n`` rows are ``rows`` and whose last ``n`` vanish: the blocks ``sym(X_11)``,
+    ``X_12 / 2`` and 0, with no transposed copy of ``X_12``."""
     sym = np.empty((*rows.shape[:-2], 2 * n, 2 * n))
     top = rows[..., :n]
     sym[..., :n, :n] = (top + np.swapaxes(top, -1, -2)) / 2.0

@@ -18,13 +18,11 @@ from ui import (
     model_label,
     page_context,
     select_from_customdata,
+    state,
 )
 from ui.motion import load_diff
 from ui.widgets import head_rows
 
-SECOND_KEY = "hf_diff_b"
-VIEW_KEY = "hf_diff_view"
-FRAME_KEY = "hf_diff_frame"
 VIEWS = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
 
 ctx = page_context()
@@ -37,21 +35,22 @@ controls = st.columns([3, 3, 3], vertical_alignment="bottom")
 second = controls[0].selectbox(
     "B: the model to compare",
     [name for name in BUNDLED_MODELS if name != ctx.spec],
-    index=None,
-    key=SECOND_KEY,
+    key=state.DIFF_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="a model of the same shapes",
     help="Its heads are matched with the sidebar model's (same layers, heads, kv heads and "
     "dims; otherwise the shapes that differ are named).",
 )
-st.session_state.setdefault(VIEW_KEY, "simplex")
 view = controls[1].segmented_control(
-    "View", list(VIEWS), format_func=VIEWS.__getitem__, key=VIEW_KEY, required=True
+    "View", list(VIEWS), format_func=VIEWS.__getitem__, key=state.MOTION_VIEW_KEY, required=True
 )
-st.session_state.setdefault(FRAME_KEY, "heads")
 frame = controls[2].segmented_control(
-    "3D view", list(FRAMES), format_func=FRAMES.__getitem__, key=FRAME_KEY, required=True
+    "3D view",
+    list(FRAMES),
+    format_func=FRAMES.__getitem__,
+    key=state.MOTION_FRAME_KEY,
+    required=True,
 )
 jump_toggle()
 if not second:

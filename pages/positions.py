@@ -10,7 +10,6 @@ from headforms import HeadformsError
 from headforms.analyses import paths
 from headforms.figures import motion as figures
 from headforms.figures.camera import FRAMES
-from headforms.options import DEFAULT_ROPE_POSITIONS
 from ui import (
     PlotPayload,
     cached,
@@ -21,14 +20,11 @@ from ui import (
     page_context,
     select_from_customdata,
     show_figure,
+    state,
 )
 from ui.motion import MAX_SLIDER_POSITIONS, load_sweep, slider_options
 from ui.widgets import head_rows
 
-POSITIONS_KEY = "hf_rope_positions"
-VIEW_KEY = "hf_motion_view"
-PATHS_KEY = "hf_motion_every_path"
-FRAME_KEY = "hf_motion_frame"
 VIEWS = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
 
 ctx = page_context()
@@ -48,32 +44,33 @@ st.caption(
 )
 
 controls = st.columns([2, 3, 3], vertical_alignment="bottom")
-st.session_state.setdefault(POSITIONS_KEY, DEFAULT_ROPE_POSITIONS)
 text = controls[0].text_input(
     "RoPE positions d",
-    key=POSITIONS_KEY,
+    key=state.POSITIONS_KEY,
     help="A:B (both included), A:B:STEP or a list like 0,1,2,8,64; at most "
     f"{MAX_SLIDER_POSITIONS} positions on one slider.",
 )
-st.session_state.setdefault(VIEW_KEY, "simplex")
 view = controls[1].segmented_control(
     "View",
     list(VIEWS),
     format_func=VIEWS.__getitem__,
-    key=VIEW_KEY,
+    key=state.MOTION_VIEW_KEY,
     required=True,
     help="The tetrahedron of profiles (a, b, c, d), or the triangle of symmetric profiles.",
 )
-st.session_state.setdefault(FRAME_KEY, "heads")
 frame = controls[2].segmented_control(
-    "3D view", list(FRAMES), format_func=FRAMES.__getitem__, key=FRAME_KEY, required=True
+    "3D view",
+    list(FRAMES),
+    format_func=FRAMES.__getitem__,
+    key=state.MOTION_FRAME_KEY,
+    required=True,
 )
 options_row = st.columns([2, 2, 3], vertical_alignment="bottom")
 with options_row[0]:
     jump_toggle()
 every = options_row[1].toggle(
     "Every head's path",
-    key=PATHS_KEY,
+    key=state.MOTION_PATHS_KEY,
     help="Also draw each head's path over all the positions, in grey.",
 )
 with options_row[2]:

@@ -20,15 +20,12 @@ from ui import (
     page_context,
     select_from_customdata,
     show_figure,
+    state,
 )
 from ui.loading import load_baseline
 from ui.motion import MAX_SERIES_CHECKPOINTS, load_series
 from ui.widgets import head_rows
 
-SERIES_KEY = "hf_series"
-VIEW_KEY = "hf_series_view"
-PATHS_KEY = "hf_series_every_path"
-FRAME_KEY = "hf_series_frame"
 VIEWS = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
 
 ctx = page_context()
@@ -38,10 +35,9 @@ st.caption(
     "simplex starts at its Gaussian counterpart (where a randomly initialised head sits) and "
     "goes through every checkpoint; the step slider moves every head in the browser."
 )
-st.session_state.setdefault(SERIES_KEY, "")
 text = st.text_area(
     "Checkpoints",
-    key=SERIES_KEY,
+    key=state.SERIES_KEY,
     height=90,
     placeholder="/runs/my-run   (its checkpoint-STEP folders)\n"
     "or one per line: EleutherAI/pythia-70m@step1000, …@step2000, …",
@@ -59,17 +55,21 @@ if not inputs:
     st.stop()
 
 controls = st.columns([3, 3, 2], vertical_alignment="bottom")
-st.session_state.setdefault(VIEW_KEY, "simplex")
 view = controls[0].segmented_control(
-    "View", list(VIEWS), format_func=VIEWS.__getitem__, key=VIEW_KEY, required=True
+    "View", list(VIEWS), format_func=VIEWS.__getitem__, key=state.MOTION_VIEW_KEY, required=True
 )
-st.session_state.setdefault(FRAME_KEY, "heads")
 frame = controls[1].segmented_control(
-    "3D view", list(FRAMES), format_func=FRAMES.__getitem__, key=FRAME_KEY, required=True
+    "3D view",
+    list(FRAMES),
+    format_func=FRAMES.__getitem__,
+    key=state.MOTION_FRAME_KEY,
+    required=True,
 )
 with controls[2], st.container(horizontal=True, gap="medium"):
     jump_toggle()
-    every = st.toggle("Every head's path", key=PATHS_KEY, help="Also draw every head's path.")
+    every = st.toggle(
+        "Every head's path", key=state.MOTION_PATHS_KEY, help="Also draw every head's path."
+    )
 
 status = st.container()
 try:

@@ -26,11 +26,11 @@ from headforms.bounded import ByteLRU
 from headforms.diff import ModelDiff
 from headforms.engine import stored_sweep, sweep
 from headforms.errors import OptionError
-from headforms.options import SweepOptions
+from headforms.options import DEFAULT_ROPE_POSITIONS, SweepOptions
 from headforms.series import MAX_CHECKPOINTS, Trajectory, open_series, series_label
 from headforms.sweeps import PositionSweep
 
-from . import guard
+from . import guard, state
 from .loading import POLL_S, load_analysis, located_model
 
 T = TypeVar("T")
@@ -69,6 +69,15 @@ def slider_options(text: str) -> SweepOptions:
             "takes more)"
         )
     return options
+
+
+def chosen_positions() -> SweepOptions:
+    """The positions of the RoPE positions page (default d = 0..128), or the default if what
+    was typed there is not a valid slider range."""
+    try:
+        return slider_options(st.session_state.get(state.POSITIONS_KEY) or DEFAULT_ROPE_POSITIONS)
+    except OptionError:
+        return SweepOptions()
 
 
 def sweep_at_hand(spec: str, options: SweepOptions) -> PositionSweep | None:

@@ -16,7 +16,7 @@ import streamlit as st
 
 from headforms import DEFAULT_MODEL
 from headforms.forms import PARITY_TYPE_II_THRESHOLD
-from headforms.options import MAX_ROPE_POSITION
+from headforms.options import DEFAULT_ROPE_POSITIONS, MAX_ROPE_POSITION
 
 from . import guard
 
@@ -31,8 +31,27 @@ FRAME_KEY = "hf_simplex_frame"
 TOLERANCE_KEY = "hf_type2_tolerance"
 PENDING_JUMP_KEY = "_hf_pending_jump"
 URL_LOADED_KEY = "_hf_url_loaded"
+POSITIONS_KEY = "hf_rope_positions"
+"""The RoPE positions of the RoPE positions page (the Head page's curves follow them)."""
+MOTION_VIEW_KEY = "hf_motion_view"
+MOTION_FRAME_KEY = "hf_motion_frame"
+MOTION_PATHS_KEY = "hf_motion_every_path"
+"""The view, 3D framing and every-path switch of the Motion pages (RoPE positions, Training
+run, Model diff): one setting for the three."""
+SERIES_KEY = "hf_series"
+DIFF_KEY = "hf_diff_b"
 
-PAGE_WIDGET_KEYS = (OVERLAY_KEY, JUMP_KEY, FRAME_KEY)
+PAGE_WIDGET_KEYS = (
+    OVERLAY_KEY,
+    JUMP_KEY,
+    FRAME_KEY,
+    POSITIONS_KEY,
+    MOTION_VIEW_KEY,
+    MOTION_FRAME_KEY,
+    MOTION_PATHS_KEY,
+    SERIES_KEY,
+    DIFF_KEY,
+)
 """Keys of widgets that live on one page but must survive visits to other pages."""
 
 COLOR_CHOICES: dict[str, str] = {
@@ -63,6 +82,12 @@ DEFAULTS: dict[str, Any] = {
     JUMP_KEY: True,
     FRAME_KEY: "simplex",
     TOLERANCE_KEY: PARITY_TYPE_II_THRESHOLD,
+    POSITIONS_KEY: DEFAULT_ROPE_POSITIONS,
+    MOTION_VIEW_KEY: "simplex",
+    MOTION_FRAME_KEY: "heads",  # paths move little: the crowd pulled apart
+    MOTION_PATHS_KEY: False,
+    SERIES_KEY: "",
+    DIFF_KEY: None,
 }
 
 

@@ -300,3 +300,27 @@ def test_shares_stay_shares():
     for name in ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "energy", "pairing"):
         values = result.stacked(name).astype(float)
         assert (values >= -SHARE_ATOL).all() and (values <= 1 + SHARE_ATOL).all(), name
+
+
+def test_degenerate_heads_sweep_as_one_position_does():
+    """Heads whose Gram matrix is singular (zero query rows: the QR factor), a vanishing head
+    (every statistic missing, parity "zero") and partial rotary: the sweep's rows at each d are
+    the single-position rows."""
+    from headforms.factors import LayerFactors
+    from headforms.heads import layer_heads, layer_sweep
+    from headforms.options import AnalysisOptions
+
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((3, 8, 40))
+    k = rng.standard_normal((3, 8, 40))
+    q[0, 2:5] = 0.0  # rank-deficient: refactored by a QR of U
+    q[2] = 0.0  # a vanishing form
+    inv_freq = 1.0 / 50.0 ** (np.arange(0, 4, 2) / 4)  # 2 of the 4 pairs rotate
+    layer = LayerFactors(q=q, k=k, inv_freq=inv_freq)
+    kv = np.arange(3)
+    options = SweepOptions("0:30:3")
+    swept = layer_sweep(0, layer, kv, 40, options)
+    for point, d in enumerate(options.positions):
+        single = layer_heads(0, layer, kv, 40, AnalysisOptions(d)).rows
+        assert_rows_equal({n: swept.rows[n][point] for n in METRIC_COLUMNS}, single, f"d={d}")
+    assert (swept.rows["parity"][:, 2] == "zero").all()
