@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import guard, state
+from ui import guard, links, notices, state
 from ui.sidebar import render_sidebar, tab_title
 from ui.static import ensure_plotly_js
 
@@ -54,13 +54,19 @@ def main() -> None:
     }
 
     page = st.navigation(pages)
+    notices.begin(page.url_path)
+    links.start_page(page.title)
+    top = st.container()  # notices: a link's corrected values, a model that failed to load
     context = render_sidebar()
+    notices.show(top)
     st.set_page_config(page_title=tab_title(page.title, context))
-    if context is None:  # the model failed: its error is shown, no page runs
+    if context is None:  # not even the last good model loads: its error is shown, no page runs
+        links.finish(page_ran=False)
         st.stop()
     if state.take_pending_jump() and page.url_path != head_page.url_path:
-        st.switch_page(head_page, query_params=st.query_params.to_dict())
+        st.switch_page(head_page, query_params=links.query())
     page.run()
+    links.finish()  # a page that ended early (ui.stop_page) has done this already
 
 
 # Streamlit runs this file as __main__ (and leaves it installed as sys.modules["__main__"]): a

@@ -6,7 +6,7 @@ analysis (its notes say how the form was taken: QK-norm gains, biases, quantizat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .architectures import ROTARY, Shapes
@@ -79,10 +79,6 @@ class ModelCard:
         """The card of :meth:`as_dict` (unknown keys ignored)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
-
-    def for_spec(self, spec: str) -> ModelCard:
-        """The same card, named by the spec it was asked for by."""
-        return replace(self, spec=spec)
 
 
 def rope_entries(per_layer: list[dict[str, Any]]) -> list[dict[str, Any]]:

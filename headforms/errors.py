@@ -23,6 +23,11 @@ class HubUnavailableError(HeadformsError):
     """The Hugging Face hub cannot be reached (or the model is not in the local cache)."""
 
 
+class NoSuchModelError(ModelSpecError, HubUnavailableError):
+    """The spec names no model this machine has: not bundled, not a local path, and a hub id
+    neither the hub (off or unreachable) nor the local hub cache can serve."""
+
+
 class NotAllowedError(HeadformsError):
     """Hosted mode refused the request (path outside the roots, not allow-listed, too large)."""
 

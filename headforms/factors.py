@@ -47,11 +47,6 @@ class LayerFactors:
         """The factors of :meth:`arrays`."""
         return cls(**{name: arrays.get(name) for name in LAYER_ARRAYS})
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes of all its arrays."""
-        return sum(a.nbytes for a in self.arrays().values())
-
 
 LAYER_ARRAYS = ("q", "k", "q_bias", "k_bias", "q_gain", "k_gain", "inv_freq")
 """The fields of :class:`LayerFactors`, in the order a store file lists them."""

@@ -9,14 +9,19 @@ located.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import LimitError, NotAllowedError, OptionError
+
+if TYPE_CHECKING:
+    import ipaddress
+
+    Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 PREFIX = "HEADFORMS_"
 
@@ -74,8 +79,6 @@ DEFAULT_MAX_TABLE_ROWS = 250_000
 """Rows of one published table."""
 DEFAULT_MAX_TABLE_MODELS = 1_000
 """Models of one published table."""
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 """Values of a switch variable that turn it on (case and surrounding blanks ignored)."""
@@ -227,6 +230,8 @@ class Settings:
     def trusted_proxies(self) -> tuple[Network, ...]:
         """The proxies whose ``X-Forwarded-For`` is believed (comma-separated addresses or
         networks, e.g. ``127.0.0.1,10.0.0.0/8``; unset: none)."""
+        import ipaddress  # only a shared server reads it
+
         networks = []
         for item in (part.strip() for part in self.environ.get(TRUSTED_PROXIES_ENV, "").split(",")):
             if not item:

@@ -16,6 +16,7 @@ from ui import (
     PlotPayload,
     cached,
     clickable_plot,
+    links,
     model_label,
     page_context,
     select_from_customdata,
@@ -24,14 +25,18 @@ from ui import (
 from ui.fits import lobe_fit_errors
 from ui.loading import baselines_of, load_models
 
+MODELS_KEY = "compare_models"
+HEATMAP_KEY = "compare_heatmap"
+CAMERA_KEY = "compare_camera"
+
 ctx = page_context()
 st.title("Compare models")
 others = [name for name in BUNDLED_MODELS if name != ctx.spec]
+links.bind(links.specs("models", MODELS_KEY, default=others[:1], label="compared"))
 chosen = st.multiselect(
     "Models to compare with the current one",
-    others,
-    default=others[:1],
-    key="compare_models",
+    list(dict.fromkeys([*others, *st.session_state[MODELS_KEY]])),
+    key=MODELS_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",
@@ -50,7 +55,10 @@ simplex = cached(
         simplex_figures.simplex_figure(models, color_by="model", selected=ctx.selected)
     ),
 )
-clickable_plot(simplex, key="compare_simplex", on_click=select_from_customdata)
+links.bind(links.camera("camera", CAMERA_KEY))
+clickable_plot(
+    simplex, key="compare_simplex", on_click=select_from_customdata, camera_key=CAMERA_KEY
+)
 st.caption("Profiles of every compared model on one simplex, coloured by model; click a head.")
 
 table = cached(
@@ -112,12 +120,13 @@ HEATMAPS = {
     "energy": "Figure 13: symmetric energy ‖S‖²/‖L‖²",
     "pairing": "Figure 14: pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
 }
+links.bind(links.choice("heatmap", HEATMAP_KEY, list(HEATMAPS), "energy", "a heatmap"))
 column = st.radio(
     "Layer × head heatmaps of",
     list(HEATMAPS),
     format_func=HEATMAPS.__getitem__,
     horizontal=True,
-    key="compare_heatmap",
+    key=HEATMAP_KEY,
 )
 shared = heatmaps.heatmap_range(
     [frame[column] for frame in (*models.values(), *baselines.values())]

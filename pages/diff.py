@@ -15,15 +15,14 @@ from ui import (
     clickable_plot,
     guard,
     jump_toggle,
+    links,
     model_label,
     page_context,
     select_from_customdata,
     state,
 )
-from ui.motion import load_diff
+from ui.motion import FIGURES, bind_second, bind_views, load_diff
 from ui.widgets import head_rows
-
-VIEWS = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
 
 ctx = page_context()
 st.title("One model against another")
@@ -32,6 +31,8 @@ st.caption(
     "head: where each head of A went in B. A is the sidebar's model."
 )
 controls = st.columns([3, 3, 3], vertical_alignment="bottom")
+bind_second()
+bind_views()
 second = controls[0].selectbox(
     "B: the model to compare",
     [name for name in BUNDLED_MODELS if name != ctx.spec],
@@ -43,7 +44,11 @@ second = controls[0].selectbox(
     "dims; otherwise the shapes that differ are named).",
 )
 view = controls[1].segmented_control(
-    "View", list(VIEWS), format_func=VIEWS.__getitem__, key=state.MOTION_VIEW_KEY, required=True
+    "View",
+    list(FIGURES),
+    format_func=FIGURES.__getitem__,
+    key=state.MOTION_FIGURE_KEY,
+    required=True,
 )
 frame = controls[2].segmented_control(
     "3D view",
@@ -55,18 +60,20 @@ frame = controls[2].segmented_control(
 jump_toggle()
 if not second:
     st.info("Choose or type model B above.", icon=":material/info:")
-    st.stop()
+    links.stop_page()
 
 status = st.container()
 try:
     diff = load_diff(ctx.spec, second, where=status)
 except HeadformsError as error:
     st.error(guard.public_message(str(error)), icon=":material/error:")
-    st.stop()
+    links.stop_page()
 first_name, second_name = diff.values
 key = (first_name, second_name)
 selected = (second_name, ctx.layer, ctx.head)
 table = diff.table()
+camera_key = f"diff_camera:{frame}"
+links.bind(links.camera("camera", camera_key))
 movement = paths.movement(diff)
 clickable_plot(
     cached(
@@ -82,6 +89,7 @@ clickable_plot(
     data=table,
     filename=f"diff_{first_name}_{second_name}",
     scroll_zoom=True,
+    camera_key=camera_key if view == "simplex" else None,
 )
 
 flips = int(table["parity_flip"].sum())

@@ -10,7 +10,7 @@ from headforms import HeadformsError
 from headforms.analyses import fits
 from headforms.analyses.observations import OBSERVATIONS
 from headforms.figures import fits as figures
-from ui import cached, guard, page_context, show_figure
+from ui import cached, guard, links, page_context, show_figure
 from ui.fits import lobe_fit_errors
 from ui.fits import lobe_fits as fitted_lobes
 from ui.loading import FITS_SPECTRA, load_analysis
@@ -63,7 +63,7 @@ try:
     obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(full.spectra))
 except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
-    st.stop()
+    links.stop_page()
 obs6_errors = cached(
     "fits_obs6_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, obs6))
 )

@@ -12,11 +12,15 @@ from ui import (
     cached,
     clickable_plot,
     jump_toggle,
+    links,
     model_label,
     page_context,
     select_from_customdata,
 )
 from ui.loading import baselines_of, load_models
+
+MODELS_KEY = "heatmaps_models"
+SHARED_KEY = "heatmaps_shared_scale"
 
 ctx = page_context()
 st.title("Layer × head heatmaps")
@@ -25,20 +29,24 @@ st.caption(
     "Gaussian form with the same n and N; the colour scale is white at 1/2, red above, blue below."
 )
 controls = st.columns([4, 2, 2], vertical_alignment="bottom")
+links.bind(links.specs("models", MODELS_KEY, label="other"))
 extra = controls[0].multiselect(
     "Other models",
-    [name for name in BUNDLED_MODELS if name != ctx.spec],
-    default=[],
-    key="heatmaps_models",
+    list(
+        dict.fromkeys(
+            [*(name for name in BUNDLED_MODELS if name != ctx.spec), *st.session_state[MODELS_KEY]]
+        )
+    ),
+    key=MODELS_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",
     help="Other models are analysed at RoPE position 0; each is drawn beside its own baseline.",
 )
+links.bind(links.flag("shared_scale", SHARED_KEY, True, "one colour scale for all models"))
 shared = controls[1].toggle(
     "One colour scale for all models",
-    value=True,
-    key="heatmaps_shared_scale",
+    key=SHARED_KEY,
     help="On: every map below uses one range, so colours compare across models (as in the "
     "paper's Figures 13 and 14). Off: each model's pair uses its own range.",
 )

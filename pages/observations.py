@@ -21,12 +21,15 @@ from ui import (
     cached,
     clickable_plot,
     jump_toggle,
+    links,
     model_label,
     page_context,
     select_from_customdata,
     show_figure,
 )
 from ui.loading import baselines_of, load_models
+
+MODELS_KEY = "observations_models"
 
 ctx = page_context()
 st.title("Observations")
@@ -35,11 +38,15 @@ st.caption(
     "K, Q of the same n and N (the baseline). Click a head in a scatter to select it."
 )
 controls = st.columns([3, 1], vertical_alignment="bottom")
+links.bind(links.specs("models", MODELS_KEY, label="other"))
 extra = controls[0].multiselect(
     "Other models",
-    [name for name in BUNDLED_MODELS if name != ctx.spec],
-    default=[],
-    key="observations_models",
+    list(
+        dict.fromkeys(
+            [*(name for name in BUNDLED_MODELS if name != ctx.spec), *st.session_state[MODELS_KEY]]
+        )
+    ),
+    key=MODELS_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",

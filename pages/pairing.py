@@ -7,8 +7,10 @@ import streamlit as st
 
 from headforms import BUNDLED_MODELS
 from headforms.figures import distributions
-from ui import cached, model_label, page_context, show_figure
+from ui import cached, links, model_label, page_context, show_figure
 from ui.loading import baselines_of, load_models
+
+MODELS_KEY = "pairing_models"
 
 ctx = page_context()
 st.title("Pairing scores per model")
@@ -18,11 +20,15 @@ st.caption(
     "shapes (the baseline, far more concentrated: click its entry in the legend for its "
     "histogram)."
 )
+links.bind(links.specs("models", MODELS_KEY, label="other"))
 extra = st.multiselect(
     "Other models",
-    [name for name in BUNDLED_MODELS if name != ctx.spec],
-    default=[],
-    key="pairing_models",
+    list(
+        dict.fromkeys(
+            [*(name for name in BUNDLED_MODELS if name != ctx.spec), *st.session_state[MODELS_KEY]]
+        )
+    ),
+    key=MODELS_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="bundled name, hub id, local path or table file",

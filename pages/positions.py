@@ -17,15 +17,21 @@ from ui import (
     go_to_head_box,
     guard,
     jump_toggle,
+    links,
     page_context,
     select_from_customdata,
     show_figure,
     state,
 )
-from ui.motion import MAX_SLIDER_POSITIONS, load_sweep, slider_options
+from ui.motion import (
+    FIGURES,
+    MAX_SLIDER_POSITIONS,
+    bind_positions,
+    bind_views,
+    load_sweep,
+    slider_options,
+)
 from ui.widgets import head_rows
-
-VIEWS = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
 
 ctx = page_context()
 st.title("Every RoPE position at once")
@@ -36,7 +42,7 @@ if not card.rotary:
         "heads do not move with the relative position d. Pick a RoPE model in the sidebar.",
         icon=":material/info:",
     )
-    st.stop()
+    links.stop_page()
 st.caption(
     "For a RoPE model the form of a head depends on the relative position d of query and key: "
     "L_d = KᵀR_dQ, with the model's own rotation. Every position of the range is computed in one "
@@ -44,6 +50,8 @@ st.caption(
 )
 
 controls = st.columns([2, 3, 3], vertical_alignment="bottom")
+bind_positions()
+bind_views()
 text = controls[0].text_input(
     "RoPE positions d",
     key=state.POSITIONS_KEY,
@@ -52,9 +60,9 @@ text = controls[0].text_input(
 )
 view = controls[1].segmented_control(
     "View",
-    list(VIEWS),
-    format_func=VIEWS.__getitem__,
-    key=state.MOTION_VIEW_KEY,
+    list(FIGURES),
+    format_func=FIGURES.__getitem__,
+    key=state.MOTION_FIGURE_KEY,
     required=True,
     help="The tetrahedron of profiles (a, b, c, d), or the triangle of symmetric profiles.",
 )
@@ -81,7 +89,7 @@ try:
     sweep = load_sweep(ctx.spec, options)
 except HeadformsError as error:
     st.error(guard.public_message(str(error)), icon=":material/error:")
-    st.stop()
+    links.stop_page()
 positions = sweep.positions
 start = positions.index(ctx.rope_position) if ctx.rope_position in positions else 0
 key = (ctx.spec, options, view, ctx.color_by, ctx.selected, frame, every, start)
@@ -94,6 +102,8 @@ figure = cached(
         )
     ),
 )
+camera_key = f"motion_camera:{frame}"
+links.bind(links.camera("camera", camera_key))
 clickable_plot(
     figure,
     key="motion_simplex",
@@ -105,6 +115,7 @@ clickable_plot(
     data=lambda: sweep.table,
     filename=f"{ctx.spec}_rope_positions",
     scroll_zoom=True,
+    camera_key=camera_key if view == "simplex" else None,
 )
 
 curves = paths.head_curves(sweep, ctx.layer, ctx.head)

@@ -21,13 +21,17 @@ from ui import (
     clickable_plot,
     fit_to_column,
     go_to_head_box,
+    guard,
     jump_toggle,
+    links,
     model_label,
     page_context,
     select_from_customdata,
     state,
 )
 from ui.loading import baselines_of, load_models
+
+BASELINE_KEY = "simplex_baseline"
 
 ctx = page_context()
 st.title("Profiles on the simplex")
@@ -39,6 +43,7 @@ st.caption(
 )
 
 controls = st.columns([4, 3, 2], vertical_alignment="bottom")
+links.bind(links.specs("overlay", state.OVERLAY_KEY, label="overlaid"))
 extra = controls[0].multiselect(
     "Overlay other models",
     list(dict.fromkeys([*BUNDLED_MODELS, *st.session_state[state.OVERLAY_KEY]])),
@@ -50,6 +55,16 @@ extra = controls[0].multiselect(
     "own colour (the marker shapes keep their parity meaning); a published per-head table "
     "(.csv/.parquet) adds all its models; the sidebar's model is always drawn.",
 )
+links.bind(
+    links.choice(
+        "view",
+        state.FRAME_KEY,
+        list(FRAMES),
+        state.DEFAULTS[state.FRAME_KEY],
+        "a 3D view",
+        FRAMES.get,
+    )
+)
 frame = controls[1].segmented_control(
     "3D view",
     list(FRAMES),
@@ -60,13 +75,16 @@ frame = controls[1].segmented_control(
     f"Zoom to heads: the camera looks at the region holding {FRAMED_SHARE:.0%} of the heads, "
     "so crowded heads pull apart.",
 )
+camera_key = f"simplex_camera:{frame}"  # each view keeps its own camera
+links.bind(links.camera("camera", camera_key))
 with controls[2]:
     go_to_head_box(ctx)
 with st.container(horizontal=True, gap="large"):
     jump_toggle()
+    links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline"))
     show_baseline = st.toggle(
         "Gaussian baseline",
-        key="simplex_baseline",
+        key=BASELINE_KEY,
         help="Also draw, in grey, independent Gaussian K, Q of the same n, N as each model's "
         "heads: they sit at Θ's midpoint a = b = 1/2.",
     )
@@ -121,6 +139,7 @@ with left:
         data=profiles,
         filename=f"{ctx.spec}_simplex",
         scroll_zoom=True,
+        camera_key=camera_key,
     )
 with right:
     clickable_plot(
@@ -165,7 +184,7 @@ with st.expander("Reading the simplex: a short geometry reference (Figures 1 and
     st.markdown(
         "**Scoring parameters of an attention block** (Table 1; value map and positional "
         "encoding excluded; N = dim C, ℓ the sequence length, h the heads). "
-        f"{card.name}: N = {card.model_dim or '?'}, h = {card.n_heads}."
+        f"{guard.plain(card.name)}: N = {card.model_dim or '?'}, h = {card.n_heads}."
     )
     st.table(
         {

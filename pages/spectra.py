@@ -16,6 +16,7 @@ from ui import (
     clickable_plot,
     guard,
     jump_toggle,
+    links,
     page_context,
     select_from_customdata,
     show_figure,
@@ -24,6 +25,9 @@ from ui.loading import load_baseline
 from ui.tables import require_spectra
 
 AUTO = "best silhouette"
+K_KEY = "spectra_k"
+PROJECTION_KEY = "spectra_projection"
+COLOR_KEY = "spectra_color"
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Spectra")
@@ -40,35 +44,69 @@ if not ks:
         f"Clustering the spectra needs at least 3 heads; {guard.plain(ctx.spec)} has {len(eig_s)}.",
         icon=":material/info:",
     )
-    st.stop()
+    links.stop_page()
 scan = cached("spectra_silhouette_scan", model_key, lambda: sp.silhouette_scan(eig_s))
 best = sp.best_k_or_none(scan)
 
 controls = st.columns([2, 2, 2, 2], vertical_alignment="bottom")
+k_options = [
+    *([sp.PAPER_K] if sp.PAPER_K in ks else []),
+    *([AUTO] if best is not None else []),
+    *(k for k in ks if k != sp.PAPER_K),
+]
+links.bind(
+    links.choice(
+        "k",
+        K_KEY,
+        k_options,
+        k_options[0],
+        "a number of clusters offered here",
+        lambda k: f"k = {k}",
+        lambda k: "best" if k == AUTO else str(k),
+    )
+)
+if st.session_state[K_KEY] not in k_options:  # a k of another model
+    st.session_state[K_KEY] = k_options[0]
 k_choice = controls[0].selectbox(
     "Number of clusters",
-    [
-        *([sp.PAPER_K] if sp.PAPER_K in ks else []),
-        *([AUTO] if best is not None else []),
-        *(k for k in ks if k != sp.PAPER_K),
-    ],
-    key="spectra_k",
+    k_options,
+    key=K_KEY,
     format_func=lambda k: f"{k} (paper)" if k == sp.PAPER_K else str(k),
     help="k-means on the unit spectra (fixed seed); the paper uses 3, which the author ranks as "
     "Type I+, II, I− by decreasing mean signed asymmetry (rank names of clusters, not the "
     "parity classes). 'best silhouette' picks the k with the largest one. Offered: fewer "
     "clusters than heads.",
 )
+links.bind(
+    links.choice(
+        "projection",
+        PROJECTION_KEY,
+        list(figures.PROJECTION_NAMES),
+        "svd",
+        "a projection",
+        figures.PROJECTION_NAMES.get,
+    )
+)
 projection_kind = controls[1].radio(
     "Projection",
     list(figures.PROJECTION_NAMES),
     format_func=figures.PROJECTION_NAMES.__getitem__,
-    key="spectra_projection",
+    key=PROJECTION_KEY,
     help="The paper projects X on its uncentred SVD (component 1 is the common shape); the "
     "centred PCA's PC1-3 are the SVD's components 2-4.",
 )
+links.bind(
+    links.choice(
+        "heads_color",
+        COLOR_KEY,
+        ["cluster", "parity"],
+        "cluster",
+        "a colouring of the heads",
+        lambda by: f"heads coloured by {by}",
+    )
+)
 color_by = controls[2].radio(
-    "Colour heads by", ["cluster", "parity"], horizontal=True, key="spectra_color"
+    "Colour heads by", ["cluster", "parity"], horizontal=True, key=COLOR_KEY
 )
 with controls[3]:
     jump_toggle()
@@ -104,7 +142,11 @@ projection_plot = cached(
         )
     ),
 )
-clickable_plot(projection_plot, key="spectra_fig5", on_click=select_from_customdata)
+camera_key = f"spectra_camera:{projection_kind}"  # each projection keeps its own camera
+links.bind(links.camera("camera", camera_key))
+clickable_plot(
+    projection_plot, key="spectra_fig5", on_click=select_from_customdata, camera_key=camera_key
+)
 if projection_kind == "svd":
     st.caption(
         "Fig 5: each head's unit spectrum x on the uncentred SVD X = U S Vᵀ (coordinates: the "

@@ -1,7 +1,8 @@
 """Heads table page: every head of the model in one sortable, filterable table.
 
 Selecting a row selects that head (and opens the head page unless switched off); the selected
-head's row is the table's selection, as it is ringed on the simplex and the heatmaps.
+head's row is the table's selection, as it is ringed on the simplex and the heatmaps. Filters
+and the sort are URL parameters (``parity``, ``layers``, ``range``, ``sort``, ``baseline``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,16 @@ import streamlit as st
 
 from headforms.columns import BASELINE_PREFIX, METRIC_COLUMNS
 from headforms.forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, ZERO_FORM_LABEL
-from ui import guard, jump_toggle, page_context, select_head
+from ui import guard, jump_toggle, links, page_context, select_head, state
 from ui.loading import has_baseline, load_baseline
-from ui.tables import range_filter, selected_row
+from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
+PARITY_KEY = "table_parity"
+BASELINE_KEY = "table_baseline"
+RANGE_COLUMNS_KEY = "table_range_columns"
+SORT_KEY = "table_sort"
+DESCENDING_KEY = "table_sort_descending"
 INTEGER_COLUMNS = ("layer", "head", "kv_head", "n_pos", "n_neg", "n_zero")
 COLUMN_HELP = {
     "a": "antisymmetric share ‖A‖²/‖L‖²",
@@ -38,34 +44,31 @@ ctx = page_context()
 st.title("Heads table")
 st.caption(
     f"Every query head of {guard.plain(ctx.spec)} (RoPE position d = {ctx.rope_position}), one "
-    "row each. "
-    "Click a column header to sort; select a row (its box on the left) to open that head. "
-    "The selected head's row is the one selected here."
+    "row each. Select a row (its box on the left) to open that head; the selected head's row is "
+    "the one selected here. Sort with Sort by (a link keeps it) or by clicking a column header "
+    "(this view only)."
 )
 
-controls = st.columns([2, 3, 3], vertical_alignment="bottom")
+controls = st.columns([2, 3, 3, 2], vertical_alignment="bottom")
 parities = [p for p in (*PARITY_LABELS, ZERO_FORM_LABEL) if (ctx.heads["parity"] == p).any()]
-chosen_parities = controls[0].pills(
-    "Parity", parities, selection_mode="multi", default=parities, key="table_parity"
-)
-last_layer = ctx.card.n_layers - 1
+links.bind(links.subset("parity", PARITY_KEY, parities, parities, "a parity"))
+st.session_state[PARITY_KEY] = [p for p in st.session_state[PARITY_KEY] if p in parities]
+chosen_parities = controls[0].pills("Parity", parities, selection_mode="multi", key=PARITY_KEY)
+last_layer = max(ctx.card.n_layers - 1, 1)  # a one-layer model: a (disabled) slider 0-1
+layers_key = f"table_layers:{ctx.spec}"
+links.bind(links.whole_range("layers", layers_key, 0, last_layer, (0, last_layer), "layers"))
 layers = controls[1].slider(
-    "Layers",
-    0,
-    max(last_layer, 1),
-    (0, max(last_layer, 1)),
-    key=f"table_layers:{ctx.spec}",
-    disabled=last_layer == 0,
+    "Layers", 0, last_layer, key=layers_key, disabled=ctx.card.n_layers == 1
 )
 toggles = st.container(horizontal=True, gap="large")
-with toggles:
-    with_baseline = has_baseline(ctx.analysis) and st.toggle(  # a published table may have none
-        "Gaussian baseline columns",
-        key="table_baseline",
-        help=f"Add each metric of the Gaussian form of the same shapes as "
-        f"`{BASELINE_PREFIX}<metric>`.",
-    )
-    jump_toggle()
+baseline_possible = has_baseline(ctx.analysis)  # a published table may have none (nothing computed)
+if baseline_possible:
+    links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline columns"))
+with_baseline = baseline_possible and toggles.toggle(
+    "Gaussian baseline columns",
+    key=BASELINE_KEY,
+    help=f"Add each metric of the Gaussian form of the same shapes as `{BASELINE_PREFIX}<metric>`.",
+)
 if with_baseline:
     load_baseline(ctx.analysis)  # computed now if it never was (a progress line meanwhile)
 table = ctx.analysis.table(baseline=with_baseline)
@@ -74,36 +77,65 @@ numeric = [
     for c in table.columns
     if c not in ("layer", "head", "kv_head") and pd.api.types.is_numeric_dtype(table[c])
 ]
+
+
+def slider_key(column: str) -> str:
+    """The range slider of ``column`` (per model and RoPE position: its bounds are theirs)."""
+    return f"table_range:{ctx.spec}:{ctx.rope_position}:{column}"
+
+
+links.bind(RangeFilters("range", RANGE_COLUMNS_KEY, slider_key, table, numeric))
+st.session_state[RANGE_COLUMNS_KEY] = [
+    c
+    for c in st.session_state[RANGE_COLUMNS_KEY]
+    if c in numeric  # rand_*: baseline shown
+]
 range_columns = controls[2].multiselect(
     "Range filters on",
     numeric,
-    key="table_range_columns",
+    key=RANGE_COLUMNS_KEY,
     placeholder="energy, pairing, a…",
     help="Each chosen column gets a range slider below.",
 )
+sortable = [c for c in table.columns if c != "kv_head"]
+links.bind(SortOrder("sort", SORT_KEY, DESCENDING_KEY, sortable))
+sort_by = controls[3].selectbox(
+    "Sort by",
+    ["", *sortable],
+    key=SORT_KEY,
+    format_func=lambda c: c or "layer, head",
+    help="The order of the rows (a shared link keeps it); clicking a column header sorts this "
+    "view only.",
+)
+descending = toggles.toggle("Decreasing", key=DESCENDING_KEY, disabled=not sort_by)
+with toggles:
+    jump_toggle()
 
 keep = table["parity"].isin(chosen_parities or parities) & table["layer"].between(*layers)
 if range_columns:
     sliders = st.columns(min(len(range_columns), 4))
     for i, column in enumerate(range_columns):
-        keep &= range_filter(
-            sliders[i % len(sliders)],
-            table,
-            column,
-            key=f"table_range:{ctx.spec}:{ctx.rope_position}:{column}",
-        )
-shown = table[keep].reset_index(drop=True)
+        keep &= range_filter(sliders[i % len(sliders)], table, column, key=slider_key(column))
+shown = table[keep]
+if sort_by:
+    shown = shown.sort_values(sort_by, ascending=not descending, kind="stable")
+shown = shown.reset_index(drop=True)
 
 here = np.flatnonzero((shown["layer"] == ctx.layer) & (shown["head"] == ctx.head))
 st.session_state[TABLE_KEY] = {"selection": {"rows": [int(here[0])] if here.size else []}}
 
 
 def picked() -> None:
-    """Selecting a row selects its head (``shown`` is the frame the user saw)."""
+    """Selecting a row selects its head (``shown`` is the frame the user saw). The table sends
+    its selection again when its rows change (a filter, the sort): a row of the head already
+    selected is not a pick, and opens nothing."""
     index = selected_row(st.session_state[TABLE_KEY]["selection"]["rows"], len(shown))
-    if index is not None:
-        row = shown.iloc[index]
-        select_head(ctx.spec, int(row["layer"]), int(row["head"]), jump=True)
+    if index is None:
+        return
+    layer, head = int(shown["layer"].iloc[index]), int(shown["head"].iloc[index])
+    if (layer, head) == (st.session_state[state.LAYER_KEY], st.session_state[state.HEAD_KEY]):
+        return
+    select_head(ctx.spec, layer, head, jump=True)
 
 
 config = {

@@ -11,7 +11,7 @@ import streamlit as st
 from headforms import HeadformsError
 from headforms.analyses import theorem5
 from headforms.figures import theorem5 as figures
-from ui import cached, guard, page_context, show_figure
+from ui import cached, guard, links, page_context, show_figure
 
 PAPER = theorem5.PAPER_PARAMETERS
 LOBE_SCALE = 1e6  # largest |μ|, ν and k accepted
@@ -24,16 +24,41 @@ st.caption(
     "absolute values ~ Gamma(k, scale |μ|), and A = 0. Sorted, the lobes become proportional "
     "(ratio r = |μ|/ν), so the profiles approach b = 2r/(1 + r²) as n grows."
 )
+# Every input is a URL parameter, read within the bounds the page accepts below.
+for link in (
+    links.number("mu", "t5_mu", -LOBE_SCALE, -0.01, PAPER["mu"], "a negative lobe scale", "μ ="),
+    links.number("nu", "t5_nu", 0.01, LOBE_SCALE, PAPER["nu"], "a positive lobe scale", "ν ="),
+    links.number("k", "t5_k", 0.1, LOBE_SCALE, PAPER["k"], "a gamma shape", "k ="),
+    links.whole(
+        "spectra",
+        "t5_spectra",
+        1,
+        theorem5.MAX_EIGENVALUES,
+        PAPER["repetitions"],
+        "a number of spectra per n",
+        "spectra per n:",
+    ),
+    links.whole("seed", "t5_seed", 0, 2**32 - 1, theorem5.SEED, "a seed", "seed"),
+    links.wholes(
+        "n", "t5_sizes", 1, theorem5.MAX_EIGENVALUES, MAX_SIZES, PAPER["sizes"], "values of n"
+    ),
+):
+    links.bind(link)
 cols = st.columns(5)
-mu = cols[0].number_input("μ (negative lobe)", value=PAPER["mu"], max_value=-0.01, step=0.1)
-nu = cols[1].number_input("ν (positive lobe)", value=PAPER["nu"], min_value=0.01, step=0.1)
-k = cols[2].number_input("gamma shape k", value=PAPER["k"], min_value=0.1, step=0.5)
-reps = cols[3].number_input("spectra per n", value=PAPER["repetitions"], min_value=1, step=10)
-seed = cols[4].number_input("seed", value=theorem5.SEED, min_value=0, step=1)
+mu = cols[0].number_input(
+    "μ (negative lobe)", min_value=-LOBE_SCALE, max_value=-0.01, step=0.1, key="t5_mu"
+)
+nu = cols[1].number_input("ν (positive lobe)", min_value=0.01, step=0.1, key="t5_nu")
+k = cols[2].number_input("gamma shape k", min_value=0.1, step=0.5, key="t5_k")
+reps = cols[3].number_input("spectra per n", min_value=1, step=10, key="t5_spectra")
+seed = cols[4].number_input("seed", min_value=0, step=1, key="t5_seed")
 sizes = st.multiselect(
     "eigenvalues per side n",
-    [16, 64, 256, 1024, 4096],
-    default=list(PAPER["sizes"]),
+    sorted(
+        {16, 64, 256, 1024, 4096, *st.session_state["t5_sizes"]},
+        key=lambda n: (not isinstance(n, int), n if isinstance(n, int) else 0, str(n)),
+    ),
+    key="t5_sizes",
     accept_new_options=True,
 )
 checked = (
@@ -50,13 +75,13 @@ if None in checked:
         "2³² - 1.",
         icon=":material/error:",
     )
-    st.stop()
+    links.stop_page()
 mu, nu, k, reps, seed = checked
 n_values = guard.whole_numbers(sizes, 1, theorem5.MAX_EIGENVALUES, MAX_SIZES, "values of n")
 key = (mu, nu, k, tuple(sorted(n_values)), reps, seed)
 if not key[3]:
     st.info("Choose at least one n (a positive integer).", icon=":material/info:")
-    st.stop()
+    links.stop_page()
 try:
     theorem5.check_sample_size(key[3], key[4])  # before the session's budget is spent
     samples = cached(
@@ -70,7 +95,7 @@ try:
     limit = theorem5.limit_profile(mu, nu)
 except HeadformsError as error:
     st.error(str(error), icon=":material/error:")
-    st.stop()
+    links.stop_page()
 
 _, zero = theorem5.limit_edge(limit)
 show_figure(

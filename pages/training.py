@@ -17,16 +17,22 @@ from ui import (
     guard,
     head_label,
     jump_toggle,
+    links,
     page_context,
     select_from_customdata,
     show_figure,
     state,
 )
 from ui.loading import load_baseline
-from ui.motion import MAX_SERIES_CHECKPOINTS, load_series
+from ui.motion import (
+    FIGURES,
+    MAX_SERIES_CHECKPOINTS,
+    bind_series,
+    bind_views,
+    load_series,
+    series_inputs,
+)
 from ui.widgets import head_rows
-
-VIEWS = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
 
 ctx = page_context()
 st.title("Checkpoints of a training run")
@@ -35,6 +41,7 @@ st.caption(
     "simplex starts at its Gaussian counterpart (where a randomly initialised head sits) and "
     "goes through every checkpoint; the step slider moves every head in the browser."
 )
+bind_series()
 text = st.text_area(
     "Checkpoints",
     key=state.SERIES_KEY,
@@ -46,17 +53,22 @@ text = st.text_area(
     ".../checkpoint-1500 or a hub revision org/name@step1000. The step is the number at the end "
     f"of the folder name or revision. At most {MAX_SERIES_CHECKPOINTS} checkpoints.",
 )
-inputs = [part.strip() for line in text.splitlines() for part in line.split(",") if part.strip()]
+inputs = series_inputs(text)
 if not inputs:
     st.info(
         "Give a run directory or a list of checkpoints above (press Ctrl+Enter).",
         icon=":material/info:",
     )
-    st.stop()
+    links.stop_page()
 
 controls = st.columns([3, 3, 2], vertical_alignment="bottom")
+bind_views()
 view = controls[0].segmented_control(
-    "View", list(VIEWS), format_func=VIEWS.__getitem__, key=state.MOTION_VIEW_KEY, required=True
+    "View",
+    list(FIGURES),
+    format_func=FIGURES.__getitem__,
+    key=state.MOTION_FIGURE_KEY,
+    required=True,
 )
 frame = controls[1].segmented_control(
     "3D view",
@@ -76,7 +88,7 @@ try:
     series = load_series(inputs, where=status)
 except HeadformsError as error:
     st.error(guard.public_message(str(error)), icon=":material/error:")
-    st.stop()
+    links.stop_page()
 card = series.card
 layer, head = min(ctx.layer, card.n_layers - 1), min(ctx.head, card.n_heads - 1)
 if (layer, head) != (ctx.layer, ctx.head):
@@ -106,6 +118,8 @@ figure = cached(
     ),
 )
 steps = series.steps
+camera_key = f"series_camera:{frame}"
+links.bind(links.camera("camera", camera_key))
 clickable_plot(
     figure,
     key="series_simplex",
@@ -117,6 +131,7 @@ clickable_plot(
     data=lambda: series.table,
     filename="training_run",
     scroll_zoom=True,
+    camera_key=camera_key if view == "simplex" else None,
 )
 
 curves = paths.head_curves(series, layer, head)

@@ -59,8 +59,12 @@ State (:mod:`ui.state`)
     Keys ``MODEL_KEY``, ``ROPE_KEY``, ``LAYER_KEY``, ``HEAD_KEY``, ``COLOR_KEY``,
     ``OVERLAY_KEY`` (extra models on the simplex), ``FRAME_KEY`` (what the 3D view frames).
     Change the selection only in callbacks: ``select_head(spec, layer, head, jump=False)``,
-    ``select_from_customdata(point)``, ``step_head(step, n_layers, n_heads)``. The URL mirrors
-    model, rope, layer and head.
+    ``select_from_customdata(point)``, ``step_head(step, n_layers, n_heads)``.
+The view in the URL (:mod:`ui.links`)
+    Bind each option before its widget: ``links.bind(links.choice(name, key, options, default,
+    what))`` (and ``flag``, ``whole``, ``number``, ``specs``, ``subset``, ...); the URL is written
+    at the end of the run from what was bound, a link's bad value is corrected with a notice
+    (:mod:`ui.notices`). End a page early with ``links.stop_page()``, not ``st.stop()``.
 """
 
 from . import guard

@@ -42,7 +42,7 @@ LOADED_KEY = "_hf_loaded_models"
 MAX_EXTRA_MODELS = 8
 """Models a page may load besides the sidebar's (overlays, comparisons)."""
 MAX_INDEX = 10**6
-"""Largest layer or head index accepted from a URL before the model is known."""
+"""Largest layer or head index taken from a typed value before it is clamped to the model."""
 SHOWN_CHARACTERS = 40
 """Characters of a refused value echoed in its message."""
 
@@ -91,21 +91,30 @@ def protect_session() -> None:
 # Values
 
 
-def shown(value: Any) -> str:
-    """A refused value as echoed in a message (short, one line, shown as text)."""
+def short(value: Any) -> str:
+    """A value as echoed in a message (its repr, short, one line), raw: escape it where it is
+    drawn (:func:`plain`)."""
     text = repr(value)
-    return plain(text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…")
+    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
 
 
-_MARKUP = re.compile(r"([\\\[\]<>`$])")
+def shown(value: Any) -> str:
+    """:func:`short` as drawn in Markdown (:func:`plain`): for toasts and progress lines."""
+    return plain(short(value))
 
 
-def plain(text: str) -> str:
+_LINK_MARKUP = re.compile(r"([\\\[\]<>`$])")
+_ALL_MARKUP = re.compile(r"([\\`*_\[\]<>$~:|#])")
+
+
+def plain(text: str, all_markup: bool = False) -> str:
     """``text`` (a model's name, a spec, a message naming them) as Streamlit's Markdown shows
     it literally: no link, image, HTML, code span, formula or coloured text can come from a
     name a stranger chose (its backslashes, brackets, angle brackets, backticks, dollars and
-    ``://`` are escaped)."""
-    return _MARKUP.sub(r"\\\1", str(text)).replace("://", ":\\/\\/")
+    ``://`` are escaped; with ``all_markup``, emphasis, tables, headings and emoji codes too,
+    as the page's notices escape what they echo). The one Markdown escape of the dashboard."""
+    pattern = _ALL_MARKUP if all_markup else _LINK_MARKUP
+    return pattern.sub(r"\\\1", str(text)).replace("://", ":\\/\\/")
 
 
 def whole_number(value: Any, low: int, high: int) -> int | None:
@@ -157,19 +166,6 @@ def spec_or_none(value: Any) -> str | None:
         return None
 
 
-def url_number(param: str, value: str, low: int, high: int) -> int | None:
-    """A URL parameter as a whole number clamped to ``[low, high]``, or None (after one toast
-    line) when it is not a whole number."""
-    number = whole_number(value, -(10**19), 10**19)
-    if number is None:
-        st.toast(
-            f"Ignored the URL's {param}={shown(value)}: not a whole number.",
-            icon=":material/block:",
-        )
-        return None
-    return min(max(number, low), high)
-
-
 def extra_models(specs: Iterable[Any]) -> list[str]:
     """Specs a page should load besides the sidebar's: checked, at most :data:`MAX_EXTRA_MODELS`
     (the rest refused in one toast line)."""
@@ -205,6 +201,33 @@ def whole_numbers(values: Iterable[Any], low: int, high: int, limit: int, what: 
             icon=":material/block:",
         )
     return out[:limit]
+
+
+CAMERA_PARTS = ("eye", "center", "up")
+CAMERA_BOUND = 100.0
+"""Largest coordinate accepted in a 3D camera (the scenes' axes span about 1)."""
+Camera = dict[str, dict[str, float]]
+"""A plotly 3D camera: ``{"eye": {"x": .., "y": .., "z": ..}, "center": ..., "up": ...}``."""
+
+
+def camera(value: Any) -> Camera | None:
+    """A 3D camera sent by the browser, if it is one (finite numbers within
+    :data:`CAMERA_BOUND`, an ``up`` and an ``eye`` away from the ``center``), else None."""
+    if not isinstance(value, dict) or set(value) != set(CAMERA_PARTS):
+        return None
+    out: Camera = {}
+    for part in CAMERA_PARTS:
+        point = value[part]
+        if not isinstance(point, dict) or set(point) != set("xyz"):
+            return None
+        numbers = {axis: finite_number(point[axis], -CAMERA_BOUND, CAMERA_BOUND) for axis in "xyz"}
+        if None in numbers.values():
+            return None
+        out[part] = numbers  # type: ignore[assignment]
+    eye, center, up = (out[part] for part in CAMERA_PARTS)
+    if all(eye[a] == center[a] for a in "xyz") or not any(up.values()):
+        return None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,10 +292,10 @@ def new_computation(kind: str, build: Callable[[], Any]) -> Callable[[], Any]:
 def public_message(text: str) -> str:
     """``text`` as a visitor may see it: in hosted mode every server-private location (the
     result cache, the hub cache, the hub endpoint, the installation) is replaced by what it is.
-    The allowed model directories stay (a visitor needs them). Shown as text
-    (:func:`plain`)."""
+    The allowed model directories stay (a visitor needs them). Raw text: escape it where it is
+    drawn (:func:`plain`; the notices do)."""
     if not is_hosted():
-        return plain(text)
+        return text
     policy_roots = [str(r) for r in settings().model_roots]
     kept = {f"\0root{i}\0": root for i, root in enumerate(policy_roots)}
     for marker, root in kept.items():
@@ -281,7 +304,7 @@ def public_message(text: str) -> str:
         text = text.replace(location, name)
     for marker, root in kept.items():
         text = text.replace(marker, root)
-    return plain(text)
+    return text
 
 
 def _private_locations() -> list[tuple[str, str]]:

@@ -365,27 +365,33 @@ def load_models(
     return analyses
 
 
-def try_load(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis | None:
-    """:func:`load_analysis`, showing a failure as one ``st.error`` line (never a traceback,
-    never a server path in hosted mode); None then.
-
-    ``where``: the container for the progress bar and the error (default: the main area).
-    """
-    target = where if where is not None else st
+def load_or_message(
+    spec: str, rope_position: int = 0, where: Any = None
+) -> tuple[ModelAnalysis | None, str | None]:
+    """:func:`load_analysis`, or ``(None, one line)`` saying why it failed (never a traceback,
+    never a server path in hosted mode; raw text: escape it where it is drawn)."""
     try:
-        return load_analysis(spec, rope_position, where=where)
+        return load_analysis(spec, rope_position, where=where), None
     except HeadformsError as error:
-        target.error(guard.public_message(str(error)), icon=":material/error:")
+        return None, guard.public_message(str(error))
     except Exception as error:  # an engine bug must not show a traceback to users either
         LOGGER.exception("analysis of %r failed", spec)
         detail = "the server's log has the details" if guard.is_hosted() else str(error)
-        target.error(
-            guard.public_message(
-                f"Could not analyse {guard.shown(spec)}: {type(error).__name__}: {detail}"
-            ),
-            icon=":material/error:",
+        return None, guard.public_message(
+            f"Could not analyse {guard.short(spec)}: {type(error).__name__}: {detail}"
         )
-    return None
+
+
+def try_load(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnalysis | None:
+    """:func:`load_analysis`, showing a failure as one ``st.error`` line (see
+    :func:`load_or_message`); None then.
+
+    ``where``: the container for the progress bar and the error (default: the main area).
+    """
+    analysis, message = load_or_message(spec, rope_position, where=where)
+    if message is not None:
+        (where if where is not None else st).error(guard.plain(message), icon=":material/error:")
+    return analysis
 
 
 @st.cache_resource(show_spinner=False)

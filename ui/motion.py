@@ -25,12 +25,13 @@ from headforms import hosted
 from headforms.bounded import ByteLRU
 from headforms.diff import ModelDiff
 from headforms.engine import stored_sweep, sweep
-from headforms.errors import OptionError
+from headforms.errors import HeadformsError, OptionError
+from headforms.figures.camera import FRAMES
 from headforms.options import DEFAULT_ROPE_POSITIONS, SweepOptions
 from headforms.series import MAX_CHECKPOINTS, Trajectory, open_series, series_label
 from headforms.sweeps import PositionSweep
 
-from . import guard, state
+from . import guard, links, state
 from .loading import POLL_S, load_analysis, located_model
 
 T = TypeVar("T")
@@ -186,3 +187,85 @@ def load_diff(first: str, second: str, where: Any = None) -> ModelDiff:
     models of different shapes: a one-line HeadformsError naming the shapes that differ."""
     analyses = [load_analysis(spec, 0, where=where) for spec in (first, second)]
     return ModelDiff(*analyses)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pages' options in the URL (ui.links)
+
+FIGURES = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
+"""The two figures of a path: profiles on the tetrahedron, symmetric profiles on the triangle."""
+
+
+def bind_views() -> None:
+    """The options every Motion page shares (``figure``, ``view``, ``paths``) bound to the URL,
+    before their widgets are drawn."""
+    links.bind(
+        links.choice(
+            "figure", state.MOTION_FIGURE_KEY, list(FIGURES), "simplex", "a figure", FIGURES.get
+        )
+    )
+    links.bind(
+        links.choice("view", state.MOTION_FRAME_KEY, list(FRAMES), "heads", "a 3D view", FRAMES.get)
+    )
+    links.bind(links.flag("paths", state.MOTION_PATHS_KEY, False, "every head's path"))
+
+
+def bind_positions() -> None:
+    """The RoPE positions page's ``positions`` (a range a slider holds) bound to the URL."""
+
+    def read(values: list[str]) -> str:
+        text = values[-1].strip()
+        try:
+            slider_options(text)
+        except OptionError as error:
+            raise links.Refused(f"is not a range of RoPE positions ({error})") from None
+        return text
+
+    links.bind(
+        links.StateLink(
+            "positions",
+            state.POSITIONS_KEY,
+            DEFAULT_ROPE_POSITIONS,
+            read,
+            lambda value: [str(value)],
+            lambda value: f"RoPE positions {value}",
+        )
+    )
+
+
+def bind_series() -> None:
+    """The Training run page's checkpoints (``run``: a run directory, or one value per
+    checkpoint) bound to the URL."""
+
+    def read(values: list[str]) -> str:
+        checked = []
+        for text in values:
+            if text.strip():
+                try:
+                    checked.append(guard.checked_spec(text))
+                except HeadformsError as error:
+                    raise links.Refused(f"is not a checkpoint ({error})") from None
+        return "\n".join(checked)
+
+    links.bind(
+        links.StateLink(
+            "run",
+            state.SERIES_KEY,
+            "",
+            read,
+            lambda value: series_inputs(value) or [""],
+            lambda value: ", ".join(series_inputs(value)) or "no checkpoints",
+        )
+    )
+
+
+def series_inputs(text: str) -> list[str]:
+    """The checkpoints typed on the Training run page: one per line, or comma-separated."""
+    return [
+        part.strip() for line in str(text).splitlines() for part in line.split(",") if part.strip()
+    ]
+
+
+def bind_second() -> None:
+    """The Model diff page's model B (``b``) bound to the URL."""
+    links.bind(links.spec("b", state.DIFF_KEY, None, always=False))

@@ -156,37 +156,80 @@ function project2d(gd, trace) {
   return (i) => [xa._offset + xa.c2p(trace.x[i]), ya._offset + ya.c2p(trace.y[i])];
 }
 
-// Clickable markers (traces with customdata, except the selection ring) within `radius`
-// pixels of the pointer, nearest first, one entry per head.
-function markersNear(gd, at, radius) {
+// The drawn radius (px) of marker i of a trace (marker.size is a diameter, one or per point).
+function markerRadius(trace, i) {
+  const size = trace.marker && trace.marker.size;
+  const value = Array.isArray(size) || ArrayBuffer.isView(size) ? size[i] : size;
+  return isFinite(value) ? value / 2 : 0;
+}
+
+// Clickable markers (traces with customdata, except the selection ring) under the pointer:
+// drawn within `radius` pixels of it, or a larger marker covering it; nearest first, one entry
+// per head. `only3d`: the markers of 3D scenes only.
+function markersNear(gd, at, radius, only3d) {
   const rect = gd.getBoundingClientRect();
   const found = new Map();
   for (const trace of gd._fullData || []) {
     if (trace.visible !== true || !trace.customdata) continue;
     if (trace.meta && trace.meta.role === "selected") continue;
     if (!/markers/.test(trace.mode || "markers")) continue;
-    const project = trace.type === "scatter3d" ? project3d(gd, trace) : project2d(gd, trace);
+    const threeD = trace.type === "scatter3d";
+    if (only3d && !threeD) continue;
+    const project = threeD ? project3d(gd, trace) : project2d(gd, trace);
     if (!project) continue;
     const choices = (trace.meta && trace.meta.choices) || [];
     for (let i = 0; i < trace.customdata.length; i++) {
       const xy = project(i);
       if (!xy || !isFinite(xy[0]) || !isFinite(xy[1])) continue;
       const distance = Math.hypot(rect.left + xy[0] - at.x, rect.top + xy[1] - at.y);
-      if (distance > radius) continue;
+      if (distance > Math.max(radius, markerRadius(trace, i))) continue;
       const customdata = Array.from(trace.customdata[i]);
       const id = JSON.stringify(customdata);
-      const label = choices[i] || customdata.join(" · ");
       if (!found.has(id) || found.get(id).distance > distance) {
-        found.set(id, { customdata, label, distance });
+        found.set(id, { customdata, choice: choices[i], distance });
       }
     }
   }
   return Array.from(found.values()).sort((a, b) => a.distance - b.distance);
 }
 
+// Decimals of the coordinates in the chooser: the paper's 3, more (up to MAX_DECIMALS) where
+// 3 would show two of the listed heads with the same coordinates.
+const MIN_DECIMALS = 3;
+const MAX_DECIMALS = 6;
+
+function coordinateText(coords, decimals) {
+  return Object.entries(coords)
+    .map(([name, value]) => name + " " + Number(value).toFixed(decimals))
+    .join("  ");
+}
+
+function decimalsToSeparate(items) {
+  const coords = items.map((item) => item.choice && item.choice.coords).filter(Boolean);
+  for (let decimals = MIN_DECIMALS; decimals < MAX_DECIMALS; decimals++) {
+    const texts = new Set(coords.map((c) => coordinateText(c, decimals)));
+    if (texts.size === coords.length) return decimals;
+  }
+  return MAX_DECIMALS;
+}
+
+// One row of the chooser: [model,] head · parity, coordinates, distance to the pointer. A
+// choice is {label, coords} (figures' meta.choices), or a plain label.
+function choiceCells(item, decimals, withModel) {
+  const choice = item.choice;
+  const name = choice && typeof choice === "object" ? choice.label : choice;
+  const head = name || item.customdata.slice(1).join(" · ");
+  return [
+    (withModel ? item.customdata[0] + " · " : "") + head,
+    choice && choice.coords ? coordinateText(choice.coords, decimals) : "",
+    item.distance.toFixed(1) + " px",
+  ];
+}
+
 function hideChooser(wrap) {
   const old = wrap.querySelector(".hf-chooser");
   if (old) old.remove();
+  wrap.classList.remove("hf-choosing");
   if (wrap.hfDismiss) {
     document.removeEventListener("pointerdown", wrap.hfDismiss, true);
     document.removeEventListener("keydown", wrap.hfDismiss, true);
@@ -201,7 +244,12 @@ function showChooser(wrap, near, at) {
   box.setAttribute("role", "listbox");
   const header = document.createElement("div");
   header.className = "hf-chooser-header";
-  header.textContent = near.length + " heads under the pointer: choose one";
+  const decimals = decimalsToSeparate(near);
+  const models = new Set(near.map((item) => String(item.customdata[0])));
+  header.textContent =
+    near.length +
+    " heads under the pointer, nearest first" +
+    (decimals > MIN_DECIMALS ? " (" + decimals + " decimals tell them apart)" : "");
   const close = document.createElement("button");
   close.type = "button";
   close.className = "hf-chooser-close";
@@ -217,19 +265,30 @@ function showChooser(wrap, near, at) {
     button.setAttribute("role", "option");
     button.dataset.hfHead = item.customdata.slice(1, 3).join(",");
     button.dataset.hfModel = String(item.customdata[0]);
-    button.textContent = item.label;
+    for (const [i, text] of choiceCells(item, decimals, models.size > 1).entries()) {
+      const cell = document.createElement("span");
+      cell.className = ["hf-choice-head", "hf-choice-coords", "hf-choice-distance"][i];
+      cell.textContent = text;
+      button.appendChild(cell);
+    }
     button.onclick = () => {
       hideChooser(wrap);
-      wrap.hfSend("clicked", item.customdata);
+      send(wrap, wrap.querySelector("div.hf-plot"), item.customdata);
     };
     box.appendChild(button);
   }
   wrap.appendChild(box);
+  wrap.classList.add("hf-choosing"); // hides plotly's hover label, which would cover the list
+  // Beside the pointer (below and right of it, else above or left), inside the plot and, where
+  // it fits, inside the window.
   const rect = wrap.getBoundingClientRect();
-  const left = Math.min(at.x - rect.left + 12, rect.width - box.offsetWidth - 4);
-  const top = Math.min(at.y - rect.top + 12, rect.height - box.offsetHeight - 4);
-  box.style.left = Math.max(4, left) + "px";
-  box.style.top = Math.max(4, top) + "px";
+  const [width, height] = [box.offsetWidth, box.offsetHeight];
+  const right = at.x + 12 + width <= Math.min(rect.right, window.innerWidth);
+  const below = at.y + 12 + height <= Math.min(rect.bottom, window.innerHeight);
+  const left = right ? at.x + 12 : at.x - 12 - width;
+  const top = below || at.y - 12 - height < Math.max(rect.top, 0) ? at.y + 12 : at.y - 12 - height;
+  box.style.left = Math.max(4, Math.min(left - rect.left, rect.width - width - 4)) + "px";
+  box.style.top = Math.max(4, Math.min(top - rect.top, rect.height - height - 4)) + "px";
   wrap.hfDismiss = (event) => {
     if (event.type === "keydown" ? event.key === "Escape" : !box.contains(event.target)) {
       hideChooser(wrap);
@@ -239,19 +298,115 @@ function showChooser(wrap, near, at) {
   document.addEventListener("keydown", wrap.hfDismiss, true);
 }
 
-function onPlotClick(wrap, gd, event) {
-  const point = event && event.points && event.points[0];
-  if (!point) return;
-  const near = gd.hfPointer ? markersNear(gd, gd.hfPointer, wrap.hfData.pick_radius) : [];
+// Send the head under the pointer, or list them when there are several.
+function choose(wrap, gd, near, at) {
   if (near.length > 1) {
-    if (gd.hfPlotly) gd.hfPlotly.Fx.unhover(gd); // the hover label would cover the list
-    showChooser(wrap, near, gd.hfPointer);
+    if (gd.hfPlotly) gd.hfPlotly.Fx.unhover(gd);
+    showChooser(wrap, near, at);
     return;
   }
-  const chosen = near.length === 1 ? near[0].customdata : point.customdata;
-  if (chosen === undefined || chosen === null) return;
   hideChooser(wrap);
-  wrap.hfSend("clicked", Array.from(chosen));
+  if (near.length === 1) send(wrap, gd, near[0].customdata);
+}
+
+// A click's head; a camera report still waiting goes first (the click may leave the page).
+function send(wrap, gd, customdata) {
+  if (gd.hfCameraTimer) sendCamera(wrap, gd);
+  wrap.hfSend("clicked", customdata);
+}
+
+// 2D plots: plotly.js reports the click (it finds the hovered point as the button goes down).
+function onPlotClick(wrap, gd, event) {
+  const point = event && event.points && event.points[0];
+  if (!point || point.data.type === "scatter3d") return; // 3D: watchSceneClicks
+  const near = gd.hfPointer ? markersNear(gd, gd.hfPointer, wrap.hfData.pick_radius, false) : [];
+  if (near.length) {
+    choose(wrap, gd, near, gd.hfPointer);
+  } else if (point.customdata !== undefined && point.customdata !== null) {
+    hideChooser(wrap);
+    send(wrap, gd, Array.from(point.customdata));
+  }
+}
+
+// 3D scenes: plotly.js reports a click only for a marker its scene picked under a still pointer,
+// on a later animation frame, so a click soon after the pointer arrives, or a short press, is
+// lost. A press and release on the scene that moves at most CLICK_SLOP_PX (more is a rotation)
+// is resolved here at once, from the markers' projected positions.
+const CLICK_SLOP_PX = 4;
+
+function watchSceneClicks(wrap, gd) {
+  let pressed = null;
+  gd.addEventListener(
+    "pointerdown",
+    (event) => {
+      const onScene = event.button === 0 && event.target.closest(".gl-container");
+      pressed = onScene ? { x: event.clientX, y: event.clientY } : null;
+    },
+    true
+  );
+  gd.addEventListener(
+    "pointerup",
+    (event) => {
+      const at = { x: event.clientX, y: event.clientY };
+      const start = pressed;
+      pressed = null;
+      if (!start || event.button !== 0) return;
+      if (Math.hypot(at.x - start.x, at.y - start.y) > CLICK_SLOP_PX) return;
+      const near = markersNear(gd, at, wrap.hfData.pick_radius, true);
+      if (near.length) choose(wrap, gd, near, at);
+    },
+    true
+  );
+}
+
+// The 3D camera: when Python asks for it (data.report_camera), each rotation or zoom of the
+// visitor's is reported (state value "camera", CAMERA_REPORT_MS after the last), and Python's
+// camera (data.camera: the last reported, or a link's) is the one drawn. plotly.js's
+// uirevision alone does not keep a turned camera across a rerun that redraws the figure.
+const CAMERA_REPORT_MS = 400;
+
+function applyCamera(figure, data) {
+  const scene = figure.layout && figure.layout.scene;
+  if (scene && data.camera) scene.camera = data.camera;
+}
+
+// The scene's camera now, as the state value sends it (or null for a 2D plot).
+function sceneCamera(gd) {
+  const camera = gd._fullLayout && gd._fullLayout.scene && gd._fullLayout.scene.camera;
+  if (!camera) return null;
+  const xyz = (v) => ({ x: v.x, y: v.y, z: v.z });
+  return { eye: xyz(camera.eye), center: xyz(camera.center), up: xyz(camera.up) };
+}
+
+// The scene's view matrix: what the visitor sees (the camera's numbers can change form, e.g.
+// its up vector, without the view changing).
+function sceneView(gd) {
+  const scene = gd._fullLayout && gd._fullLayout.scene && gd._fullLayout.scene._scene;
+  return scene && scene.glplot ? Array.from(scene.glplot.cameraParams.view) : null;
+}
+
+function sameView(a, b) {
+  return Boolean(a && b) && a.every((value, i) => Math.abs(value - b[i]) < 1e-6);
+}
+
+// plotly.js announces the camera after every press on the scene, moved or not: only a view
+// other than the one last drawn or reported is sent (a rerun for nothing could overtake the
+// page switch of a click).
+function sendCamera(wrap, gd) {
+  clearTimeout(gd.hfCameraTimer);
+  gd.hfCameraTimer = null;
+  const view = sceneView(gd);
+  const camera = sceneCamera(gd);
+  if (!camera || !view || sameView(view, gd.hfViewShown)) return;
+  gd.hfViewShown = view;
+  wrap.hfSetState("camera", camera);
+}
+
+function reportCamera(wrap, gd, update) {
+  if (!wrap.hfData.report_camera) return;
+  if (!Object.keys(update || {}).some((key) => key.startsWith("scene.camera"))) return;
+  clearTimeout(gd.hfCameraTimer);
+  gd.hfCameraTimer = setTimeout(() => sendCamera(wrap, gd), CAMERA_REPORT_MS);
 }
 
 // Image downloads: a figure whose every trace is drawn as SVG (data.vector, decided in Python)
@@ -320,6 +475,7 @@ async function draw(wrap, gd, Plotly, figure, data) {
   }
   gd.hfPlotly = Plotly;
   fitTitle(figure, gd.clientWidth);
+  applyCamera(figure, data);
   const config = {
     displaylogo: false,
     responsive: true,
@@ -333,9 +489,11 @@ async function draw(wrap, gd, Plotly, figure, data) {
   const frames = figure.frames || [];
   await Plotly.react(gd, { data: figure.data, layout: figure.layout, config, frames });
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py
+  gd.hfViewShown = sceneView(gd);
   if (!gd.hfBound) {
     gd.hfBound = true;
     gd.on("plotly_click", (event) => onPlotClick(wrap, gd, event));
+    gd.on("plotly_relayout", (update) => reportCamera(wrap, gd, update));
     // The point of an animated figure shown now (slider or Play), kept across reruns.
     gd.on("plotly_animatingframe", (event) => {
       gd.hfFrame = { axis: gd.hfAxis, name: event.name };
@@ -359,7 +517,7 @@ async function keepFrame(gd, Plotly, figure, frames) {
   });
 }
 
-export default function ({ data, parentElement, setTriggerValue }) {
+export default function ({ data, parentElement, setStateValue, setTriggerValue }) {
   let wrap = parentElement.querySelector("div.hf-plot-wrap");
   if (!wrap) {
     wrap = document.createElement("div");
@@ -368,6 +526,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
     plot.className = "hf-plot";
     const remember = (e) => (plot.hfPointer = { x: e.clientX, y: e.clientY });
     plot.addEventListener("pointerdown", remember, true);
+    watchSceneClicks(wrap, plot);
     wrap.appendChild(plot);
     parentElement.appendChild(wrap);
   }
@@ -375,6 +534,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
   gd.setAttribute(data.attribute, data.key);
   gd.style.height = data.height + "px";
   wrap.hfSend = setTriggerValue;
+  wrap.hfSetState = setStateValue;
   wrap.hfData = data;
   performance.mark("hf:mount:" + data.key);
   const figure = JSON.parse(data.figure);

@@ -39,6 +39,7 @@ from headforms.figures.export import (
     figure_table,
 )
 
+from . import guard
 from .static import GL3D_TRACE_TYPES, ensure_plotly_js
 
 COMPONENT_NAME = "headforms.plot"
@@ -131,6 +132,7 @@ def clickable_plot(
     data: TableSource = None,
     filename: str | None = None,
     scroll_zoom: bool = False,
+    camera_key: str | None = None,
 ) -> None:
     """Draw ``figure``; a click on a point with customdata calls ``on_click(customdata)``.
 
@@ -140,7 +142,10 @@ def clickable_plot(
     the figure's ``layout.height``. Below the plot: ``caption`` and a CSV download of ``data``
     (a table or a function returning one; default: the figure's points, see
     :meth:`PlotPayload.table`), named ``filename`` (default: the key). ``scroll_zoom``: the
-    mouse wheel zooms the plot (else it scrolls the page).
+    mouse wheel zooms the plot (else it scrolls the page). ``camera_key``: the session key of a
+    3D figure's camera (``{"eye": {x, y, z}, "center": ..., "up": ...}``, or None for the
+    figure's own): the figure is drawn with it, and each rotation or zoom of the visitor's is
+    stored in it (so it survives reruns, and :func:`ui.links.camera` puts it in the URL).
     """
     assets = ensure_plotly_js()
     payload = figure if isinstance(figure, PlotPayload) else PlotPayload.of(figure)
@@ -152,6 +157,14 @@ def clickable_plot(
         value = state.get("clicked") if hasattr(state, "get") else None
         if on_click is not None and value is not None:
             on_click(value)
+
+    def moved() -> None:
+        state = st.session_state.get(key)
+        value = guard.camera(state.get("camera") if hasattr(state, "get") else None)
+        if camera_key is not None and value is not None:
+            st.session_state[camera_key] = value
+
+    listeners = {"on_camera_change": moved} if camera_key is not None else {}
 
     _component(
         key=key,
@@ -165,6 +178,8 @@ def clickable_plot(
             "vector": payload.vector,
             "png_scale": HIGH_RESOLUTION_PNG_SCALE,
             "pick_radius": PICK_RADIUS_PX,
+            "camera": st.session_state.get(camera_key) if camera_key else None,
+            "report_camera": camera_key is not None,
             "plotly": {
                 "full": url_path(assets.full),
                 "gl3d": url_path(assets.gl3d) if assets.gl3d else None,
@@ -173,6 +188,7 @@ def clickable_plot(
         },
         height=height,
         on_clicked_change=clicked,
+        **listeners,
     )
 
     def csv() -> str:

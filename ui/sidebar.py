@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import streamlit as st
@@ -16,13 +16,15 @@ from headforms.figures.style import head_name
 from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from headforms.options import MAX_ROPE_POSITION
 
-from . import guard, state
-from .loading import try_load
+from . import guard, links, notices, state
+from .loading import load_or_message
 from .tables import first_model, sibling_models
 
 CONTEXT_KEY = "_hf_page_context"
 LAST_SPEC_KEY = "_hf_last_good_spec"
 """The last spec that loaded (what a refused spec falls back to)."""
+REVERT_KEY = "_hf_revert"
+"""Session state: ``{key: value}`` put back before the widgets are drawn (what failed to load)."""
 
 
 def tab_title(page: str, context: PageContext | None) -> str:
@@ -94,13 +96,18 @@ def model_options(current: str) -> list[str]:
 
 
 def render_sidebar() -> PageContext | None:
-    """Draw the sidebar, load the model (with progress) and return the context; None on error.
+    """Draw the sidebar, load the model (with progress) and return the context; None when not
+    even the last good model loads.
 
-    An engine error is shown as ``st.error`` in the main area with the engine's message.
+    A model (or RoPE position) that fails to load leaves the page and the sidebar usable: the
+    last one that loaded (else the default model; RoPE position 0) is shown instead, with one
+    line at the top of the page saying what was wrong (:mod:`ui.notices`).
     """
     guard.protect_session()
     state.init_state()
     ss = st.session_state
+    ss.update(ss.pop(REVERT_KEY, {}))  # before the widgets: what failed to load last run
+    links.bind(links.spec("model", state.MODEL_KEY, DEFAULT_MODEL))
     typed = guard.spec_or_none(ss[state.MODEL_KEY])  # too long or not text: the last good one
     spec = typed if typed is not None else ss.get(LAST_SPEC_KEY, DEFAULT_MODEL)
     ss[state.MODEL_KEY] = first_model(spec)  # a table: its models
@@ -117,13 +124,14 @@ def render_sidebar() -> PageContext | None:
         "table (.csv/.parquet: its models are listed here) and press Enter.",
     )
     spec = ss[state.MODEL_KEY]
-    base = try_load(spec, 0)
+    fallback = ss.get(LAST_SPEC_KEY, DEFAULT_MODEL)
+    base = _load_or_fall_back(spec, 0, state.MODEL_KEY, fallback, fallback)
     if base is None:
         ss[CONTEXT_KEY] = None
-        state.write_url()
         return None
     ss[LAST_SPEC_KEY] = spec
     rotary = base.card.rotary
+    links.bind(_rope_link(base.card))
     rope = guard.whole_number(ss[state.ROPE_KEY], -MAX_ROPE_POSITION, MAX_ROPE_POSITION)
     ss[state.ROPE_KEY] = rope if rotary and rope is not None else 0
     sidebar.number_input(
@@ -139,12 +147,17 @@ def render_sidebar() -> PageContext | None:
         else f"Only for RoPE models; this model uses {base.card.positional} positions.",
     )
     rope = int(ss[state.ROPE_KEY])
-    analysis = base if rope == 0 else try_load(spec, rope)
+    analysis = base if rope == 0 else _load_or_fall_back(spec, rope, state.ROPE_KEY, 0, "d = 0")
     if analysis is None:
         ss[CONTEXT_KEY] = None
-        state.write_url()
         return None
     card = analysis.card
+    for key, name, count in (
+        (state.LAYER_KEY, "layer", card.n_layers),
+        (state.HEAD_KEY, "head", card.n_heads),
+    ):
+        what = f"a {name} of {links.shown([spec])}"
+        links.bind(links.whole(name, key, 0, count - 1, 0, what, always=True))
     clamped = state.clamp_selection(card.n_layers, card.n_heads)
     if clamped:
         st.toast(clamped, icon=":material/info:")
@@ -153,12 +166,33 @@ def render_sidebar() -> PageContext | None:
     left, right = sidebar.columns(2)
     left.number_input("Layer", step=1, key=state.LAYER_KEY, help=f"0 to {card.n_layers - 1}")
     right.number_input("Head", step=1, key=state.HEAD_KEY, help=f"0 to {card.n_heads - 1}")
+    links.bind(
+        links.choice(
+            "color",
+            state.COLOR_KEY,
+            list(state.COLOR_CHOICES),
+            state.DEFAULTS[state.COLOR_KEY],
+            "a colouring",
+            lambda value: f"colour by {value}",
+        )
+    )
     sidebar.selectbox(
         "Colour by",
         list(state.COLOR_CHOICES),
         key=state.COLOR_KEY,
         format_func=state.COLOR_CHOICES.__getitem__,
         help="Colour of the heads on the simplex and the triangle (marker shape = parity).",
+    )
+    links.bind(
+        links.number(
+            "tol",
+            state.TOLERANCE_KEY,
+            0.0,
+            1.0,
+            state.DEFAULTS[state.TOLERANCE_KEY],
+            "a Type II tolerance",
+            "tolerance",
+        )
     )
     sidebar.number_input(
         "Type II tolerance (c_S + d_S ≤)",
@@ -172,12 +206,12 @@ def render_sidebar() -> PageContext | None:
         f"{PARITY_TYPE_II_THRESHOLD:.3f}. Markers on the plots keep the paper's "
         f"{PARITY_TYPE_II_TEXT}.",
     )
+    links.bind(links.flag("open", state.JUMP_KEY, True, "open head on click"))
     sidebar.caption(
         f"{guard.plain(card.name)}: {card.n_layers} layers × {card.n_heads} heads, "
         f"N = {card.model_dim or '?'}, "
         f"n = {card.head_dim or '?'}."
     )
-    state.write_url()
     context = PageContext(
         spec=spec,
         rope_position=rope,
@@ -189,6 +223,51 @@ def render_sidebar() -> PageContext | None:
     )
     ss[CONTEXT_KEY] = context
     return context
+
+
+def _rope_link(card: ModelCard) -> links.StateLink:
+    """The ``rope`` parameter: a whole number within the engine's range, and 0 for a model
+    without RoPE."""
+    link = links.whole(
+        "rope",
+        state.ROPE_KEY,
+        -MAX_ROPE_POSITION,
+        MAX_ROPE_POSITION,
+        0,
+        "a RoPE relative position",
+        "RoPE position d =",
+    )
+    if card.rotary:
+        return link
+    read_whole = link.read
+
+    def read(values: list[str]) -> int:
+        if read_whole(values):
+            raise links.Refused(
+                f"applies to RoPE models only ({links.shown([card.spec])} uses "
+                f"{card.positional} positions)",
+                0,
+            )
+        return 0
+
+    return replace(link, read=read)
+
+
+def _load_or_fall_back(
+    spec: str, rope: int, key: str, fallback: object, shown: str
+) -> ModelAnalysis | None:
+    """The analysis of ``spec`` at ``rope``. If it fails and ``st.session_state[key]`` can go back
+    to ``fallback``, the failure becomes one notice ("... showing ``shown`` instead") and the
+    script reruns with ``fallback``; if it cannot, the failure is one ``st.error`` and None."""
+    analysis, message = load_or_message(spec, rope)
+    if analysis is not None:
+        return analysis
+    if st.session_state.get(key) == fallback:
+        st.error(guard.plain(message), icon=":material/error:")
+        return None
+    notices.add(f"{message} (showing {shown} instead)", "error", about=(key, fallback))
+    st.session_state[REVERT_KEY] = {key: fallback}
+    st.rerun()
 
 
 def page_context() -> PageContext:

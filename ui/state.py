@@ -3,7 +3,8 @@
 One key per fact (the ``*_KEY`` constants). The sidebar widgets own these keys; pages and
 click callbacks change the selection only through :func:`select_head` / :func:`step_head`,
 which run as widget callbacks (before the sidebar widgets are drawn). The URL mirrors the
-state (``?model=...&rope=...&layer=...&head=...``) so a copied link opens the same head.
+state (:mod:`ui.links`: ``?model=...&layer=...&head=...`` and every option that is not at its
+default) so a copied link opens the same view.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import streamlit as st
 
 from headforms import DEFAULT_MODEL
 from headforms.forms import PARITY_TYPE_II_THRESHOLD
-from headforms.options import DEFAULT_ROPE_POSITIONS, MAX_ROPE_POSITION
 
-from . import guard
+from . import guard, links
 
 MODEL_KEY = "hf_model"
 ROPE_KEY = "hf_rope_position"
@@ -30,29 +30,15 @@ JUMP_KEY = "hf_jump_on_click"
 FRAME_KEY = "hf_simplex_frame"
 TOLERANCE_KEY = "hf_type2_tolerance"
 PENDING_JUMP_KEY = "_hf_pending_jump"
-URL_LOADED_KEY = "_hf_url_loaded"
 POSITIONS_KEY = "hf_rope_positions"
 """The RoPE positions of the RoPE positions page (the Head page's curves follow them)."""
-MOTION_VIEW_KEY = "hf_motion_view"
+MOTION_FIGURE_KEY = "hf_motion_figure"
 MOTION_FRAME_KEY = "hf_motion_frame"
 MOTION_PATHS_KEY = "hf_motion_every_path"
-"""The view, 3D framing and every-path switch of the Motion pages (RoPE positions, Training
-run, Model diff): one setting for the three."""
+"""The figure (simplex or triangle), 3D framing and every-path switch of the Motion pages (RoPE
+positions, Training run, Model diff): one setting for the three."""
 SERIES_KEY = "hf_series"
 DIFF_KEY = "hf_diff_b"
-
-PAGE_WIDGET_KEYS = (
-    OVERLAY_KEY,
-    JUMP_KEY,
-    FRAME_KEY,
-    POSITIONS_KEY,
-    MOTION_VIEW_KEY,
-    MOTION_FRAME_KEY,
-    MOTION_PATHS_KEY,
-    SERIES_KEY,
-    DIFF_KEY,
-)
-"""Keys of widgets that live on one page but must survive visits to other pages."""
 
 COLOR_CHOICES: dict[str, str] = {
     "parity": "Parity type",
@@ -61,16 +47,6 @@ COLOR_CHOICES: dict[str, str] = {
     "pairing": "Pairing score",
 }
 """Colour-by options of the simplex and triangle (value -> label)."""
-
-QUERY_PARAMS = {"model": MODEL_KEY, "rope": ROPE_KEY, "layer": LAYER_KEY, "head": HEAD_KEY}
-"""URL query parameter -> session-state key."""
-
-URL_RANGES = {
-    ROPE_KEY: (-MAX_ROPE_POSITION, MAX_ROPE_POSITION),
-    LAYER_KEY: (0, guard.MAX_INDEX),
-    HEAD_KEY: (0, guard.MAX_INDEX),
-}
-"""Ranges URL numbers are clamped to (layer and head to the model's later)."""
 
 DEFAULTS: dict[str, Any] = {
     MODEL_KEY: DEFAULT_MODEL,
@@ -82,49 +58,22 @@ DEFAULTS: dict[str, Any] = {
     JUMP_KEY: True,
     FRAME_KEY: "simplex",
     TOLERANCE_KEY: PARITY_TYPE_II_THRESHOLD,
-    POSITIONS_KEY: DEFAULT_ROPE_POSITIONS,
-    MOTION_VIEW_KEY: "simplex",
-    MOTION_FRAME_KEY: "heads",  # paths move little: the crowd pulled apart
-    MOTION_PATHS_KEY: False,
-    SERIES_KEY: "",
-    DIFF_KEY: None,
 }
 
 
 def init_state() -> None:
-    """Fill missing keys with defaults; on a session's first run, take them from the URL."""
+    """Fill missing keys with defaults; on a session's first run, read the URL
+    (:func:`ui.links.capture`: its values are applied as the widgets are bound)."""
     state = st.session_state
-    if not state.get(URL_LOADED_KEY):
-        state[URL_LOADED_KEY] = True
-        params = st.query_params
-        for param, key in QUERY_PARAMS.items():
-            value = params.get(param)
-            if value is None or value == "":
-                continue
-            checked = (
-                guard.spec_or_none(value)
-                if key == MODEL_KEY
-                else guard.url_number(param, value, *URL_RANGES[key])
-            )
-            if checked is not None:
-                state[key] = checked
+    links.capture()
+    links.begin_run()  # also keeps the state of page widgets the visitor has left
     for key, value in DEFAULTS.items():
         if key not in state:
             state[key] = list(value) if isinstance(value, list) else value
-    for key in PAGE_WIDGET_KEYS:  # re-assigning stops Streamlit from dropping them off-page
-        state[key] = state[key]
-
-
-def write_url() -> None:
-    """Mirror model, RoPE position, layer and head into the URL's query parameters."""
-    state = st.session_state
-    wanted = {param: str(state[key]) for param, key in QUERY_PARAMS.items() if key in state}
-    if any(st.query_params.get(param) != value for param, value in wanted.items()):
-        st.query_params.update(wanted)
 
 
 def clamp_selection(n_layers: int, n_heads: int) -> str | None:
-    """Keep layer and head inside the loaded model (after a model switch, a stale URL or a
+    """Keep layer and head inside the loaded model (after a model switch, or a
     number typed out of range); returns what was changed, for a notice, or None."""
     state = st.session_state
     notes = []

@@ -4,14 +4,17 @@ spectra; range filters and row selections of the heads table.
 A table file typed in a picker stands for all its models (``FILE::MODEL`` each,
 :mod:`headforms.tables`); such models have no spectra (pages that need them say so in one line
 with :func:`require_spectra`) and a Gaussian baseline only when the table gives N
-(:func:`ui.loading.baseline_heads`). A column's range filter is a slider over its finite values
-(:func:`value_bounds`, :func:`range_mask`); a row selection comes from the browser and is
-checked (:func:`selected_row`).
+(:func:`ui.loading.baseline_heads`). A column's range filter is a slider over its finite
+values (:func:`value_bounds`, :func:`range_mask`); a row selection comes from the browser and is
+checked (:func:`selected_row`). The range filters and the sort are URL parameters
+(:class:`RangeFilters`, :class:`SortOrder`, see :mod:`ui.links`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +25,7 @@ from headforms import HeadformsError, ModelAnalysis
 from headforms.sources import Spec, parse_spec
 from headforms.tables import expand_table_spec
 
-from . import guard
+from . import guard, links
 
 
 def expand_models(specs: Iterable[str]) -> list[str]:
@@ -35,7 +38,7 @@ def expand_models(specs: Iterable[str]) -> list[str]:
         try:
             out.extend(expand_table_spec(spec, guard.policy()))
         except HeadformsError as error:
-            st.error(guard.public_message(str(error)), icon=":material/error:")
+            st.error(guard.plain(guard.public_message(str(error))), icon=":material/error:")
     models = list(dict.fromkeys(out))
     if len(models) > guard.MAX_EXTRA_MODELS:
         st.toast(
@@ -84,7 +87,7 @@ def require_spectra(analysis: ModelAnalysis, page: str) -> None:
             "published per-head table, which has only the profiles and scores.",
             icon=":material/info:",
         )
-        st.stop()
+        links.stop_page()
 
 
 RELATIVE_WIDTH = 1e-9
@@ -117,17 +120,167 @@ def range_mask(
 
 
 def range_filter(container: Any, table: pd.DataFrame, column: str, key: str) -> pd.Series:
-    """A range slider over ``table[column]`` drawn in ``container``; the rows it keeps."""
+    """A range slider over ``table[column]`` drawn in ``container``; the rows it keeps. The
+    slider starts at the whole range unless ``key`` already holds one (a link, an earlier run)."""
     bounds = value_bounds(table[column])
     chosen = container.slider(
         column,
         *bounds,
-        bounds,
+        None if key in st.session_state else bounds,
         step=(bounds[1] - bounds[0]) / SLIDER_STEPS,
         format="%.4g",
         key=key,
     )
     return range_mask(table[column], chosen, bounds)
+
+
+MIN_DIGITS = 4
+"""Significant digits a range filter's bound has at least in a link."""
+
+
+def short_bound(value: float, values: Any, low: bool) -> str:
+    """``value`` as a lower (``low``) or upper bound in a link: the fewest significant digits
+    (at least :data:`MIN_DIGITS`) that keep exactly the same rows of ``values``, so that a link
+    is short and reproduces the filter."""
+    numbers = np.asarray(values, dtype=float)
+    numbers = numbers[np.isfinite(numbers)]
+    keeps = (numbers >= value) if low else (numbers <= value)
+    for digits in range(MIN_DIGITS, 18):
+        text = f"{value:.{digits}g}"
+        rounded = float(text)
+        if np.array_equal(keeps, (numbers >= rounded) if low else (numbers <= rounded)):
+            return text
+    return repr(value)
+
+
+@dataclass
+class RangeFilters(links.Link):
+    """The ``range`` parameter: one value per filtered column, ``energy~0.2~0.8`` (an empty
+    bound: the column's own end; ``energy`` alone: the whole range; ``:`` separates too). It
+    fills the multiselect of filtered columns (``columns_key``) and each column's slider
+    (``slider_key(column)``)."""
+
+    name: str
+    columns_key: str
+    slider_key: Callable[[str], str]
+    table: pd.DataFrame
+    numeric: Sequence[str]
+
+    def keys(self) -> tuple[str, ...]:
+        return (self.columns_key, *(self.slider_key(column) for column in self.numeric))
+
+    def ensure(self) -> None:
+        st.session_state.setdefault(self.columns_key, [])
+
+    def restore(self, values: list[str]) -> None:
+        chosen: dict[str, tuple[float, float]] = {}
+        problems: list[str] = []
+        for text in values:
+            text = text.strip().replace(":", links.SEPARATOR)
+            column, _, ends = text.partition(links.SEPARATOR)
+            if column not in self.numeric:
+                problems.append(f"{links.shown([column])} is not a numeric column")
+                continue
+            bounds = value_bounds(self.table[column])
+            low, high = self._ends(ends, bounds)
+            if low is None or high is None:
+                problems.append(f"{links.shown([text])} is not column~low~high")
+                low, high = bounds
+            elif low > high:
+                problems.append(f"{column}'s low end {low:g} is above its high end {high:g}")
+                low, high = high, low
+            # Within the column's own values (the slider's ends): the same rows, no notice.
+            inside = (min(max(low, bounds[0]), bounds[1]), min(max(high, bounds[0]), bounds[1]))
+            chosen.setdefault(column, inside)
+        st.session_state[self.columns_key] = list(chosen)
+        for column, ends in chosen.items():
+            st.session_state[self.slider_key(column)] = ends
+        if problems:
+            showing = ", ".join(self._write(c, e) for c, e in chosen.items()) or "no range filter"
+            links.correction(
+                self.name,
+                values,
+                f"was corrected ({'; '.join(problems)})",
+                showing,
+                (self.columns_key, list(chosen)),
+            )
+
+    @staticmethod
+    def _ends(text: str, bounds: tuple[float, float]) -> tuple[float | None, float | None]:
+        """``low~high`` (either empty: that end of ``bounds``) as numbers; None where not one."""
+        parts = text.split(links.SEPARATOR) if text else ["", ""]
+        if len(parts) != 2:
+            return None, None
+        out: list[float | None] = []
+        for part, end in zip(parts, bounds, strict=True):
+            try:
+                number = float(part) if part.strip() else end
+            except ValueError:
+                number = None
+            out.append(number if number is not None and math.isfinite(number) else None)
+        return out[0], out[1]
+
+    def _write(self, column: str, ends: tuple[float, float]) -> str:
+        bounds = value_bounds(self.table[column])
+        values = self.table[column]
+        low = "" if ends[0] <= bounds[0] else short_bound(ends[0], values, low=True)
+        high = "" if ends[1] >= bounds[1] else short_bound(ends[1], values, low=False)
+        return links.SEPARATOR.join((column, low, high)) if low or high else column
+
+    def values(self) -> list[str] | None:
+        state = st.session_state
+        columns = [c for c in state.get(self.columns_key, []) if c in self.numeric]
+        if not columns:
+            return None
+        return [
+            self._write(c, state.get(self.slider_key(c), value_bounds(self.table[c])))
+            for c in columns
+        ]
+
+
+@dataclass
+class SortOrder(links.Link):
+    """The ``sort`` parameter: a column, ``-`` before it for decreasing (``sort=-energy``); it
+    fills the column picker (``column_key``, "" for the table's own order) and the decreasing
+    toggle (``descending_key``)."""
+
+    name: str
+    column_key: str
+    descending_key: str
+    columns: Sequence[str]
+
+    def keys(self) -> tuple[str, ...]:
+        return (self.column_key, self.descending_key)
+
+    def ensure(self) -> None:
+        state = st.session_state
+        state.setdefault(self.column_key, "")
+        state.setdefault(self.descending_key, False)
+        if state[self.column_key] not in ("", *self.columns):  # a column of another table
+            state[self.column_key] = ""
+
+    def restore(self, values: list[str]) -> None:
+        text = values[-1].strip()
+        column = text.removeprefix("-")
+        if column in self.columns:
+            st.session_state[self.column_key] = column
+            st.session_state[self.descending_key] = text.startswith("-")
+        else:
+            st.session_state[self.column_key] = ""
+            st.session_state[self.descending_key] = False
+            links.correction(
+                self.name,
+                values,
+                "is not a column of the table (with - before it to sort decreasing)",
+                "the table's own order",
+                (self.column_key, ""),
+            )
+
+    def values(self) -> list[str] | None:
+        column = st.session_state.get(self.column_key, "")
+        if column not in self.columns:
+            return None
+        return [("-" if st.session_state.get(self.descending_key) else "") + column]
 
 
 def selected_row(rows: Any, n_rows: int) -> int | None:
@@ -147,12 +300,15 @@ def selected_row(rows: Any, n_rows: int) -> int | None:
 
 
 __all__ = [
+    "RangeFilters",
+    "SortOrder",
     "expand_models",
     "first_model",
     "range_filter",
     "range_mask",
     "require_spectra",
     "selected_row",
+    "short_bound",
     "sibling_models",
     "value_bounds",
 ]

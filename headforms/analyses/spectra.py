@@ -45,9 +45,11 @@ RANDOM_STATE = 0
 PAPER_K = 3
 """The paper's number of clusters."""
 
-CLUSTER_TYPES = PARITY_LABELS
-"""The author's rank names of the k = 3 clusters, in order of decreasing mean signed asymmetry
-(the parity labels they are named after: I+, II, I-)."""
+CLUSTER_TYPES = ("I+", "II", "I-")
+"""The author's rank names of the k = 3 clusters, in order of decreasing mean signed asymmetry.
+They rank k-means clusters of spectra and are not parity classes (a cluster's parity make-up is
+counted with :data:`headforms.forms.PARITY_LABELS` in :func:`cluster_summary`), so they are
+their own fact here, not derived from the parity labels they borrow their names from."""
 
 CLUSTER_NAMES = tuple(
     f"cluster {j + 1} (“Type {name.replace('-', '−')}” by rank)"

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analyses.parity import paper_table2, parity_table
-from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD
+from ..forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from .style import (
     PARITY_COLORS,
     PARITY_NAMES,
@@ -22,7 +22,7 @@ from .style import (
 
 def _tolerance_text(tolerance: float | None) -> str:
     value = PARITY_TYPE_II_THRESHOLD if tolerance is None else tolerance
-    return "1/50" if value == PARITY_TYPE_II_THRESHOLD else f"{value:g}"
+    return PARITY_TYPE_II_TEXT if value == PARITY_TYPE_II_THRESHOLD else f"{value:g}"
 
 
 def parity_comparison_table(
@@ -63,7 +63,7 @@ def parity_comparison_figure(table: pd.DataFrame, tolerance: float | None = None
         title={
             "text": "Percentage of heads by parity (Table 2), with the paper's published rows"
             f"<br><sup>Type II: c_S + d_S ≤ {_tolerance_text(tolerance)} for the computed rows; "
-            "the paper's rows use 1/50</sup>"
+            f"the paper's rows use {PARITY_TYPE_II_TEXT}</sup>"
         },
         xaxis={"title": {"text": "percent of heads"}, "range": [0, 100]},
         yaxis={"title": {"text": "model"}, "autorange": "reversed"},

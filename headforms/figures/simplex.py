@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD
+from ..forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from .camera import (
     ASPECT_RATIO,
     AXIS_RANGES,
@@ -50,7 +50,7 @@ from .style import (
     UIREVISION,
     FigureInputError,
     Selected,
-    head_choice_labels,
+    head_choices,
     head_customdata,
     head_name,
     label_position,
@@ -200,7 +200,7 @@ def head_traces(
                         "role": "heads",
                         "model": model,
                         "parity": parity,
-                        "choices": head_choice_labels(part, tuple(columns)),
+                        "choices": head_choices(part, tuple(columns)),
                     },
                 }
             )
@@ -473,7 +473,7 @@ def triangle_figure(
             fill="toself",
             fillcolor="rgba(0,158,115,0.25)",
             line={"color": PARITY_COLORS["II"], "width": 1},
-            name="Type II band c_S + d_S ≤ 1/50",
+            name=f"Type II band c_S + d_S ≤ {PARITY_TYPE_II_TEXT}",
             hoverinfo="skip",
             meta={"role": "band"},
         )

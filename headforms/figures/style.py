@@ -142,13 +142,22 @@ def head_name(layer: int, head: int) -> str:
     return f"L{int(layer)}·H{int(head)}"
 
 
-def head_choice_labels(heads: pd.DataFrame, columns: tuple[str, ...] | list[str]) -> list[str]:
-    """One line per head for the dashboard's chooser of overlapping markers (carried in a head
-    trace's ``meta["choices"]``): name, parity and the coordinates drawn."""
-    values = heads[list(columns)].to_numpy(dtype=float)
+CHOICE_DECIMALS = 8
+"""Decimals of the coordinates a chooser entry carries (it shows as many as tell heads apart)."""
+
+
+def head_choices(heads: pd.DataFrame, columns: tuple[str, ...] | list[str]) -> list[dict]:
+    """One entry per head for the dashboard's chooser of overlapping markers (a head trace's
+    ``meta["choices"]``): ``{"label": "L3·H5 · I+", "coords": {"a": ..., ...}}``, the name,
+    parity and the coordinates drawn, which the chooser shows with enough decimals to tell the
+    listed heads apart."""
+    values = heads[list(columns)].to_numpy(dtype=float).round(CHOICE_DECIMALS)
+    names = [c.removesuffix("_sym") for c in columns]
     return [
-        f"{head_name(layer, head)} · {parity} · "
-        + " ".join(f"{c.removesuffix('_sym')} {v:.3f}" for c, v in zip(columns, row, strict=True))
+        {
+            "label": f"{head_name(layer, head)} · {parity}",
+            "coords": dict(zip(names, row.tolist(), strict=True)),
+        }
         for layer, head, parity, row in zip(
             heads["layer"].to_numpy(),
             heads["head"].to_numpy(),

@@ -13,7 +13,9 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Sequence
 
-from ..settings import Network, settings
+from ..settings import settings
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 LOCAL = "local"
 """The visitor of connections from this machine (loopback) and of unknown origin."""

@@ -31,6 +31,7 @@ from ..errors import (
     HeadformsError,
     HubUnavailableError,
     ModelSpecError,
+    NoSuchModelError,
     NotAllowedError,
 )
 from ..settings import env_flag
@@ -38,6 +39,7 @@ from .bundled import BUNDLED_MODELS
 from .files import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, choose_weight_files, read_small
 from .local import parse_config
 from .located import HubLocation, Located, LocatedFile
+from .specs import ACCEPTED
 
 HUB_TIMEOUT = 10.0
 """Seconds to wait for the hub's answer before falling back to the local hub cache."""
@@ -97,7 +99,7 @@ def locate_hub(
             offline = True
     if offline:
         repo_id = _cached_repo_id(repo_id)
-        listing, commit = _cached_listing(repo_id, revision)
+        listing, commit = _cached_listing(spec, repo_id, revision)
     assert listing is not None and commit is not None
     fetch = _fetcher(repo_id, commit, endpoint, offline)
     config_path = fetch("config.json", listing, MAX_CONFIG_BYTES)
@@ -181,8 +183,11 @@ def _cached_repo_id(repo_id: str) -> str:
     return names[0].removeprefix("models--").replace("--", "/")
 
 
-def _cached_listing(repo_id: str, revision: str | None) -> tuple[dict[str, int | None], str]:
-    """``({file name: size}, commit)`` of the local hub cache's snapshot of ``revision``."""
+def _cached_listing(
+    spec: str, repo_id: str, revision: str | None
+) -> tuple[dict[str, int | None], str]:
+    """``({file name: size}, commit)`` of the local hub cache's snapshot of ``revision``; a
+    repository not in it is no model here (:class:`NoSuchModelError`)."""
     from huggingface_hub import snapshot_download
 
     try:
@@ -192,9 +197,10 @@ def _cached_listing(repo_id: str, revision: str | None) -> tuple[dict[str, int |
             )
         )
     except Exception as exc:
-        raise HubUnavailableError(
-            f"cannot reach the Hugging Face hub for {repo_id!r} and it is not in the local hub "
-            f"cache; {OFFLINE_HINT}"
+        hub = "the hub is off: HF_HUB_OFFLINE" if hub_offline() else "the hub cannot be reached"
+        raise NoSuchModelError(
+            f"no such model here: {spec.strip()!r} is not a bundled model nor a local path, and "
+            f"it is not in the local hub cache ({hub}); {ACCEPTED}"
         ) from exc
     sizes: dict[str, int | None] = {}
     for entry in os.scandir(folder):

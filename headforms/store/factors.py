@@ -21,9 +21,9 @@ import json
 import os
 import queue
 import shutil
+import tempfile
 import threading
 import time
-import uuid
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +46,7 @@ PARTIAL_SECONDS = 3600.0
 """A partial entry untouched this long is a killed writer's leftover and is removed."""
 META = "factors.json"
 PARTIAL_PREFIX = ".partial-"
-QUEUED_LAYERS = 4
+QUEUED_LAYERS = 2
 """Layers waiting for the writer thread at most (the producer waits beyond: bounded memory)."""
 
 
@@ -100,8 +100,8 @@ class FactorWriter:
     def __init__(self, store: FactorStore, key: str):
         self.store = store
         self.key = key
-        self.partial = store.directory / f"{PARTIAL_PREFIX}{key}-{uuid.uuid4().hex[:12]}"
-        self.partial.mkdir(parents=True)
+        store.directory.mkdir(parents=True, exist_ok=True)
+        self.partial = Path(tempfile.mkdtemp(prefix=f"{PARTIAL_PREFIX}{key}-", dir=store.directory))
         self.layers: list[dict[str, Any]] = []
         self.failed: BaseException | None = None
         self._queue: queue.Queue[tuple[int, LayerFactors] | None] = queue.Queue(QUEUED_LAYERS)

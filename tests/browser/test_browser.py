@@ -1,7 +1,10 @@
-"""Real-browser round trips in headless Debian chromium: a click on a 3D simplex marker (also
-inside the crowd, through the chooser), a heatmap cell or a row of the heads table reaches
-Python and the head page shows that head; a shared link opens it and names it in the tab; a
-figure exports as SVG and its data as CSV; no page requests anything from another host.
+"""Real-browser round trips in headless Debian chromium: a click on a 3D simplex marker (on the
+first click; also inside the crowd, through the chooser), a heatmap cell or a row of the heads
+table reaches Python and the head page shows that head, while a change of the table's filters
+stays on the table; a shared link opens the head and names it in the tab, and reproduces the
+overlays, filters and 3D camera it carries; a bad link value and a bad model each show one line
+and leave the page usable; a figure exports as SVG and its data as CSV; no page requests
+anything from another host.
 
 The server is `streamlit run app.py` on a free loopback port with the session's cache dir.
 """
@@ -188,6 +191,30 @@ def wait_for_head(page, layer: int, head: int) -> None:
     title.wait_for(timeout=HEAD_PAGE_MS)
 
 
+SCENE_VIEW_JS = """
+(gd) => Array.from(gd._fullLayout.scene._scene.glplot.cameraParams.view)
+"""
+
+
+def open_simplex(page, url: str) -> object:
+    """Open ``url`` and wait for the simplex's 3D scene; its plot element."""
+    page.goto(url)
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    return page.locator('div[data-hf-plot="simplex"]')
+
+
+def drag(page, x: float, y: float, dx: float, dy: float) -> None:
+    """Press, move in small steps (the scene samples the pointer once a frame), release."""
+    page.mouse.move(x, y)
+    page.wait_for_timeout(100)
+    page.mouse.down()
+    for step in range(1, 16):
+        page.mouse.move(x + dx * step / 15, y + dy * step / 15)
+        page.wait_for_timeout(40)
+    page.mouse.up()
+
+
 def test_a_shared_link_opens_the_head(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&rope=0&layer=7&head=4")
     wait_for_head(page, 7, 4)
@@ -196,11 +223,8 @@ def test_a_shared_link_opens_the_head(page, server: str) -> None:
     assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
 
 
-def test_clicking_a_simplex_marker_opens_its_head(page, server: str) -> None:
-    page.goto(server)
-    plot = page.locator('div[data-hf-plot="simplex"]')
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
-    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+def test_clicking_a_simplex_marker_opens_its_head_on_the_first_click(page, server: str) -> None:
+    plot = open_simplex(page, server)
     points = plot.evaluate(SCENE_POINTS_JS)
     shape = re.search(r"(\d+) layers × (\d+) heads", page.locator(SIDEBAR).inner_text())
     assert len(points) == int(shape[1]) * int(shape[2])  # one marker per head
@@ -223,10 +247,7 @@ def neighbours(point: dict, points: list[dict], radius: float) -> int:
 def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> None:
     """The marker with the most others under the pointer: a click lists them all, and choosing
     the aimed one opens it (not whichever marker plotly.js would have picked)."""
-    page.goto(server)
-    plot = page.locator('div[data-hf-plot="simplex"]')
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
-    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    plot = open_simplex(page, server)
     points = plot.evaluate(SCENE_POINTS_JS)
     target = max(
         (p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)),
@@ -238,6 +259,15 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     chooser.wait_for(timeout=HEAD_PAGE_MS)
     choices = page.locator(".hf-chooser .hf-choice")
     assert choices.count() >= 3
+    # each listed head told apart by its coordinates, nearest to the pointer first
+    coordinates = choices.locator(".hf-choice-coords").all_inner_texts()
+    assert len(set(coordinates)) == len(coordinates), coordinates
+    distances = [
+        float(t.split()[0]) for t in choices.locator(".hf-choice-distance").all_inner_texts()
+    ]
+    assert distances == sorted(distances) and distances[-1] <= PICK_RADIUS_PX
+    # plotly's hover label, drawn at the pointer, does not cover the list
+    assert page.locator(".hf-plot g.hovertext:visible").count() == 0
     aimed = page.locator(f'.hf-choice[data-hf-head="{target["layer"]},{target["head"]}"]')
     assert f"L{target['layer']}·H{target['head']}" in aimed.inner_text()
     aimed.click()
@@ -263,6 +293,120 @@ def test_picking_a_row_of_the_heads_table_opens_that_head(page, server: str) -> 
     page.mouse.click(x, y)
     wait_for_head(page, 1, 4)
     assert "layer=1&head=4" in page.url
+
+
+def widget_text(widget) -> str:
+    """What a widget shows, its inputs' values included (a selectbox shows its value in one)."""
+    return widget.evaluate(
+        "(e) => [e.textContent, ...[...e.querySelectorAll('input')].map((i) => i.value)].join(' ')"
+    )
+
+
+def shown_count(page) -> int:
+    """How many heads the heads table shows (its caption: "N of M heads shown")."""
+    caption = page.get_by_text(re.compile(r"^\d+ of \d+ heads shown"))
+    return int(caption.inner_text().split()[0])
+
+
+def wait_for_url(page, part: str) -> None:
+    """Wait until the page's URL holds ``part`` (the run that wrote it has finished)."""
+    page.wait_for_function(f"() => document.location.href.includes({part!r})", timeout=HEAD_PAGE_MS)
+
+
+def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> None:
+    """With "Open head on click" on, a parity pill and the layer slider filter the table; only
+    selecting a row opens a head (each filter change once opened the selected head's page)."""
+    page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
+    page.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+    heads = analyze(DEFAULT_MODEL).heads
+    assert shown_count(page) == len(heads)
+    page.get_by_role("button", name="II", exact=True).click()  # II off: I+ and I- remain
+    wait_for_url(page, "parity=")
+    page.locator('input[aria-label="Layers — end"]').focus()
+    page.keyboard.press("Home")  # layers 0-0
+    wait_for_url(page, "layers=0")
+    page.wait_for_timeout(1500)  # a navigation, had there been one, has happened by now
+    assert urlparse(page.url).path == "/table"
+    assert page.locator("h1").first.inner_text() == "Heads table"
+    kept = heads[(heads["layer"] == 0) & (heads["parity"] != "II")]
+    assert shown_count(page) == len(kept) > 0
+
+
+def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, server: str) -> None:
+    """A link copied from one browser opened in another: the same overlaid model, 3D view and
+    camera on the simplex; the same filters, sort and rows on the heads table."""
+    sender = browser.new_context(viewport={"width": 1500, "height": 1100}).new_page()
+    receiver = browser.new_context(viewport={"width": 1500, "height": 1100}).new_page()
+    try:
+        plot = open_simplex(sender, f"{server}/?overlay=minilm-l6&view=simplex")
+        box = plot.bounding_box()
+        drag(sender, box["x"] + box["width"] * 0.45, box["y"] + 300, 120, -45)
+        wait_for_url(sender, "camera=")
+        view = plot.evaluate(SCENE_VIEW_JS)
+        link = sender.url
+        shared = open_simplex(receiver, link)
+        models = shared.evaluate(
+            "(gd) => [...new Set(gd._fullData.filter((t) => t.meta && t.meta.role === 'heads')"
+            ".map((t) => t.meta.model))]"
+        )
+        assert sorted(models) == sorted([DEFAULT_MODEL, "minilm-l6"])
+        pressed = receiver.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')
+        assert "Whole simplex" in pressed.all_inner_texts()
+        received = shared.evaluate(SCENE_VIEW_JS)
+        assert max(abs(a - b) for a, b in zip(view, received, strict=True)) < 2e-3
+
+        sender.goto(f"{server}/table?model={DEFAULT_MODEL}&range=energy~0.5~&sort=-pairing")
+        sender.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        sender.get_by_role("button", name="I+", exact=True).click()
+        wait_for_url(sender, "parity=")
+        receiver.goto(sender.url)
+        receiver.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        heads = analyze(DEFAULT_MODEL).heads
+        kept = heads[(heads["energy"] >= 0.5) & (heads["parity"] != "I+")]
+        assert shown_count(receiver) == shown_count(sender) == len(kept) > 0
+        sort_by = receiver.locator('[data-testid="stSelectbox"]', has_text="Sort by")
+        assert "pairing" in widget_text(sort_by)
+        assert receiver.get_by_role("switch", name="Decreasing").is_checked()
+        assert receiver.url == sender.url
+    finally:
+        sender.context.close()
+        receiver.context.close()
+
+
+def test_a_bad_link_value_shows_its_notice(page, server: str) -> None:
+    page.goto(f"{server}/?model={DEFAULT_MODEL}&head=-3&layer=abc")
+    notice = page.get_by_text(f"The link's head=-3 is not a head of {DEFAULT_MODEL}")
+    notice.wait_for(timeout=PLOT_APPEAR_MS)
+    assert "showing head 0" in notice.inner_text()
+    assert page.get_by_text("The link's layer=abc is not a layer").count() == 1
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    assert "layer=0&head=0" in page.url
+
+
+def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -> None:
+    """A name typed in the model picker that is no model here: one line saying so, the page and
+    the sidebar stay (on the model shown before)."""
+    page.goto(f"{server}/overview?model=minilm-l6")
+    page.locator("h1", has_text="Model overview").wait_for(timeout=PLOT_APPEAR_MS)
+    picker = page.locator(SIDEBAR).locator('[data-testid="stSelectbox"]').first
+    picker.click()
+    page.keyboard.type("no-such-model-anywhere")
+    page.keyboard.press("Enter")
+    # A hosted server (the container) refuses the name before looking for it: off its hub
+    # allow-list. A private one looks, and finds no such model.
+    line = page.get_by_text(
+        re.compile(
+            r"no such model here: 'no-such-model-anywhere'"
+            r"|hub model 'no-such-model-anywhere' is not allowed on this server"
+        )
+    )
+    line.wait_for(timeout=HEAD_PAGE_MS)
+    assert "(showing minilm-l6 instead)" in line.inner_text()
+    assert "cannot reach the Hugging Face hub" not in line.inner_text()
+    assert page.locator("h1").first.inner_text() == "Model overview"
+    assert "minilm-l6" in widget_text(picker)
+    assert "model=minilm-l6" in page.url
+    assert page.locator(SIDEBAR).get_by_text("Layer", exact=True).count() == 1
 
 
 def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
@@ -337,14 +481,6 @@ def test_no_page_requests_anything_from_another_host(browser, server: str) -> No
 
 LEGIBLE_MARKER_PX = 9
 """Smallest drawn extent (px) of a head marker in the 3D scene that reads as its glyph."""
-
-
-def open_simplex(page, url: str) -> object:
-    """Load the simplex page and wait until its 3D scene is drawn; returns the plot."""
-    page.goto(url)
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
-    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
-    return page.locator('div[data-hf-plot="simplex"]')
 
 
 @pytest.mark.parametrize("selected", [(0, 0), (2, 4)])

@@ -23,8 +23,8 @@ from headforms.columns import TABLE_COLUMNS
 from headforms.errors import (
     CorruptFileError,
     HeadformsError,
-    HubUnavailableError,
     ModelSpecError,
+    NoSuchModelError,
     OptionError,
     UnsupportedArchitectureError,
 )
@@ -84,7 +84,7 @@ CASES = [
     "gguf truncated in its tensor data",
     "wrong gguf magic",
     "unsupported architecture",
-    "hub unreachable",
+    "no such model here",
     "rope position on a non-rope model",
     "out with a bad extension",
 ]
@@ -151,10 +151,10 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BadInput]:
         "unsupported architecture": BadInput(
             str(mamba), UnsupportedArchitectureError, "unsupported architecture 'mamba'"
         ),
-        "hub unreachable": BadInput(
+        "no such model here": BadInput(
             "some-org/not-downloaded",
-            HubUnavailableError,
-            "not in the local hub cache",
+            NoSuchModelError,
+            "no such model here: 'some-org/not-downloaded' is not a bundled model",
             env={"HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"},
         ),
         "rope position on a non-rope model": BadInput(
@@ -219,7 +219,12 @@ def test_bad_input_gives_one_specific_line(
 
 
 @pytest.mark.parametrize(
-    "name", ["missing path", "gguf truncated in its tensor data", "hub unreachable"]
+    "name",
+    [
+        "missing path",
+        "gguf truncated in its tensor data",
+        "no such model here",
+    ],
 )
 def test_bad_input_from_a_real_process(bad_inputs: dict[str, BadInput], name: str) -> None:
     """``python -m headforms``: exit code 2, one ``error:`` line, no traceback."""

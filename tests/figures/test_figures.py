@@ -355,12 +355,12 @@ def test_each_overlaid_model_has_its_own_colour_and_the_same_shapes(
 
 
 def choice_rows(trace) -> list[tuple[int, int, str, list[float]]]:
-    """Parse the chooser labels of a head trace: 'L3·H5 · I+ · a 0.1 b 0.2 ...'."""
+    """Parse the chooser entries of a head trace: {'label': 'L3·H5 · I+', 'coords': {...}}."""
     rows = []
-    for label in trace.meta["choices"]:
-        name, parity, coords = label.split(" · ")
+    for choice in trace.meta["choices"]:
+        name, parity = choice["label"].split(" · ")
         layer, head = map(int, re.fullmatch(r"L(\d+)·H(\d+)", name).groups())
-        rows.append((layer, head, parity, [float(v) for v in coords.split()[1::2]]))
+        rows.append((layer, head, parity, list(choice["coords"].values())))
     return rows
 
 
@@ -380,7 +380,7 @@ def test_chooser_labels_name_each_marker_with_its_profile(minilm, three_d):
             assert (layer, head) == (c_layer, c_head)
             assert parity == indexed.loc[(layer, head), "parity"] == trace.meta["parity"]
             np.testing.assert_allclose(
-                values, indexed.loc[(layer, head), columns].to_numpy(float), atol=5e-4
+                values, indexed.loc[(layer, head), columns].to_numpy(float), atol=1e-8
             )
 
 

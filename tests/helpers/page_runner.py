@@ -3,6 +3,7 @@ page, with URL parameters and session-state values) and check that a run drew no
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +34,13 @@ def assert_clean(at: AppTest) -> None:
     """No exception and no error message on the page."""
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def plain(text: str) -> str:
+    """A line as the visitor reads it: ui/notices.py escapes Markdown in its notices."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def notice_lines(at: AppTest) -> list[str]:
+    """The one-line notices (ui/notices.py) and errors a run shows, as the visitor reads them."""
+    return [plain(e.value) for e in (*at.warning, *at.error)]

@@ -65,7 +65,7 @@ def most_isolated(points: list[dict]) -> dict:
 
 
 def click(page, point: dict) -> None:
-    """Hover, then press long enough for the 3D scene to see the button (>= 20 ms)."""
+    """Move the pointer onto the point once and click once, as fast as a script can (no wait
+    for a hover, no held button): a 3D scene once lost such clicks."""
     page.mouse.move(point["x"], point["y"])
-    page.wait_for_timeout(300)
-    page.mouse.click(point["x"], point["y"], delay=100)
+    page.mouse.click(point["x"], point["y"])

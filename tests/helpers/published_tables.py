@@ -35,3 +35,19 @@ def author_table(model: str, layers: int, heads: int, kv: int, dim: int, seed: i
             "d_sym": sym[:, 2],
         }
     )
+
+
+def head_rows(models: int, layers: int = 1, heads: int = 1, name: str = "m{}") -> pd.DataFrame:
+    """Constant profiles: a per-head table of ``models`` models (named by ``name``) of ``layers``
+    x ``heads`` heads, the columns a table needs and no others."""
+    count = models * layers * heads
+    index = np.arange(count)
+    return pd.DataFrame(
+        {
+            "model": [name.format(i // (layers * heads)) for i in index],
+            "layer": (index // heads) % layers,
+            "head": index % heads,
+            **{c: 0.25 for c in ("a", "b", "c", "d")},
+            **{c: 1 / 3 for c in ("b_sym", "c_sym", "d_sym")},
+        }
+    )

@@ -99,6 +99,7 @@ def request(port: int, path: str, host: str | None = None) -> tuple[int, dict[st
         connection.close()
 
 
+@pytest.mark.slow
 def test_every_answer_limits_framing_to_the_same_origin(server: int) -> None:
     """The page, its health check and a static file: framing limited to the app itself (before:
     any site could frame it)."""
@@ -111,11 +112,13 @@ def test_every_answer_limits_framing_to_the_same_origin(server: int) -> None:
         assert headers["x-frame-options"] == "SAMEORIGIN", path
 
 
+@pytest.mark.slow
 def test_the_metrics_endpoint_is_off_in_hosted_mode(server: int) -> None:
     status, _, body = request(server, "/_stcore/metrics")
     assert status == 404 and b"session" not in body
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.nip.io"])
 def test_a_spoofed_host_is_refused_in_one_line(server: int, host: str) -> None:
     status, headers, body = request(server, "/", host)
@@ -125,11 +128,13 @@ def test_a_spoofed_host_is_refused_in_one_line(server: int, host: str) -> None:
     assert "HEADFORMS_ALLOWED_HOSTS" in body.decode()
 
 
+@pytest.mark.slow
 def test_a_listed_host_name_is_answered(server: int) -> None:
     status, _, body = request(server, "/", "dash.example.org")
     assert status == 200 and b"<html" in body.lower()
 
 
+@pytest.mark.slow
 def test_a_websocket_with_a_spoofed_host_is_refused(server: int) -> None:
     """The page's websocket too (a rebinding page would open it under its own name)."""
     import socket

@@ -18,6 +18,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,7 +73,8 @@ def _write_checkpoint(directory: Path) -> None:
 
 class _Handler(BaseHTTPRequestHandler):
     """Serves ``/<repo>/resolve/<commit>/<file>`` (and ``/norange/...`` ignoring Range), and the
-    model's metadata at ``/api/models/<repo>[/revision/<rev>]`` (commit, files and sizes).
+    model's metadata at ``/api/models/<repo>[/revision/<rev>]`` (commit, files and sizes) and
+    its top-level files at ``/api/models/<repo>/tree/<rev>``.
 
     HEAD answers with the headers ``hf_hub_download`` reads (commit, etag, size). Bytes are
     counted before they are written, so a client that has read them sees them counted.
@@ -81,17 +83,21 @@ class _Handler(BaseHTTPRequestHandler):
     def _model_info(self) -> bool:
         server: _Server = self.server  # type: ignore[assignment]
         path = self.path.split("?")[0]
-        if path not in (
+        files = [p for p in sorted(server.root.iterdir()) if p.is_file()]
+        if path in (f"/api/models/{REPO}/tree/{r}" for r in (COMMIT, "main")):
+            answer: Any = [  # list_repo_tree: the top-level files, one page
+                {"type": "file", "path": p.name, "size": p.stat().st_size, "oid": p.name}
+                for p in files
+            ]
+        elif path in (
             f"/api/models/{REPO}",
             *(f"/api/models/{REPO}/revision/{r}" for r in (COMMIT, "main")),
         ):
+            siblings = [{"rfilename": p.name, "size": p.stat().st_size} for p in files]
+            answer = {"id": REPO, "sha": COMMIT, "siblings": siblings}
+        else:
             return False
-        siblings = [
-            {"rfilename": p.name, "size": p.stat().st_size}
-            for p in sorted(server.root.iterdir())
-            if p.is_file()
-        ]
-        body = json.dumps({"id": REPO, "sha": COMMIT, "siblings": siblings}).encode()
+        body = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +24,12 @@ import tiny_models as tm
 import torch
 
 from headforms import ModelAnalysis, analyze
-from headforms.errors import CorruptFileError, HubUnavailableError, ModelSpecError
+from headforms.errors import (
+    CorruptFileError,
+    HubUnavailableError,
+    ModelSpecError,
+    NoSuchModelError,
+)
 from headforms.forms import head_forms
 from headforms.models.source import open_model
 from headforms.readers import SafetensorsReader, TorchBinReader
@@ -327,6 +333,32 @@ def test_a_failed_download_removes_only_partial_files_no_download_is_writing(
 def test_hub_id_not_in_the_cache_is_unavailable_offline(hub_cache: Path) -> None:
     with pytest.raises(HubUnavailableError, match="not in the local hub cache"):
         open_model("some-org/not-downloaded")
+
+
+@pytest.mark.parametrize("offline", [True, False], ids=["hub-off", "hub-unreachable"])
+def test_a_name_that_is_no_model_here_says_so(
+    hub_cache: Path, monkeypatch: pytest.MonkeyPatch, offline: bool
+) -> None:
+    """Neither bundled, a path, nor a hub id the hub (off, or on a port nothing listens on) or
+    the local hub cache can serve: "no such model here", not a complaint about the hub."""
+    from huggingface_hub import constants
+
+    if not offline:
+        with socket.socket() as closed:  # a free port, closed again: nothing answers there
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
+    with pytest.raises(NoSuchModelError) as error:
+        open_model("smolm2-135m")  # a typo of a bundled name
+    message = str(error.value)
+    assert message.startswith("no such model here: 'smolm2-135m' is not a bundled model")
+    assert ("HF_HUB_OFFLINE" in message) == offline
+    assert ("the hub cannot be reached" in message) == (not offline)
+    assert "accepted: a bundled name (smollm2-135m" in message
+    assert "cannot reach the Hugging Face hub" not in message
 
 
 # ---------------------------------------------------------------------------------------------
