@@ -35,7 +35,11 @@ bind_second()
 bind_views()
 second = controls[0].selectbox(
     "B: the model to compare",
-    [name for name in BUNDLED_MODELS if name != ctx.spec],
+    list(
+        dict.fromkeys(  # a model typed (or linked) before stays a choice
+            [s for s in (st.session_state[state.DIFF_KEY], *BUNDLED_MODELS) if s and s != ctx.spec]
+        )
+    ),
     key=state.DIFF_KEY,
     format_func=model_label,
     accept_new_options=True,

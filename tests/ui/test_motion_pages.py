@@ -101,3 +101,82 @@ def test_model_diff_page_counts_the_flips_and_refuses_other_shapes(run: list[Pat
     assert any(m.value.startswith(f"**{flips}** of 8 heads change parity") for m in at.markdown)
     at = run_app("diff", {"model": str(run[0])}, **{state.DIFF_KEY: "smollm2-135m"})
     assert len(at.error) == 1 and "their shapes differ (layers 2 vs 30" in at.error[0].value
+
+
+def query(at) -> dict[str, list[str]]:
+    """The query parameters the run wrote, each as a list of values."""
+    return {k: v if isinstance(v, list) else [v] for k, v in dict(at.query_params).items()}
+
+
+MOTION_CASES = {
+    "positions": (
+        "positions",
+        lambda at, _: at.text_input(key=state.POSITIONS_KEY).set_value("0:64:2"),
+        {"positions": ["0:64:2"]},
+        state.POSITIONS_KEY,
+    ),
+    "figure": (
+        "positions",
+        lambda at, _: at.button_group(key=state.MOTION_FIGURE_KEY).set_value("triangle"),
+        {"figure": ["triangle"]},
+        state.MOTION_FIGURE_KEY,
+    ),
+    "view": (
+        "positions",
+        lambda at, _: at.button_group(key=state.MOTION_FRAME_KEY).set_value("simplex"),
+        {"view": ["simplex"]},
+        state.MOTION_FRAME_KEY,
+    ),
+    "paths": (
+        "positions",
+        lambda at, _: at.toggle(key=state.MOTION_PATHS_KEY).set_value(True),
+        {"paths": ["1"]},
+        state.MOTION_PATHS_KEY,
+    ),
+    "run": (
+        "training",
+        lambda at, run: at.text_area(key=state.SERIES_KEY).set_value(run),
+        {"run": ["RUN"]},
+        state.SERIES_KEY,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MOTION_CASES))
+def test_motion_options_go_into_the_url_and_a_link_brings_them_back(case, llama, run) -> None:
+    page, act, params, key = MOTION_CASES[case]
+    model = str(run[0]) if page == "diff" else llama
+    folder = str(run[0].parent)
+    params = {k: [v.replace("RUN", folder) for v in vs] for k, vs in params.items()}
+    at = run_app(page, {"model": model})
+    assert not at.exception
+    assert set(query(at)) == {"model", "layer", "head"}  # at the defaults nothing else is written
+    act(at, folder)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    written = query(at)
+    assert {k: written[k] for k in params} == params
+    reopened = run_app(page, dict(at.query_params))
+    assert not reopened.exception and not reopened.error
+    assert reopened.session_state[key] == at.session_state[key]
+    assert query(reopened) == written
+
+
+def test_a_link_names_model_b(run) -> None:
+    """Model B (typed into its picker, which AppTest cannot type) comes from the link and is
+    written back to it."""
+    at = run_app("diff", {"model": str(run[0]), "b": str(run[-1])})
+    assert not at.exception and not at.error
+    assert at.session_state[state.DIFF_KEY] == str(run[-1])
+    assert query(at)["b"] == [str(run[-1])]
+    assert any("of 8 heads change parity" in m.value for m in at.markdown)
+
+
+def test_a_bad_positions_link_is_corrected_with_a_notice(llama) -> None:
+    from page_runner import notice_lines
+
+    at = run_app("positions", {"model": llama, "positions": "5:1"})
+    assert not at.exception and not at.error
+    assert at.session_state[state.POSITIONS_KEY] == "0:128"
+    (line,) = [n for n in notice_lines(at) if "positions=5:1" in n]
+    assert "is not a range of RoPE positions" in line and "starts after it ends" in line
