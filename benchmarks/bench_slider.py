@@ -10,6 +10,8 @@ positions, two ways:
 * **animate**: ``Plotly.animate`` to the frame directly, timed the same way (what one step
   costs plotly.js, without the pointer events).
 
+``--figure triangle`` measures the 2D triangle (SVG) instead of the 3D simplex (WebGL).
+
 Headless chromium draws WebGL in software (SwiftShader): a desktop GPU draws faster. Also
 printed: the figure's JSON size (every frame travels once, with the figure).
 
@@ -96,6 +98,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--cache", type=Path, help="a cache to reuse (default: a new one)")
+    parser.add_argument(
+        "--figure",
+        choices=("simplex", "triangle"),
+        default="simplex",
+        help="the 3D simplex (WebGL) or the 2D triangle (SVG)",
+    )
     args = parser.parse_args()
     import signal
 
@@ -107,7 +115,8 @@ def main() -> None:
     from headforms.figures import motion
 
     result = sweep(MODEL)  # what the page shows, computed before it is opened
-    size = len(motion.animated_figure(result, selected=(MODEL, 3, 2), frame="heads").to_json())
+    figure = motion.animated_figure(result, args.figure, selected=(MODEL, 3, 2), frame="heads")
+    size = len(figure.to_json())
     print(machine_line(2))
     proc, url = start_server(cache)
     rng = random.Random(0)
@@ -119,9 +128,15 @@ def main() -> None:
             )
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             started = time.perf_counter()
-            page.goto(f"{url}/positions?model={MODEL}&layer=3&head=2")
-            page.locator(f'div[data-hf-plot="{KEY}"] canvas').first.wait_for(timeout=180_000)
-            page.wait_for_function(f"() => {GD}._fullLayout.scene._scene.glplot", timeout=180_000)
+            page.goto(f"{url}/positions?model={MODEL}&layer=3&head=2&figure={args.figure}")
+            page.locator(f'div[data-hf-plot="{KEY}"]').wait_for(timeout=180_000)
+            drawn = (
+                f"() => {{ const s = ({GD}._fullLayout || {{}}).scene; return !!(s && s._scene "
+                "&& s._scene.glplot); }"
+                if args.figure == "simplex"
+                else f"() => {GD}._fullData && {GD}.querySelector('.slider-rail-rect')"
+            )
+            page.wait_for_function(drawn, timeout=180_000)
             first = time.perf_counter() - started
             page.wait_for_timeout(2000)
             rail = page.locator(f'div[data-hf-plot="{KEY}"] .slider-rail-rect')
@@ -152,7 +167,10 @@ def main() -> None:
         }
         for way, values in times.items()
     ]
-    print_table(f"{MODEL}: {len(result.positions)} frames x {result.card.total_heads} heads", rows)
+    title = (
+        f"{MODEL}, {args.figure}: {len(result.positions)} frames x {result.card.total_heads} heads"
+    )
+    print_table(title, rows)
     print(
         f"figure JSON {size / 1e6:.1f} MB; page open to drawn 3D scene {first:.1f} s; load "
         f"{os.getloadavg()[0]:.1f}"

@@ -339,7 +339,14 @@ def animated_figure(
         height=(fig.layout.height or 600) + 130,
         meta={**(fig.layout.meta or {}), "frames": "path", "axis": paths.axis},
         # under the slider: the plot area (and the slider) keep the figure's whole width
-        legend={"orientation": "h", "x": 0.0, "xanchor": "left", "y": -0.13, "yanchor": "top"},
+        legend={
+            "orientation": "h",
+            "x": 0.0,
+            "xanchor": "left",
+            "yref": "container",
+            "y": 0.0,
+            "yanchor": "bottom",
+        },
     )
     if fig.layout.coloraxis.colorscale is not None:  # upright at the right: the slider is below
         fig.update_layout(
