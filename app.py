@@ -39,6 +39,11 @@ def main() -> None:
             st.Page("pages/overview.py", title="Overview", icon=":material/info:"),
             st.Page("pages/behaviour.py", title="Geometry vs behaviour", icon=":material/hub:"),
         ],
+        "Motion": [
+            st.Page("pages/positions.py", title="RoPE positions", icon=":material/animation:"),
+            st.Page("pages/training.py", title="Training run", icon=":material/timeline:"),
+            st.Page("pages/diff.py", title="Model diff", icon=":material/difference:"),
+        ],
         "Paper views": [
             st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:"),
             st.Page("pages/fits.py", title="Fits", icon=":material/show_chart:"),

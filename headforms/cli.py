@@ -1,4 +1,5 @@
-"""Command line: ``headforms analyze MODEL``, ``models``, ``survey MODEL...``, ``serve``,
+"""Command line: ``headforms analyze MODEL`` (``--rope-positions A:B``: every position at once),
+``models``, ``survey MODEL...``, ``trajectory CHECKPOINT...``, ``diff A B``, ``serve``,
 ``attention MODEL``, ``behaviour MODEL``.
 
 Also ``python -m headforms ...``. Bad input gives one line on stderr and exit status 2, never a
@@ -171,6 +172,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_output_path(args.out)
+    if args.rope_positions is not None:
+        return _analyze_positions(args)
     options = options_of(args)
     progress = None if args.quiet else _Progress()
     try:
@@ -197,6 +200,90 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         base = result.baseline.columns if args.baseline else None
         print(summary(result.columns, card.name, base))
     return 0
+
+
+SHOWN_POINTS = 9
+"""Points of a sweep or a series summarised on stdout (evenly spread; ``--out`` has them all)."""
+
+
+def _analyze_positions(args: argparse.Namespace) -> int:
+    """``analyze MODEL --rope-positions A:B``: every head at every position, one sweep."""
+    from .engine import sweep
+    from .options import SweepOptions
+
+    if args.rope_position:
+        raise OptionError("give --rope-position D or --rope-positions A:B, not both")
+    if args.spectra:
+        raise OptionError(
+            "--spectra applies to one position; a sweep over --rope-positions writes the "
+            "per-head rows of every position"
+        )
+    options = SweepOptions(args.rope_positions, not args.no_fold_qk_norm)
+    progress = None if args.quiet else _Progress()
+    try:
+        result = sweep(
+            args.model,
+            options=options,
+            progress=progress,
+            use_cache=not args.no_cache,
+            policy=policy_in_force(),
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    card = result.card
+    if args.out is not None:
+        table = result.table
+        if args.baseline:
+            table = _with_baseline(table, result)
+        write_table(table, args.out)
+        print(
+            f"wrote {len(table)} rows ({len(result.positions)} RoPE positions x "
+            f"{card.total_heads} heads) to {args.out}",
+            file=sys.stderr,
+        )
+        return 0
+    print(
+        f"{card.name}: {card.n_layers} layers x {card.n_heads} heads at "
+        f"{len(result.positions)} RoPE positions ({result.positions[0]} to "
+        f"{result.positions[-1]})"
+    )
+    _print_points(result, "d")
+    return 0
+
+
+def _with_baseline(table: Any, result: Any) -> Any:
+    """A sweep's long table with the Gaussian baseline's metrics (which no position changes) as
+    ``rand_*`` columns beside every position's row of the same head."""
+    from .baseline import gaussian_baseline
+    from .columns import BASELINE_PREFIX, METRIC_COLUMNS
+
+    base = gaussian_baseline(result.card.baseline_shapes).columns
+    table = table.copy()
+    for name in METRIC_COLUMNS:
+        table[BASELINE_PREFIX + name] = np.tile(np.asarray(base[name]), result.n_points)
+    return table
+
+
+def _print_points(paths: Any, label: str) -> None:
+    """A few points of a sweep or series (parity shares and means per point), then how many
+    heads change parity along it."""
+    import pandas as pd
+
+    from .analyses.paths import changes_by_head
+    from .analyses.survey import summary_table
+
+    shown = sorted(set(np.linspace(0, paths.n_points - 1, SHOWN_POINTS).round().astype(int)))
+    table = summary_table({f"{label} = {paths.values[i]}": paths.heads_at(i) for i in shown})
+    table.index.name = paths.axis
+    columns = [c for c in table.columns if c not in ("layers",)][:9]
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(table[columns].round(3).to_string())
+    changing = changes_by_head(paths)
+    print(
+        f"{len(changing)} of {paths.card.total_heads} heads change parity at least once along "
+        f"{paths.axis} (--out FILE writes every row)"
+    )
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -547,6 +634,150 @@ def add_behaviour_parsers(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_behaviour)
 
 
+def cmd_trajectory(args: argparse.Namespace) -> int:
+    """``trajectory CHECKPOINT... --out FILE``: a training run's checkpoints as one table."""
+    from . import survey
+    from .options import AnalysisOptions
+    from .series import open_series, trajectory_table
+
+    out = args.out
+    check_output_path(out)
+    options = AnalysisOptions(args.rope_position, not args.no_fold_qk_norm)
+    policy = policy_in_force()
+    checkpoints = open_series(args.checkpoints, policy)
+
+    def report(outcome: survey.Outcome, done: int, total: int) -> None:
+        if outcome.status != "done":
+            print(f"[{done}/{total}] {outcome.spec}: FAILED: {outcome.error}", file=sys.stderr)
+        elif not args.quiet:
+            line = f"{outcome.heads} heads in {outcome.seconds:.1f} s"
+            print(f"[{done}/{total}] {outcome.spec}: {line}", file=sys.stderr, flush=True)
+
+    result = survey.run_survey(
+        [c.spec for c in checkpoints],
+        out,
+        options,
+        jobs=args.jobs,
+        memory_budget=args.memory_budget,
+        report=report,
+        policy=policy,
+    )
+    for outcome in result.failed:
+        print(f"failed: {outcome.spec}: {outcome.error}", file=sys.stderr)
+    if len(result.table):
+        table = trajectory_table(checkpoints, result.table)
+        write_table(table, out)
+        steps = table["step"].nunique()
+        print(f"wrote {len(table)} rows ({steps} checkpoints) to {out}", file=sys.stderr)
+        _print_trajectory(table)
+    return SURVEY_EXIT_FAILED if result.failed else 0
+
+
+def _print_trajectory(table: Any) -> None:
+    """Parity shares and mean profile at each step (evenly spread) of a trajectory table."""
+    import pandas as pd
+
+    from .analyses.survey import summary_table
+
+    steps = list(dict.fromkeys(table["step"]))
+    shown = sorted(set(np.linspace(0, len(steps) - 1, SHOWN_POINTS).round().astype(int)))
+    by_step = {f"step {steps[i]}": table[table["step"] == steps[i]] for i in shown}
+    summary_rows = summary_table(by_step)
+    summary_rows.index.name = "step"
+    columns = [c for c in summary_rows.columns if c != "layers"][:9]
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(summary_rows[columns].round(3).to_string())
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``diff A B [--out FILE]``: two models of the same shapes, head by head."""
+    from .analyses.paths import moved_most
+    from .diff import diff
+    from .options import AnalysisOptions
+
+    if args.out is not None:
+        check_output_path(args.out)
+    options = AnalysisOptions(args.rope_position, not args.no_fold_qk_norm)
+    options_b = AnalysisOptions(args.rope_position, False) if args.unfold_b else None
+    progress = None if args.quiet else _Progress()
+    try:
+        result = diff(args.first, args.second, options, progress, policy_in_force(), options_b)
+    finally:
+        if progress is not None:
+            progress.close()
+    table = result.table()
+    if args.out is not None:
+        write_table(table, args.out)
+        print(f"wrote {len(table)} heads to {args.out}", file=sys.stderr)
+        return 0
+    import pandas as pd
+
+    flips = int(table["parity_flip"].sum())
+    print(
+        f"{args.first} -> {args.second}: {len(table)} heads, {flips} change parity, distance "
+        f"moved on the simplex (unit edges): median {table['distance'].median():.4f}, "
+        f"max {table['distance'].max():.4f}"
+    )
+    top = moved_most(result, 10)[["layer", "head", "distance", "parity_first", "parity_last"]]
+    with pd.option_context("display.width", 200):
+        print(
+            top.rename(columns={"parity_first": "parity_A", "parity_last": "parity_B"})
+            .round(4)
+            .to_string(index=False)
+        )
+    return 0
+
+
+def add_motion_parsers(sub: argparse._SubParsersAction) -> None:
+    """The ``trajectory`` and ``diff`` subcommands."""
+    t = sub.add_parser(
+        "trajectory",
+        help="the checkpoints of a training run as one table with a step column",
+        description="Analyse the checkpoints of a training run (a run directory of "
+        "checkpoint-STEP folders as transformers' Trainer saves them, or checkpoints that name "
+        "their step: .../checkpoint-1500, org/name@step1000) and write one row per checkpoint "
+        "and head with a step column, ordered by step. Each checkpoint is analysed once and "
+        "cached; resumable like a survey (run it again with the same --out). Exit status: 0 "
+        "all done, 1 some failed (one line each), 2 bad arguments.",
+    )
+    t.add_argument(
+        "checkpoints",
+        nargs="+",
+        metavar="CHECKPOINT",
+        help="a run directory, or checkpoints naming their step",
+    )
+    t.add_argument("--out", type=Path, required=True, help="the table (.csv, .json or .parquet)")
+    t.add_argument("--jobs", type=int, default=None, metavar="J", help="as for survey")
+    t.add_argument(
+        "--memory-budget", type=parse_bytes, default=None, metavar="SIZE", help="as for survey"
+    )
+    t.add_argument("--rope-position", type=int, default=0, metavar="D", help="as for analyze")
+    t.add_argument("--no-fold-qk-norm", action="store_true", help="as for analyze")
+    t.add_argument("--quiet", action="store_true", help="report failed checkpoints only")
+    t.set_defaults(func=cmd_trajectory)
+    d = sub.add_parser(
+        "diff",
+        help="two models of the same shapes, head by head",
+        description="Match two models of the same shapes head by head (base and fine-tune, two "
+        "seeds, folded and unfolded norms) and write layer, head, both profiles, the "
+        "differences (B - A), the distance moved on the simplex and both parities; without "
+        "--out, print the parity flips and the heads that moved most.",
+    )
+    d.add_argument("first", metavar="A", help="a model spec (as for analyze)")
+    d.add_argument("second", metavar="B", help="a model spec of the same shapes")
+    d.add_argument("--out", type=Path, help="write the table (.csv, .json or .parquet)")
+    d.add_argument("--rope-position", type=int, default=0, metavar="D", help="as for analyze")
+    d.add_argument("--no-fold-qk-norm", action="store_true", help="as for analyze (both)")
+    d.add_argument(
+        "--unfold-b",
+        action="store_true",
+        help="analyse B with its QK-norm gains unfolded (A B the same model: what folding them "
+        "changes)",
+    )
+    d.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    d.set_defaults(func=cmd_diff)
+
+
 def _port(text: str) -> int:
     """A TCP port from ``--port`` or ``$PORT``: a whole number from 1 to 65535."""
     try:
@@ -562,6 +793,8 @@ def _port(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
+    from .options import MAX_ROPE_POSITIONS
+
     parser = argparse.ArgumentParser(
         prog="headforms",
         description="Profiles of attention heads as bilinear forms (arXiv 2609.22990).",
@@ -575,6 +808,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         metavar="D",
         help="relative position d = query - key for RoPE models (default 0)",
+    )
+    p.add_argument(
+        "--rope-positions",
+        metavar="A:B",
+        help="every RoPE position of a range at once, one row per head and position with a "
+        "rope_position column: A:B (both included), A:B:STEP or a comma list; at most "
+        f"{MAX_ROPE_POSITIONS} positions (RoPE models only)",
     )
     p.add_argument("--out", type=Path, help="write the table (.csv, .json or .parquet)")
     p.add_argument(
@@ -616,6 +856,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_serve)
     add_survey_parser(sub)
     add_behaviour_parsers(sub)
+    add_motion_parsers(sub)
     return parser
 
 

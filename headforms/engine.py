@@ -14,23 +14,47 @@ RoPE position, option or metric (any change to the forms code) reads stored fact
 weights. A published table holds its metrics already: it is analysed by reading it. The
 Gaussian baseline (:mod:`headforms.baseline`) depends only on the shapes and is computed, and
 stored per shape, when it is first asked for.
+
+:func:`sweep` takes the same path for every head at every RoPE position of a range at once
+(:mod:`headforms.sweeps`): its own entry in the metrics store (key: the factors' key, the
+positions and options, the forms code), computed from the stored factors or, when they are not
+stored, from the weights (keeping the factors), in one pass over the layers.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
-from . import streaming
+from . import streaming, sweeps
 from .architectures import shapes_from_config
-from .errors import HeadformsError
-from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .errors import HeadformsError, UnavailableDataError
+from .options import DEFAULT_OPTIONS, DEFAULT_ROPE_POSITIONS, AnalysisOptions, SweepOptions
 from .results import KIND, ModelAnalysis, analysis_from_record, analysis_record
 from .sources import TABLE_FORMAT, Located, Policy, locate
-from .store import DamagedFactors, FactorStore, ResultStore, factors_key, key_lock, metrics_key
-from .streaming import Progress
+from .store import (
+    DamagedFactors,
+    FactorStore,
+    ResultStore,
+    StoredFactors,
+    factors_key,
+    key_lock,
+    metrics_key,
+)
+from .streaming import FactorSink, Progress
+from .sweeps import PositionSweep
 
-__all__ = ["analyze", "analyze_located", "stored_analysis"]
+__all__ = [
+    "analyze",
+    "analyze_located",
+    "stored_analysis",
+    "stored_sweep",
+    "sweep",
+    "sweep_located",
+]
+
+R = TypeVar("R")
 
 FACTOR_ITEM_BYTES = 4
 """Bytes per stored factor value used to size an entry before extraction (float32)."""
@@ -83,7 +107,7 @@ def analyze_located(
 
         return open_table(located, options)
     if not use_cache:
-        return _extract(located, options, progress, None)
+        return _extract(located, progress, None, _weights_analysis(options, progress))
     store = store or ResultStore()
     key = metrics_key(located.fingerprint, options.key())
     hit = _stored_analysis(store, key)
@@ -101,6 +125,12 @@ def analyze_located(
         total = hit.card.n_layers
         progress(total, total, "loaded from cache")
     return hit
+
+
+def _weights_analysis(
+    options: AnalysisOptions, progress: Progress | None
+) -> Callable[[Any, FactorSink | None], ModelAnalysis]:
+    return lambda source, sink: streaming.compute_analysis(source, options, progress, sink)
 
 
 def stored_analysis(
@@ -141,32 +171,47 @@ def _compute(
 ) -> ModelAnalysis:
     """The forms from the stored factors, or, when they are not stored (or damaged), from the
     weights, keeping their factors."""
+
+    def forms(stored: StoredFactors) -> ModelAnalysis:
+        return streaming.forms_analysis(stored.facts, stored.layer, options, located.spec, progress)
+
+    return _through_factors(located, progress, forms, _weights_analysis(options, progress))
+
+
+def _through_factors(
+    located: Located,
+    progress: Progress | None,
+    forms: Callable[[StoredFactors], R],
+    extract: Callable[[Any, FactorSink | None], R],
+) -> R:
+    """``forms(stored factors)`` if the model's factors are stored (and intact), else
+    ``extract(opened checkpoint, factor writer)``, which keeps them."""
     factors = FactorStore()
     key = factors_key(located.fingerprint)
-    hit = _from_factors(factors, key, located, options, progress)
+    hit = _from_factors(factors, key, located, progress, forms)
     if hit is not None:
         return hit
     with key_lock(key):  # another process may have stored them while this one waited
-        hit = _from_factors(factors, key, located, options, progress)
+        hit = _from_factors(factors, key, located, progress, forms)
         if hit is not None:
             return hit
-        return _extract(located, options, progress, (factors, key))
+        return _extract(located, progress, (factors, key), extract)
 
 
 def _from_factors(
     factors: FactorStore,
     key: str,
     located: Located,
-    options: AnalysisOptions,
     progress: Progress | None,
-) -> ModelAnalysis | None:
+    forms: Callable[[StoredFactors], R],
+) -> R | None:
     stored = factors.get(key)
     if stored is None:
         return None
     if progress:
         progress(0, 1, f"reading the stored factors of {located.display_name}")
     try:
-        return streaming.forms_analysis(stored.facts, stored.layer, options, located.spec, progress)
+        return forms(stored)
     except DamagedFactors:  # read the weights again
         factors.delete(key)
         return None
@@ -174,11 +219,12 @@ def _from_factors(
 
 def _extract(
     located: Located,
-    options: AnalysisOptions,
     progress: Progress | None,
     keep: tuple[FactorStore, str] | None,
-) -> ModelAnalysis:
-    """Open the checkpoint and stream it; with ``keep``, its factors go to that store."""
+    extract: Callable[[Any, FactorSink | None], R],
+) -> R:
+    """Open the checkpoint and stream it through ``extract``; with ``keep``, its factors go to
+    that store."""
     from .models.source import open_model
 
     if progress:
@@ -194,8 +240,107 @@ def _extract(
             per_layer = (shapes.n_heads + shapes.n_kv_heads) * shapes.head_dim * shapes.model_dim
             writer = keep[0].writer(keep[1], shapes.n_layers * per_layer * FACTOR_ITEM_BYTES)
     try:
-        return streaming.compute_analysis(source, options, progress, writer)
+        return extract(source, writer)
     except BaseException:
         if writer is not None:
             writer.abort()
         raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps over RoPE positions
+
+
+def sweep(
+    spec: str | os.PathLike[str] | Located,
+    rope_positions: str | Iterable[int] = DEFAULT_ROPE_POSITIONS,
+    fold_qk_norm: bool = True,
+    spectra: bool = False,
+    progress: Progress | None = None,
+    store: ResultStore | None = None,
+    use_cache: bool = True,
+    *,
+    options: SweepOptions | None = None,
+    policy: Policy | None = None,
+) -> PositionSweep:
+    """Every head of a RoPE model at every relative position of ``rope_positions`` (``"0:128"``
+    by default; ``A:B``, ``A:B:STEP``, a comma list or integers), in one pass over its layers;
+    its rows at each d equal :func:`analyze` at that d. ``spectra``: keep the eigenvalues of S
+    at every position too. Cached like an analysis (``store``, ``use_cache``); ``spec`` and
+    ``policy`` as for :func:`analyze`. A model without RoPE is refused in one line."""
+    if options is None:
+        options = SweepOptions(
+            tuple(rope_positions) if not isinstance(rope_positions, str) else rope_positions,
+            fold_qk_norm,
+            spectra,
+        )
+    if isinstance(spec, Located):
+        located = spec
+    else:
+        spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
+        if progress:
+            progress(0, 1, f"locating {spec}")
+        located = locate(spec, policy)
+    return sweep_located(located, options, progress, store, use_cache)
+
+
+def sweep_located(
+    located: Located,
+    options: SweepOptions,
+    progress: Progress | None = None,
+    store: ResultStore | None = None,
+    use_cache: bool = True,
+) -> PositionSweep:
+    """:func:`sweep` of a located model (sweep store -> factor store -> weights)."""
+    if located.format == TABLE_FORMAT:
+        raise UnavailableDataError(
+            f"{located.spec} is a published per-head table: it has no Q and K to rotate, so it "
+            "has no sweep over RoPE positions"
+        )
+
+    def forms(stored: StoredFactors) -> PositionSweep:
+        return streaming.forms_sweep(stored.facts, stored.layer, options, located.spec, progress)
+
+    def extract(source: Any, sink: FactorSink | None) -> PositionSweep:
+        return streaming.compute_sweep(source, options, progress, sink)
+
+    if not use_cache:
+        return _extract(located, progress, None, extract)
+    store = store or ResultStore()
+    key = metrics_key(located.fingerprint, options.key())
+    hit = _stored_sweep(store, key)
+    if hit is None:
+        with key_lock(key):
+            hit = _stored_sweep(store, key)
+            if hit is None:
+                result = _through_factors(located, progress, forms, extract)
+                store.put(key, sweeps.sweep_record(result))
+                return result
+    hit.card.spec = located.spec
+    if progress:
+        progress(hit.card.n_layers, hit.card.n_layers, "loaded from cache")
+    return hit
+
+
+def stored_sweep(
+    located: Located, options: SweepOptions, store: ResultStore | None = None
+) -> PositionSweep | None:
+    """The stored sweep of a located model at ``options``, or None; nothing is computed."""
+    if located.format == TABLE_FORMAT:
+        return None
+    hit = _stored_sweep(store or ResultStore(), metrics_key(located.fingerprint, options.key()))
+    if hit is not None:
+        hit.card.spec = located.spec
+    return hit
+
+
+def _stored_sweep(store: ResultStore, key: str) -> PositionSweep | None:
+    """The stored sweep under ``key``, or None (an entry that does not decode is deleted)."""
+    record = store.get(key, sweeps.KIND)
+    if record is None:
+        return None
+    try:
+        return sweeps.sweep_from_record(record)
+    except (KeyError, TypeError, ValueError, HeadformsError):
+        store.delete(key)
+        return None

@@ -156,39 +156,64 @@ def forms_from_factor(
     gkk, gkq, gqq = gram[..., :n, :n], gram[..., :n, n:], gram[..., n:, n:]
     norm_l2 = np.einsum("...ij,...ji->...", gkk, gqq)
     trace_ll = np.einsum("...ij,...ji->...", gkq, gkq)
-    norm_s2 = (norm_l2 + trace_ll) / 2.0
-    norm_a2 = (norm_l2 - trace_ll) / 2.0
 
     # R = F^T, so R M R^T = F^T M F = X + X^T with X = F_top^T F_bot, F = [F_top; F_bot], and
     # R J R^T = X^T - X: one product serves both parts.
     f_top, f_bot = f[..., :n, :], f[..., n:, :]
     cross = np.swapaxes(f_top, -1, -2) @ f_bot
-    cross_t = np.swapaxes(cross, -1, -2)
-    sym = (cross + cross_t) / 2.0
-    skew = (cross_t - cross) / 2.0
-    eig_s = np.linalg.eigvalsh(sym)[..., ::-1]
-    tol = _ZERO_TOLERANCE * np.trace(gram, axis1=-2, axis2=-1)[..., None]
-    eig_s = np.where(np.abs(eig_s) <= tol, 0.0, eig_s)
-    lobe_pos, lobe_neg = lobes(eig_s)
     if sv_a:
-        singular_a = np.linalg.svd(skew, compute_uv=False)
+        singular_a = np.linalg.svd((np.swapaxes(cross, -1, -2) - cross) / 2.0, compute_uv=False)
     else:
-        singular_a = np.empty((*skew.shape[:-2], 0))
+        singular_a = np.empty((*cross.shape[:-2], 0))
     # Non-zero eigenvalues of L = K^T Q are those of Q K^T = (K Q^T)^T (n x n).
     if eig_l:
         eig_l_abs = np.sort(np.abs(np.linalg.eigvals(np.swapaxes(gkq, -1, -2))), axis=-1)[..., ::-1]
     else:
         eig_l_abs = np.empty((*gkq.shape[:-2], 0))
+    trace_g = np.trace(gram, axis1=-2, axis2=-1)
+    sym = (cross + np.swapaxes(cross, -1, -2)) / 2.0
+    return form_batch(model_dim, sym, norm_l2, trace_ll, trace_g, singular_a, eig_l_abs)
+
+
+def symmetric_spectrum(sym: np.ndarray, trace_g: np.ndarray, uplo: str = "L") -> np.ndarray:
+    """The ``2n`` eigenvalues of S that can be non-zero, decreasing: those of ``sym = (X +
+    X^T) / 2`` with ``X = F_top^T F_bot`` (``F F^T = G``), of which only the lower (``uplo="L"``)
+    or upper (``"U"``) triangle is read; values below the Gram path's rounding level
+    (``trace(G)`` times :data:`_ZERO_TOLERANCE`) are exact zeros."""
+    eig_s = np.linalg.eigvalsh(sym, UPLO=uplo)[..., ::-1]
+    tol = _ZERO_TOLERANCE * np.asarray(trace_g)[..., None]
+    return np.where(np.abs(eig_s) <= tol, 0.0, eig_s)
+
+
+def form_batch(
+    model_dim: int,
+    sym: np.ndarray,
+    norm_l2: np.ndarray,
+    trace_ll: np.ndarray,
+    trace_g: np.ndarray,
+    sv_a: np.ndarray | None = None,
+    eig_l_abs: np.ndarray | None = None,
+    uplo: str = "L",
+) -> FormBatch:
+    """The :class:`FormBatch` of forms whose S has the non-zero eigenvalues of ``sym`` (``(X +
+    X^T)/2``, :func:`symmetric_spectrum`), with ``||L||^2`` (``norm_l2``), ``tr(L^2)``
+    (``trace_ll``) and ``trace(G)``: the one place the norms and the spectrum of S become a batch
+    (the single-position analysis and the sweep over positions both go through it). ``sv_a`` /
+    ``eig_l_abs``: those spectra if computed (else empty); ``uplo``: the triangle of ``sym``
+    that holds it."""
+    empty = np.empty((*np.shape(sym)[:-2], 0))
+    eig_s = symmetric_spectrum(sym, trace_g, uplo)
+    lobe_pos, lobe_neg = lobes(eig_s)
     return FormBatch(
         model_dim=model_dim,
         norm_l2=norm_l2,
-        norm_s2=norm_s2,
-        norm_a2=np.clip(norm_a2, 0.0, None),
+        norm_s2=(norm_l2 + trace_ll) / 2.0,
+        norm_a2=np.clip((norm_l2 - trace_ll) / 2.0, 0.0, None),
         eig_s=np.ascontiguousarray(eig_s),
         lobe_pos=np.ascontiguousarray(lobe_pos),
         lobe_neg=np.ascontiguousarray(lobe_neg),
-        sv_a=singular_a,
-        eig_l_abs=np.ascontiguousarray(eig_l_abs),
+        sv_a=empty if sv_a is None else sv_a,
+        eig_l_abs=empty if eig_l_abs is None else np.ascontiguousarray(eig_l_abs),
     )
 
 

@@ -1,7 +1,8 @@
 """The options of an analysis: one validated value, made where a request enters (the command
 line, :func:`headforms.analyze`, the dashboard) and passed down unchanged.
 
-The RoPE position and the spectra names are checked here and nowhere else.
+The RoPE position, the RoPE positions of a sweep and the spectra names are checked here and
+nowhere else.
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ from .errors import OptionError
 
 MAX_ROPE_POSITION = 10**7
 """Largest |d| accepted for the RoPE relative position."""
+
+MAX_ROPE_POSITIONS = 1024
+"""Most positions of one sweep (:class:`SweepOptions`): a table of positions x heads rows (1024
+positions of a 1280-head model are 1.3 M rows, about 0.3 GB of columns); a longer range takes a
+step (``0:8192:8``)."""
+
+DEFAULT_ROPE_POSITIONS = "0:128"
+"""The default sweep: d = 0..128, the paper's own position slider."""
 
 
 def check_rope_position(rope_position: Any) -> int:
@@ -75,6 +84,115 @@ class AnalysisOptions:
     def from_dict(cls, data: Mapping[str, Any]) -> AnalysisOptions:
         """The options of :meth:`as_dict` (checked again)."""
         return cls(data["rope_position"], data["fold_qk_norm"], tuple(data.get("spectra", ())))
+
+
+def parse_rope_positions(text: str | int | Iterable[int]) -> tuple[int, ...]:
+    """The RoPE positions of a sweep, sorted and without repeats, from ``A:B`` (both ends
+    included), ``A:B:STEP``, a comma list (``0,1,2,8,64``; items may be ranges) or integers.
+    One-line errors: a range whose start is after its end, a step that is not positive, more
+    than :data:`MAX_ROPE_POSITIONS` positions, a position out of range."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        items: list[Any] = [text]
+    elif isinstance(text, str):
+        items = [item.strip() for item in text.split(",")]
+        if not any(items):
+            raise OptionError(
+                "no RoPE positions given; accepted: A:B (both included), A:B:STEP or a comma list"
+            )
+    else:
+        items = list(text)
+    positions: set[int] = set()
+    for item in items:
+        if isinstance(item, str) and ":" in item:
+            positions.update(_position_range(item))
+        elif item != "":
+            positions.add(check_rope_position(_whole(item)))
+        if len(positions) > MAX_ROPE_POSITIONS:
+            raise OptionError(_too_many(text))
+    if not positions:
+        raise OptionError("no RoPE positions given; accepted: A:B, A:B:STEP or a comma list")
+    return tuple(sorted(positions))
+
+
+def _whole(item: Any) -> Any:
+    """An item of a positions list as an int when it is a whole number's text."""
+    if isinstance(item, str):
+        try:
+            return int(item)
+        except ValueError as exc:
+            raise OptionError(
+                f"RoPE position {item!r} is not a whole number; accepted: A:B (both included), "
+                "A:B:STEP or a comma list like 0,1,8"
+            ) from exc
+    return item
+
+
+def _too_many(text: Any) -> str:
+    shown = text if isinstance(text, str) else "the list"
+    return (
+        f"RoPE positions {shown}: more than {MAX_ROPE_POSITIONS} positions (at most "
+        f"{MAX_ROPE_POSITIONS} per sweep; take a step, e.g. 0:8192:8)"
+    )
+
+
+def _position_range(item: str) -> range:
+    """``A:B`` or ``A:B:STEP`` (both ends included) as a range, checked."""
+    parts = item.split(":")
+    if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
+        raise OptionError(
+            f"RoPE positions {item!r}: accepted A:B (both included) or A:B:STEP, e.g. 0:128:4"
+        )
+    start, end, *rest = (check_rope_position(_whole(p.strip())) for p in parts)
+    step = rest[0] if rest else 1
+    if start > end:
+        raise OptionError(
+            f"RoPE positions {item!r}: the range starts after it ends ({start} > {end}); "
+            f"write {end}:{start}"
+        )
+    if step <= 0:
+        raise OptionError(f"RoPE positions {item!r}: the step must be a positive whole number")
+    if (end - start) // step + 1 > MAX_ROPE_POSITIONS:
+        raise OptionError(_too_many(item))
+    return range(start, end + 1, step)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """What changes a sweep over RoPE positions: the positions (sorted, no repeats, at most
+    :data:`MAX_ROPE_POSITIONS`), QK-norm folding, and whether every position's eigenvalues of S
+    are kept (``spectra``; by default only the per-head rows, so memory stays bounded by
+    positions x heads, not x 2n). Checked when made; hashable."""
+
+    positions: tuple[int, ...] = field(default=())
+    fold_qk_norm: bool = True
+    spectra: bool = False
+
+    def __post_init__(self) -> None:
+        positions = self.positions or DEFAULT_ROPE_POSITIONS
+        object.__setattr__(self, "positions", parse_rope_positions(positions))
+        object.__setattr__(self, "fold_qk_norm", bool(self.fold_qk_norm))
+        object.__setattr__(self, "spectra", bool(self.spectra))
+
+    def key(self) -> dict[str, Any]:
+        """Everything that changes the result (part of its store key)."""
+        return {
+            "rope_positions": list(self.positions),
+            "fold_qk_norm": self.fold_qk_norm,
+            "spectra": self.spectra,
+        }
+
+    def at(self, position: int) -> AnalysisOptions:
+        """The single-position analysis this sweep equals at ``position``."""
+        return AnalysisOptions(position, self.fold_qk_norm)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (a worker's request)."""
+        return self.key()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepOptions:
+        """The options of :meth:`as_dict` (checked again)."""
+        return cls(tuple(data["rope_positions"]), data["fold_qk_norm"], data["spectra"])
 
 
 DEFAULT_OPTIONS = AnalysisOptions()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from headforms import HeadformsError
+from headforms.analyses import paths
 from headforms.figures import head as figures
+from headforms.figures import motion as motion_figures
 from ui import (
     cached,
     guard,
@@ -16,8 +19,11 @@ from ui import (
 )
 from ui.behaviour import head_section, prefetch
 from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
+from ui.motion import chosen_positions, load_sweep, sweep_at_hand
 from ui.tables import require_spectra
 from ui.widgets import number
+
+SWEEP_ASKED_KEY = "_hf_head_sweep_asked"
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Head")
@@ -144,5 +150,56 @@ st.caption(
     "proportional, and then the pairing score reaches its bound and S's profile the Theorem 5 "
     "point."
 )
+
+if card.rotary:
+    st.subheader("Across RoPE positions")
+    options = chosen_positions()
+    first, last = options.positions[0], options.positions[-1]
+    sweep = sweep_at_hand(ctx.spec, options)
+    slot = st.empty()
+    if sweep is None:
+        slot.button(
+            f"Compute every position d = {first}…{last}",
+            icon=":material/animation:",
+            on_click=st.session_state.__setitem__,
+            args=(SWEEP_ASKED_KEY, True),
+            help="One pass over the model's layers computes every head at every position (the "
+            "RoPE positions page shows them all, with a slider).",
+        )
+    if sweep is None and st.session_state.pop(SWEEP_ASKED_KEY, False):
+        try:
+            sweep = load_sweep(ctx.spec, options)
+            slot.empty()
+        except HeadformsError as error:
+            st.error(guard.public_message(str(error)), icon=":material/error:")
+    if sweep is None:
+        st.caption(
+            f"This head's profile and parity at every relative position d = {first}…{last} "
+            "(one computation for every head)."
+        )
+    else:
+        curves = paths.head_curves(sweep, ctx.layer, ctx.head)
+        show_figure(
+            cached(
+                "head_curves",
+                (ctx.spec, options, ctx.layer, ctx.head),
+                lambda: motion_figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
+            ),
+            f"{ctx.label}: its profile (a, b, c, d) and parity type at each RoPE position d.",
+            data=curves,
+            filename=f"{ctx.spec}_L{ctx.layer}H{ctx.head}_over_d",
+        )
+        changes = paths.parity_changes(sweep)
+        own = changes[(changes["layer"] == ctx.layer) & (changes["head"] == ctx.head)]
+        st.caption(
+            f"Parity changes at d = {', '.join(str(d) for d in own['rope_position'])}."
+            if len(own)
+            else f"Type {curves['parity'].iloc[0]} at every position d = {first}…{last}."
+        )
+        st.page_link(
+            "pages/positions.py",
+            label="Every head at every position",
+            icon=":material/arrow_forward:",
+        )
 
 head_section(ctx)  # what the head does: its attention on a prompt, its head-type scores

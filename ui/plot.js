@@ -1,6 +1,7 @@
 // The clickable plot component of the dashboard (ui/plot.py): loads plotly.js from the app's
-// static files, draws a figure, sends clicks on head markers back to Python, lists the heads
-// under the pointer when markers overlap, and adds SVG/PNG downloads to the toolbar.
+// static files, draws a figure (with its animation frames, if any), sends clicks on head markers
+// back to Python, lists the heads under the pointer when markers overlap, and adds SVG/PNG
+// downloads to the toolbar.
 // Linted by eslint (eslint.config.mjs, `make lint`).
 
 const REGISTRY = "__headformsPlotly";
@@ -485,14 +486,35 @@ async function draw(wrap, gd, Plotly, figure, data) {
     ],
     modeBarButtonsToAdd: exportButtons(Plotly, data.filename, data.vector, data.png_scale),
   };
-  await Plotly.react(gd, figure.data, figure.layout, config);
+  const frames = figure.frames || [];
+  await Plotly.react(gd, { data: figure.data, layout: figure.layout, config, frames });
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py
   gd.hfViewShown = sceneView(gd);
   if (!gd.hfBound) {
     gd.hfBound = true;
     gd.on("plotly_click", (event) => onPlotClick(wrap, gd, event));
     gd.on("plotly_relayout", (update) => reportCamera(wrap, gd, update));
+    // The point of an animated figure shown now (slider or Play), kept across reruns.
+    gd.on("plotly_animatingframe", (event) => {
+      gd.hfFrame = { axis: gd.hfAxis, name: event.name };
+    });
   }
+  await keepFrame(gd, Plotly, figure, frames);
+}
+
+// An animated figure (figures/motion.py: one frame per point of a path, named by its value)
+// drawn again by a rerun shows the point the visitor had moved to, not its first point again.
+async function keepFrame(gd, Plotly, figure, frames) {
+  const meta = (figure.layout && figure.layout.meta) || {};
+  const previous = gd.hfFrame;
+  gd.hfAxis = meta.axis;
+  if (!previous || !frames.length || previous.axis !== meta.axis) return;
+  if (!frames.some((frame) => frame.name === previous.name)) return;
+  await Plotly.animate(gd, [previous.name], {
+    mode: "immediate",
+    frame: { duration: 0, redraw: true },
+    transition: { duration: 0 },
+  });
 }
 
 export default function ({ data, parentElement, setStateValue, setTriggerValue }) {

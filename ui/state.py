@@ -30,6 +30,15 @@ JUMP_KEY = "hf_jump_on_click"
 FRAME_KEY = "hf_simplex_frame"
 TOLERANCE_KEY = "hf_type2_tolerance"
 PENDING_JUMP_KEY = "_hf_pending_jump"
+POSITIONS_KEY = "hf_rope_positions"
+"""The RoPE positions of the RoPE positions page (the Head page's curves follow them)."""
+MOTION_FIGURE_KEY = "hf_motion_figure"
+MOTION_FRAME_KEY = "hf_motion_frame"
+MOTION_PATHS_KEY = "hf_motion_every_path"
+"""The figure (simplex or triangle), 3D framing and every-path switch of the Motion pages (RoPE
+positions, Training run, Model diff): one setting for the three."""
+SERIES_KEY = "hf_series"
+DIFF_KEY = "hf_diff_b"
 
 COLOR_CHOICES: dict[str, str] = {
     "parity": "Parity type",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -150,3 +151,28 @@ def fit_to_column(fig: go.Figure, zoom_out: float = 1.0) -> go.Figure:
         eye = {k: c + (camera.eye[k] - c) * zoom_out for k, c in zip("xyz", centre, strict=True)}
         fig.update_layout(scene_camera_eye=eye)
     return fig
+
+
+def head_rows(table: pd.DataFrame, key: str, spec: str, height: int = 320) -> None:
+    """A table of heads (``layer`` and ``head`` columns) in which selecting a row selects that
+    head of ``spec`` (and opens the head page unless switched off), as the heads table does."""
+
+    def picked() -> None:
+        rows = st.session_state[key]["selection"]["rows"]
+        if rows and 0 <= rows[0] < len(table):
+            row = table.iloc[rows[0]]
+            state.select_head(spec, int(row["layer"]), int(row["head"]), jump=True)
+
+    st.dataframe(
+        table,
+        key=key,
+        on_select=picked,
+        selection_mode="single-row",
+        hide_index=True,
+        height=min(38 + 35 * len(table), height),
+        column_config={
+            name: st.column_config.NumberColumn(name, format="%.4f")
+            for name in table.columns
+            if table[name].dtype.kind == "f"
+        },
+    )

@@ -122,11 +122,12 @@ def heatmap_panels_figure(
     title: str,
     selected: Selected = None,
     color_range: tuple[float, float] | None = None,
+    colorscale: list[list] | None = None,
 ) -> go.Figure:
     """Grids side by side: square cells sized from :data:`PLOT_WIDTH` and
-    :data:`PLOT_HEIGHT` (the same data unit per pixel on both axes of a panel), one colour axis,
-    the selected head outlined in every panel of its model (a rectangle in data coordinates:
-    exact at any size and zoom)."""
+    :data:`PLOT_HEIGHT` (the same data unit per pixel on both axes of a panel), one colour axis
+    (``colorscale``, default the diverging scale white at 1/2), the selected head outlined in
+    every panel of its model (a rectangle in data coordinates: exact at any size and zoom)."""
     if not panels:
         raise FigureInputError("no layer x head grid to draw")
     cmin, cmax = color_range or heatmap_range([panel.values for panel in panels])
@@ -214,7 +215,7 @@ def heatmap_panels_figure(
         template=TEMPLATE,
         title={"text": title},
         coloraxis={
-            "colorscale": DIVERGING_SCALE,
+            "colorscale": colorscale or DIVERGING_SCALE,
             "cmin": cmin,
             "cmax": cmax,
             "colorbar": {"title": {"text": column}},

@@ -85,8 +85,9 @@ def _check_color_by(color_by: str) -> None:
         raise FigureInputError(f"color_by must be one of {COLOR_BY_OPTIONS}, got {color_by!r}")
 
 
-def _hover_text(heads: pd.DataFrame, model: str, columns: Sequence[str]) -> list[str]:
-    """Hover text per head: model, layer, head, profile, energy, pairing, parity."""
+def hover_text(heads: pd.DataFrame, model: str, columns: Sequence[str]) -> list[str]:
+    """Hover text per head: model, layer, head, profile, energy, pairing, parity (also what
+    :mod:`headforms.figures.motion` shows at each point of a path)."""
     names = ", ".join(columns)
     profiles = heads[list(columns)].to_numpy(dtype=float)
     return [
@@ -142,7 +143,7 @@ def _coloraxis(color_by: str, cmin: float, cmax: float, y: float) -> dict:
     }
 
 
-def _head_traces(
+def head_traces(
     models: Mapping[str, pd.DataFrame],
     columns: Sequence[str],
     vertices: np.ndarray,
@@ -153,7 +154,8 @@ def _head_traces(
     validated once, when added to the figure). Parity is the marker's shape, the same for every
     model (:data:`PARITY_SYMBOLS`, :data:`PARITY_SYMBOLS_3D`); the first model is coloured by
     ``color_by``, every other model (an overlay) in its own colour. One size per trace: every
-    head is drawn at the same legible size (the selected one gets a ring of its own)."""
+    head is drawn at the same legible size (the selected one gets a ring of its own). Also the
+    traces of each frame of :mod:`headforms.figures.motion`'s animated views."""
     traces = []
     symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
     for index, (model, heads) in enumerate(models.items()):
@@ -192,7 +194,7 @@ def _head_traces(
                     "legendgroup": model,
                     "legendgrouptitle": {"text": model},
                     "customdata": head_customdata(part, model),
-                    "text": _hover_text(part, model, columns),
+                    "text": hover_text(part, model, columns),
                     "hovertemplate": "%{text}<extra></extra>",
                     "meta": {
                         "role": "heads",
@@ -256,7 +258,7 @@ def _selected_ring(
         return []
     row, model = found
     xyz = barycentric_points(row[list(columns)].to_numpy(), vertices)
-    hover = _hover_text(row, model, columns)[0] + "<extra>selected</extra>"
+    hover = hover_text(row, model, columns)[0] + "<extra>selected</extra>"
     if camera is not None:
         ring = selected_marker(row, model, dict(zip("xyz", xyz.T, strict=True)), hover)
         return [ring.update(mode="markers")]
@@ -406,7 +408,7 @@ def simplex_figure(
         )
     )
     fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=True))
-    fig.add_traces(_head_traces(models, columns, vertices, color_by, True))
+    fig.add_traces(head_traces(models, columns, vertices, color_by, True))
     fig.add_traces(_selected_ring(models, selected, columns, vertices, camera))
     axis = {
         "visible": False,
@@ -548,7 +550,7 @@ def triangle_figure(
             font={"size": 11, "color": "#666666"},
         )
     fig.add_traces(baseline_traces(baselines or {}, columns, vertices, three_d=False))
-    fig.add_traces(_head_traces(models, columns, vertices, color_by, three_d=False))
+    fig.add_traces(head_traces(models, columns, vertices, color_by, three_d=False))
     fig.add_traces(_selected_ring(models, selected, columns, vertices))
     fig.update_layout(
         template=TEMPLATE,

@@ -8,9 +8,10 @@
   from ``HEADFORMS_TRUSTED_PROXIES``).
 - :mod:`.budgets`: how many new computations each visitor may start per window.
 - :mod:`.slots`: fair turns at the few workers, with a bounded wait.
-- :mod:`.workers`: the flights and the worker process: :func:`analyze`, :func:`baseline` (in a
-  worker), :func:`forward_pass` (in the model's worker, kept loaded between passes),
-  :func:`in_server` (a bounded computation in the server, at its turn).
+- :mod:`.workers`: the flights and the worker process: :func:`analyze`, :func:`sweep` (every
+  RoPE position at once), :func:`baseline` (in a worker), :func:`forward_pass` (in the model's
+  worker, kept loaded between passes), :func:`in_server` (a bounded computation in the server,
+  at its turn).
 - :mod:`.http`: the server's HTTP rules (host names answered, framing, hidden endpoints), an
   ASGI middleware that ``server.py`` puts around Streamlit.
 
@@ -21,7 +22,7 @@ its policy in and call its workers.
 from .limits import Limits
 from .policy import Policy, enabled, policy_in_force
 from .visitors import LOCAL, client_address, trusted_proxies, visitor_key
-from .workers import analyze, baseline, forward_pass, in_server, running
+from .workers import analyze, baseline, forward_pass, in_server, running, sweep
 
 __all__ = [
     "LOCAL",
@@ -35,6 +36,7 @@ __all__ = [
     "in_server",
     "policy_in_force",
     "running",
+    "sweep",
     "trusted_proxies",
     "visitor_key",
 ]

@@ -7,9 +7,10 @@ Otherwise it runs :func:`headforms.engine.analyze` in a fresh Python process
 whose memory (``RLIMIT_DATA``: every private writable mapping, so heap and numpy arrays but not
 the read-only memory maps of safetensors and GGUF files; torch maps a ``.bin`` file privately,
 so its size, bounded by the size check, is added to the limit) and CPU time (``RLIMIT_CPU``)
-are capped by the kernel. :func:`baseline` does the same for a Gaussian baseline, when a view
-needs one; :func:`in_server` runs a small bounded computation (a Theorem 5 sampling) in the
-server itself, at its turn.
+are capped by the kernel. :func:`sweep` does the same for a sweep over RoPE positions and
+:func:`baseline` for a Gaussian baseline, when a view needs one; :func:`in_server` runs a small
+bounded computation (a Theorem 5 sampling) in the server itself, at its turn. A training run's
+series and a diff are analyses of their models, each contained as one.
 
 :func:`forward_pass` runs a forward pass (:mod:`headforms.behaviour`: a prompt's attention, a
 probe's head-type scores) in a *model worker*: a worker process that keeps its model loaded
@@ -65,9 +66,10 @@ if TYPE_CHECKING:
     from ..architectures import Shapes
     from ..baseline import Baseline
     from ..behaviour import AttentionPattern, HeadTypeScores
-    from ..options import AnalysisOptions
+    from ..options import AnalysisOptions, SweepOptions
     from ..results import ModelAnalysis
     from ..sources import Located, Spec
+    from ..sweeps import PositionSweep
 
 T = TypeVar("T")
 
@@ -597,14 +599,7 @@ def analyze(
         if progress:
             progress(hit.card.n_layers, hit.card.n_layers, "loaded from cache")
         return hit
-    request = {
-        "task": "analysis",
-        "located": located.as_dict(),
-        "options": options.as_dict(),
-        "hub_repo": located.hub.repo_id if located.hub is not None else None,
-        # torch maps a .bin file privately and writably: RLIMIT_DATA counts it whole
-        "mapped_bytes": sum(f.size or 0 for f in located.weights) if located.format == "bin" else 0,
-    }
+    request = _model_request("analysis", located, options.as_dict())
     key = ("analysis", located.fingerprint, options)
     label = f"the analysis of {located.spec}"
     # More spectra of a model already analysed at these options are not a new analysis (they
@@ -613,6 +608,48 @@ def analyze(
     charge = core == options or engine.stored_analysis(located, core) is None
     flight = _run(key, label, request, limits, progress, check, visitor, charge)
     return _result(flight, stored)
+
+
+def sweep(
+    spec: str | Located,
+    options: SweepOptions,
+    progress: Progress | None = None,
+    *,
+    visitor: str = LOCAL,
+    check: Callable[[], None] | None = None,
+    limits: Limits | None = None,
+    policy: Policy | None = None,
+) -> PositionSweep:
+    """:func:`headforms.engine.sweep` within the server's policy and limits: read from the
+    store, else computed in a worker, contained and charged as one new analysis (``spec``,
+    ``progress``, ``visitor``, ``check``: as for :func:`analyze`)."""
+    from .. import engine
+    from ..sources import Located, locate
+
+    located = spec if isinstance(spec, Located) else locate(spec, policy or Policy.from_env())
+
+    def stored() -> Any:
+        return engine.stored_sweep(located, options)
+
+    hit = stored()
+    if hit is not None:
+        return hit
+    request = _model_request("sweep", located, options.as_dict())
+    key = ("sweep", located.fingerprint, options)
+    label = f"the sweep of {located.spec} over {len(options.positions)} RoPE positions"
+    return _result(_run(key, label, request, limits, progress, check, visitor), stored)
+
+
+def _model_request(task: str, located: Located, options: dict[str, Any]) -> dict[str, Any]:
+    """A worker's request to compute ``task`` (an analysis, a sweep) of a located model."""
+    return {
+        "task": task,
+        "located": located.as_dict(),
+        "options": options,
+        "hub_repo": located.hub.repo_id if located.hub is not None else None,
+        # torch maps a .bin file privately and writably: RLIMIT_DATA counts it whole
+        "mapped_bytes": sum(f.size or 0 for f in located.weights) if located.format == "bin" else 0,
+    }
 
 
 def baseline(
@@ -956,15 +993,23 @@ def _baseline_task(task: dict[str, Any], send: Callable[..., None]) -> None:
 
 
 def _analysis_task(task: dict[str, Any], send: Callable[..., None]) -> None:
+    """Run an analysis, or a sweep over RoPE positions, of a model located by the server."""
     from .. import engine
-    from ..options import AnalysisOptions
+    from ..options import AnalysisOptions, SweepOptions
     from ..sources import Located
 
-    result = engine.analyze(  # located by the server, under its policy: opened as it is
-        Located.from_dict(task["located"]),
-        options=AnalysisOptions.from_dict(task["options"]),
-        progress=lambda done, total, text: send("progress", done, total, text),
-    )
+    located = Located.from_dict(task["located"])  # by the server, under its policy: as it is
+
+    def progress(done: int, total: int, text: str) -> None:
+        send("progress", done, total, text)
+
+    if task["task"] == "sweep":
+        options = SweepOptions.from_dict(task["options"])
+        result = engine.sweep(located, options=options, progress=progress)
+    else:
+        result = engine.analyze(
+            located, options=AnalysisOptions.from_dict(task["options"]), progress=progress
+        )
     send("done", result.card.fingerprint)
 
 

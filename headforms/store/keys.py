@@ -43,9 +43,11 @@ FORMS_CODE = (
     "forms.py",
     "heads.py",
     "options.py",
+    "paths.py",
     "results.py",
     "store/results.py",
     "streaming.py",
+    "sweeps.py",
 )
 """Paths (relative to the package) of the code that computes and encodes forms and metrics."""
 

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numerics import assert_shares_close
+from plotly_scene import SCENE_POINTS_JS, click, most_isolated, scene_ready_js
 
 from headforms import DEFAULT_MODEL, analyze
 from ui.plot import PICK_RADIUS_PX
@@ -50,51 +51,7 @@ SERVER_START_S = 90
 PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also loads the model
 HEAD_PAGE_MS = 30_000
 
-SCENE_POINTS_JS = """
-(gd, role) => {
-  role = role || "heads";
-  // Screen position of every head marker of the 3D scene: data coordinates times the scene's
-  // data scale, through the camera's projection x view x model matrices (column-major), into
-  // the scene's domain of the plot area, offset by the plot's position in the page.
-  const full = gd._fullLayout;
-  const scene = full.scene._scene;
-  const cam = scene.glplot.cameraParams;
-  const scale = scene.dataScale;
-  const size = full._size;
-  const dom = full.scene.domain;
-  const rect = gd.getBoundingClientRect();
-  const mul = (m, v) =>
-    [0, 1, 2, 3].map((r) => m[r] * v[0] + m[4 + r] * v[1] + m[8 + r] * v[2] + m[12 + r] * v[3]);
-  const left = size.l + dom.x[0] * size.w, width = (dom.x[1] - dom.x[0]) * size.w;
-  const top = size.t + (1 - dom.y[1]) * size.h, height = (dom.y[1] - dom.y[0]) * size.h;
-  const points = [];
-  gd._fullData.forEach((trace) => {
-    if (!trace.meta || trace.meta.role !== role) return;
-    for (let i = 0; i < trace.x.length; i++) {
-      if (trace.x[i] === null || !isFinite(trace.x[i])) continue;  // a line break
-      const world = [trace.x[i] * scale[0], trace.y[i] * scale[1], trace.z[i] * scale[2], 1];
-      const clip = mul(cam.projection, mul(cam.view, mul(cam.model, world)));
-      const ndc = [clip[0] / clip[3], clip[1] / clip[3]];
-      points.push({
-        x: rect.left + left + ((ndc[0] + 1) / 2) * width,
-        y: rect.top + top + ((1 - ndc[1]) / 2) * height,
-        inView: clip[3] > 0 && Math.abs(ndc[0]) < 0.95 && Math.abs(ndc[1]) < 0.95,
-        layer: trace.customdata ? trace.customdata[i][1] : null,
-        head: trace.customdata ? trace.customdata[i][2] : null,
-      });
-    }
-  });
-  return points;
-}
-"""
-
-SCENE_READY_JS = """
-() => {
-  const gd = document.querySelector('div[data-hf-plot="simplex"]');
-  const scene = gd && gd._fullLayout && gd._fullLayout.scene && gd._fullLayout.scene._scene;
-  return Boolean(scene && scene.glplot && scene.glplot.cameraParams);
-}
-"""
+SCENE_READY_JS = scene_ready_js("simplex")
 
 ONE_MARKER_JS = """
 async (gd, which) => {
@@ -232,26 +189,6 @@ def wait_for_head(page, layer: int, head: int) -> None:
     """Wait until the head page's title names this head."""
     title = page.locator("h1", has_text=f"Layer {layer} · Head {head}")
     title.wait_for(timeout=HEAD_PAGE_MS)
-
-
-def most_isolated(points: list[dict]) -> dict:
-    """The point farthest from its nearest neighbour (a click cannot hit another one)."""
-
-    def gap(point: dict) -> float:
-        return min(
-            (point["x"] - q["x"]) ** 2 + (point["y"] - q["y"]) ** 2
-            for q in points
-            if q is not point
-        )
-
-    return max(points, key=gap)
-
-
-def click(page, point: dict) -> None:
-    """Move the pointer onto the point once and click once, as fast as a script can (no wait
-    for a hover, no held button): a 3D scene once lost such clicks."""
-    page.mouse.move(point["x"], point["y"])
-    page.mouse.click(point["x"], point["y"])
 
 
 SCENE_VIEW_JS = """

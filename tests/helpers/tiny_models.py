@@ -369,3 +369,42 @@ def log_prob_error(probs: np.ndarray, scores: np.ndarray, causal: bool) -> float
     top = masked.max(-1, keepdims=True)
     log_pred = masked - top - np.log(np.exp(masked - top).sum(-1, keepdims=True))
     return float(np.max(np.abs(np.log(probs[:, visible]) - log_pred[:, visible])))
+
+
+# ---------------------------------------------------------------------------------------------
+# A training run saved as transformers' Trainer saves it
+
+
+def train_run(
+    family: str,
+    run: Path,
+    steps: tuple[int, ...] = (0, 2, 4),
+    seed: int = 0,
+    learning_rate: float = 0.05,
+    **overrides: Any,
+) -> list[Path]:
+    """Train a tiny random ``family`` language model with Adam on random tokens and save it at
+    each of ``steps`` (step 0: the initial weights) as ``run/checkpoint-STEP/`` (safetensors,
+    ``save_pretrained``), as ``Trainer`` lays a run out; return the folders in step order."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    config = FAMILIES[family].config()
+    for name, value in overrides.items():
+        setattr(config, name, value)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    randomize(model, seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    gen = torch.Generator().manual_seed(seed + 1)
+    folders = []
+    for step in range(max(steps) + 1):
+        if step in steps:
+            folder = run / f"checkpoint-{step}"
+            model.save_pretrained(folder, safe_serialization=True)
+            folders.append(folder)
+        tokens = torch.randint(0, VOCAB, (4, 16), generator=gen)
+        loss = model(input_ids=tokens, labels=tokens).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return folders

@@ -1,0 +1,159 @@
+"""RoPE positions page: every head at every relative position d of a range on the simplex, a
+slider that moves every marker in the browser, the selected head's curves against d and the
+positions where heads change parity."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from headforms import HeadformsError
+from headforms.analyses import paths
+from headforms.figures import motion as figures
+from headforms.figures.camera import FRAMES
+from ui import (
+    PlotPayload,
+    cached,
+    clickable_plot,
+    go_to_head_box,
+    guard,
+    jump_toggle,
+    links,
+    page_context,
+    select_from_customdata,
+    show_figure,
+    state,
+)
+from ui.motion import (
+    FIGURES,
+    MAX_SLIDER_POSITIONS,
+    bind_positions,
+    bind_views,
+    load_sweep,
+    slider_options,
+)
+from ui.widgets import head_rows
+
+ctx = page_context()
+st.title("Every RoPE position at once")
+card = ctx.card
+if not card.rotary:
+    st.info(
+        f"{guard.plain(card.name)} has no rotation: it uses {card.positional} positions, so its "
+        "heads do not move with the relative position d. Pick a RoPE model in the sidebar.",
+        icon=":material/info:",
+    )
+    links.stop_page()
+st.caption(
+    "For a RoPE model the form of a head depends on the relative position d of query and key: "
+    "L_d = KᵀR_dQ, with the model's own rotation. Every position of the range is computed in one "
+    "pass; move the slider (or press Play) and every head moves on the simplex, in the browser."
+)
+
+controls = st.columns([2, 3, 3], vertical_alignment="bottom")
+bind_positions()
+bind_views()
+text = controls[0].text_input(
+    "RoPE positions d",
+    key=state.POSITIONS_KEY,
+    help="A:B (both included), A:B:STEP or a list like 0,1,2,8,64; at most "
+    f"{MAX_SLIDER_POSITIONS} positions on one slider.",
+)
+view = controls[1].segmented_control(
+    "View",
+    list(FIGURES),
+    format_func=FIGURES.__getitem__,
+    key=state.MOTION_FIGURE_KEY,
+    required=True,
+    help="The tetrahedron of profiles (a, b, c, d), or the triangle of symmetric profiles.",
+)
+frame = controls[2].segmented_control(
+    "3D view",
+    list(FRAMES),
+    format_func=FRAMES.__getitem__,
+    key=state.MOTION_FRAME_KEY,
+    required=True,
+)
+options_row = st.columns([2, 2, 3], vertical_alignment="bottom")
+with options_row[0]:
+    jump_toggle()
+every = options_row[1].toggle(
+    "Every head's path",
+    key=state.MOTION_PATHS_KEY,
+    help="Also draw each head's path over all the positions, in grey.",
+)
+with options_row[2]:
+    go_to_head_box(ctx)
+
+try:
+    options = slider_options(text)
+    sweep = load_sweep(ctx.spec, options)
+except HeadformsError as error:
+    st.error(guard.public_message(str(error)), icon=":material/error:")
+    links.stop_page()
+positions = sweep.positions
+start = positions.index(ctx.rope_position) if ctx.rope_position in positions else 0
+key = (ctx.spec, options, view, ctx.color_by, ctx.selected, frame, every, start)
+figure = cached(
+    "motion_sweep",
+    key,
+    lambda: PlotPayload.of(
+        figures.animated_figure(
+            sweep, view, ctx.color_by, ctx.selected, frame, start, every_path=every
+        )
+    ),
+)
+camera_key = f"motion_camera:{frame}"
+links.bind(links.camera("camera", camera_key))
+clickable_plot(
+    figure,
+    key="motion_simplex",
+    on_click=select_from_customdata,
+    caption=f"Every head of {guard.plain(card.name)} at d = {positions[0]}…{positions[-1]} "
+    f"({len(positions)} positions; the slider starts at the sidebar's d = {positions[start]}). "
+    "Marker shape = parity type as on the Simplex page; black line: the selected head's path over "
+    "d. Click a head to open it.",
+    data=lambda: sweep.table,
+    filename=f"{ctx.spec}_rope_positions",
+    scroll_zoom=True,
+    camera_key=camera_key if view == "simplex" else None,
+)
+
+curves = paths.head_curves(sweep, ctx.layer, ctx.head)
+changes = paths.parity_changes(sweep)
+left, right = st.columns([3, 2])
+with left:
+    show_figure(
+        cached(
+            "motion_curves",
+            (ctx.spec, options, ctx.layer, ctx.head),
+            lambda: figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
+        ),
+        f"{ctx.label}: its profile (a, b, c, d) and parity type at each RoPE position d.",
+        data=curves,
+        filename=f"{ctx.spec}_L{ctx.layer}H{ctx.head}_over_d",
+    )
+with right:
+    st.subheader(f"{ctx.label}: where it changes parity")
+    own = changes[(changes["layer"] == ctx.layer) & (changes["head"] == ctx.head)]
+    if own.empty:
+        first = curves["parity"].iloc[0]
+        st.write(f"None: Type {first} at every position of the range.")
+    else:
+        st.dataframe(own.drop(columns=["layer", "head"]), hide_index=True, height=260)
+
+st.subheader("Where heads change parity")
+by_head = paths.changes_by_head(sweep)
+st.caption(
+    f"{len(by_head)} of {card.total_heads} heads change parity type somewhere in d = "
+    f"{positions[0]}…{positions[-1]} (the positions after each change; a row opens its head)."
+)
+if len(by_head):
+    head_rows(by_head, "motion_changes_table", ctx.spec)
+    st.download_button(
+        "Every change (CSV)",
+        data=lambda: changes.to_csv(index=False),
+        file_name=f"{ctx.spec.replace('/', '_')}_parity_changes_over_d.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        on_click="ignore",
+    )

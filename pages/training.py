@@ -1,0 +1,173 @@
+"""Training run page: the checkpoints of a run as one ordered series, each head's path on the
+simplex from the Gaussian baseline through every checkpoint, a step slider, the selected head's
+curves against step and the steps at which heads change parity."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from headforms import HeadformsError
+from headforms.analyses import paths
+from headforms.figures import motion as figures
+from headforms.figures.camera import FRAMES
+from ui import (
+    PlotPayload,
+    cached,
+    clickable_plot,
+    guard,
+    head_label,
+    jump_toggle,
+    links,
+    page_context,
+    select_from_customdata,
+    show_figure,
+    state,
+)
+from ui.loading import load_baseline
+from ui.motion import (
+    FIGURES,
+    MAX_SERIES_CHECKPOINTS,
+    bind_series,
+    bind_views,
+    load_series,
+    series_inputs,
+)
+from ui.widgets import head_rows
+
+ctx = page_context()
+st.title("Checkpoints of a training run")
+st.caption(
+    "A run's checkpoints as one series ordered by training step: each head's path on the "
+    "simplex starts at its Gaussian counterpart (where a randomly initialised head sits) and "
+    "goes through every checkpoint; the step slider moves every head in the browser."
+)
+bind_series()
+text = st.text_area(
+    "Checkpoints",
+    key=state.SERIES_KEY,
+    height=90,
+    placeholder="/runs/my-run   (its checkpoint-STEP folders)\n"
+    "or one per line: EleutherAI/pythia-70m@step1000, …@step2000, …",
+    help="A run directory holding checkpoint-STEP folders as transformers' Trainer saves them, "
+    "or one checkpoint per line (or comma-separated) that names its step: a folder "
+    ".../checkpoint-1500 or a hub revision org/name@step1000. The step is the number at the end "
+    f"of the folder name or revision. At most {MAX_SERIES_CHECKPOINTS} checkpoints.",
+)
+inputs = series_inputs(text)
+if not inputs:
+    st.info(
+        "Give a run directory or a list of checkpoints above (press Ctrl+Enter).",
+        icon=":material/info:",
+    )
+    links.stop_page()
+
+controls = st.columns([3, 3, 2], vertical_alignment="bottom")
+bind_views()
+view = controls[0].segmented_control(
+    "View",
+    list(FIGURES),
+    format_func=FIGURES.__getitem__,
+    key=state.MOTION_FIGURE_KEY,
+    required=True,
+)
+frame = controls[1].segmented_control(
+    "3D view",
+    list(FRAMES),
+    format_func=FRAMES.__getitem__,
+    key=state.MOTION_FRAME_KEY,
+    required=True,
+)
+with controls[2], st.container(horizontal=True, gap="medium"):
+    jump_toggle()
+    every = st.toggle(
+        "Every head's path", key=state.MOTION_PATHS_KEY, help="Also draw every head's path."
+    )
+
+status = st.container()
+try:
+    series = load_series(inputs, where=status)
+except HeadformsError as error:
+    st.error(guard.public_message(str(error)), icon=":material/error:")
+    links.stop_page()
+card = series.card
+layer, head = min(ctx.layer, card.n_layers - 1), min(ctx.head, card.n_heads - 1)
+if (layer, head) != (ctx.layer, ctx.head):
+    st.caption(
+        f"The sidebar's {ctx.label} is not in this run's model: following "
+        f"{head_label(layer, head)}."
+    )
+last = series.checkpoints[-1].spec
+selected = (last, layer, head)
+baseline = load_baseline(series.analyses[-1], status)  # where every path starts
+base_heads = None if baseline is None else baseline.heads
+key = (series.label, tuple(c.spec for c in series.checkpoints), view, ctx.color_by, layer, head)
+figure = cached(
+    "motion_series",
+    (*key, frame, every, base_heads is not None),
+    lambda: PlotPayload.of(
+        figures.animated_figure(
+            series,
+            view,
+            ctx.color_by,
+            selected,
+            frame,
+            series.n_points - 1,
+            baseline=base_heads,
+            every_path=every,
+        )
+    ),
+)
+steps = series.steps
+camera_key = f"series_camera:{frame}"
+links.bind(links.camera("camera", camera_key))
+clickable_plot(
+    figure,
+    key="series_simplex",
+    on_click=select_from_customdata,
+    caption=f"Every head of {guard.plain(series.label)} at {len(steps)} checkpoints, steps "
+    f"{steps[0]}…{steps[-1]} (the slider starts at the last). Black line: the path of "
+    f"{head_label(layer, head)} from its Gaussian counterpart (grey square) through every "
+    "checkpoint. Click a head to open it in that checkpoint.",
+    data=lambda: series.table,
+    filename="training_run",
+    scroll_zoom=True,
+    camera_key=camera_key if view == "simplex" else None,
+)
+
+curves = paths.head_curves(series, layer, head)
+left, right = st.columns([3, 2])
+with left:
+    show_figure(
+        cached(
+            "series_curves",
+            (*key[:2], layer, head),
+            lambda: figures.curves_figure(curves, series.axis, head_label(layer, head), card.name),
+        ),
+        f"{head_label(layer, head)}: its profile (a, b, c, d) and parity type at each checkpoint.",
+        data=curves,
+        filename=f"training_run_L{layer}H{head}",
+    )
+with right:
+    moved = paths.moved_most(series, 10)
+    clickable_plot(
+        cached(
+            "series_moved",
+            key[:2],
+            lambda: PlotPayload.of(figures.moved_most_figure(moved, last, series.axis)),
+        ),
+        key="series_moved_most",
+        on_click=select_from_customdata,
+        caption="Distance from the first checkpoint to the last on the simplex (unit edges); the "
+        "parity types at both ends on each bar; click a bar to open the head.",
+        data=moved,
+        filename="training_run_moved_most",
+    )
+
+st.subheader("Steps at which heads change parity")
+by_head = paths.changes_by_head(series)
+st.caption(
+    f"{len(by_head)} of {card.total_heads} heads change parity type between checkpoints (the "
+    "steps after each change; a row opens its head in the last checkpoint)."
+)
+if len(by_head):
+    head_rows(by_head, "series_changes_table", last)

@@ -1,0 +1,271 @@
+"""Loading the three sources of heads in motion for the pages: a model's sweep over RoPE
+positions, a training run's checkpoints, two models to diff; cached process-wide, with a
+progress bar while they are computed.
+
+- A sweep is one computation (:func:`headforms.engine.sweep`): on a private instance it runs on
+  a worker thread of the server while the bar is redrawn; in hosted mode in a contained worker
+  (:func:`headforms.hosted.sweep`), at the visitor's turn and charged as one new analysis. At
+  most :data:`MAX_SLIDER_POSITIONS` positions: every one is a frame sent to the browser.
+- A series and a diff are analyses of their models (:func:`ui.loading.load_analysis`: each
+  cached, contained and charged as any model in hosted mode), matched here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from headforms import hosted
+from headforms.bounded import ByteLRU
+from headforms.diff import ModelDiff
+from headforms.engine import stored_sweep, sweep
+from headforms.errors import HeadformsError, OptionError
+from headforms.figures.camera import FRAMES
+from headforms.options import DEFAULT_ROPE_POSITIONS, SweepOptions
+from headforms.series import MAX_CHECKPOINTS, Trajectory, open_series, series_label
+from headforms.sweeps import PositionSweep
+
+from . import guard, links, state
+from .loading import POLL_S, load_analysis, located_model
+
+T = TypeVar("T")
+
+MAX_SLIDER_POSITIONS = 129
+"""Positions one slider holds (the paper's d = 0..128): each is a frame of every head that the
+browser receives with the figure (a 129-position sweep of SmolLM2's 270 heads is about 3 MB)."""
+
+MAX_SERIES_CHECKPOINTS = 64
+"""Checkpoints one series of the dashboard follows (the command line takes up to
+:data:`headforms.series.MAX_CHECKPOINTS`): each is analysed, and a frame of the step slider."""
+
+SWEEP_BYTES = 64 * 2**20
+"""Bytes of sweeps kept in memory (SmolLM2's 129 positions: about 9 MB)."""
+
+
+@st.cache_resource(show_spinner=False)
+def _sweeps() -> ByteLRU[PositionSweep]:
+    """The process-wide sweeps in memory (one per server, shared by sessions)."""
+    return ByteLRU(SWEEP_BYTES)
+
+
+@st.cache_resource(show_spinner=False)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="headforms-sweep")
+
+
+def slider_options(text: str) -> SweepOptions:
+    """The sweep of a positions text typed on a page, at most :data:`MAX_SLIDER_POSITIONS`
+    positions (one-line error beyond)."""
+    options = SweepOptions(text)
+    if len(options.positions) > MAX_SLIDER_POSITIONS:
+        raise OptionError(
+            f"RoPE positions {text}: {len(options.positions)} positions, more than a slider "
+            f"holds ({MAX_SLIDER_POSITIONS}); take a step, e.g. 0:1024:8 (the command line "
+            "takes more)"
+        )
+    return options
+
+
+def chosen_positions() -> SweepOptions:
+    """The positions of the RoPE positions page (default d = 0..128), or the default if what
+    was typed there is not a valid slider range."""
+    try:
+        return slider_options(st.session_state.get(state.POSITIONS_KEY) or DEFAULT_ROPE_POSITIONS)
+    except OptionError:
+        return SweepOptions()
+
+
+def sweep_at_hand(spec: str, options: SweepOptions) -> PositionSweep | None:
+    """The sweep of ``spec`` at ``options`` if nothing needs computing (in memory, or in the
+    store), else None; draws nothing."""
+    located = located_model(guard.checked_spec(spec))
+    key = (located.fingerprint, options)
+    found = _sweeps().get(key)
+    if found is None:
+        found = stored_sweep(located, options)
+        if found is not None:
+            _sweeps().put(key, found)
+    return found
+
+
+def load_sweep(spec: str, options: SweepOptions, where: Any = None) -> PositionSweep:
+    """Every head of ``spec`` at every position of ``options`` (cached in memory and on disk),
+    under a progress bar in ``where`` while it is computed. One-line HeadformsError on bad
+    input (a model without RoPE, too many positions) or at a limit."""
+    spec = guard.checked_spec(spec)
+    located = located_model(spec)
+    found = sweep_at_hand(spec, options)
+    if found is not None:
+        return found
+    label = f"{guard.shown(spec)}: every RoPE position d = {options.positions[0]}…"
+    label += f"{options.positions[-1]}"
+    bar = (where if where is not None else st).progress(0.0, text=f"{label} …")
+    try:
+        if guard.is_hosted():
+            result = _contained(
+                label,
+                bar,
+                lambda progress, check: hosted.sweep(
+                    located, options, progress, check=check, visitor=guard.visitor()
+                ),
+            )
+        else:
+            result = _on_thread(
+                label, bar, lambda progress: sweep(located, options=options, progress=progress)
+            )
+    finally:
+        bar.empty()
+    _sweeps().put((located.fingerprint, options), result)
+    return result
+
+
+class _Progress:
+    """What a computation last reported, for the bar the script thread redraws."""
+
+    def __init__(self) -> None:
+        self.fraction, self.message = 0.0, "starting"
+        self.lock = threading.Lock()
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        with self.lock:
+            self.fraction, self.message = min(done / max(total, 1), 1.0), message
+
+
+def _on_thread(label: str, bar: Any, work: Callable[[Callable], T]) -> T:
+    """``work(progress)`` on a worker thread, the bar redrawn every :data:`POLL_S` seconds
+    (where Streamlit stops the script of a visitor who left; the work then finishes alone and
+    its result is stored)."""
+    progress = _Progress()
+    started = time.monotonic()
+    future: Future[T] = _pool().submit(work, progress)
+    while True:
+        try:
+            return future.result(timeout=POLL_S)
+        except FutureTimeout:
+            seconds = time.monotonic() - started
+            bar.progress(progress.fraction, text=f"{label}: {progress.message} · {seconds:.0f} s")
+
+
+def _contained(label: str, bar: Any, call: Callable[[Callable, Callable], T]) -> T:
+    """Hosted mode: ``call(progress, check)`` waits for a contained worker on this thread, the
+    bar redrawn by ``check`` (where Streamlit stops a visitor who left)."""
+    progress = _Progress()
+    started = time.monotonic()
+
+    def heartbeat() -> None:
+        seconds = time.monotonic() - started
+        bar.progress(progress.fraction, text=f"{label}: {progress.message} · {seconds:.0f} s")
+
+    return call(progress, heartbeat)
+
+
+def load_series(inputs: Sequence[str], where: Any = None) -> Trajectory:
+    """The training run of ``inputs`` (a run directory, or checkpoints naming their step; at
+    most :data:`MAX_SERIES_CHECKPOINTS`), each checkpoint loaded as any model (its own progress
+    bar, cached). One-line HeadformsError: a step that cannot be told, an empty run directory,
+    checkpoints of other shapes, a checkpoint that fails."""
+    inputs = [guard.checked_spec(text) for text in inputs if str(text).strip()]
+    checkpoints = open_series(inputs, guard.policy())
+    if len(checkpoints) > MAX_SERIES_CHECKPOINTS:
+        raise OptionError(
+            f"{len(checkpoints)} checkpoints, more than the dashboard follows in one series "
+            f"({MAX_SERIES_CHECKPOINTS}; the command line's trajectory takes up to "
+            f"{MAX_CHECKPOINTS}); give every k-th checkpoint"
+        )
+    analyses = [load_analysis(c.spec, 0, where=where) for c in checkpoints]
+    return Trajectory(series_label(inputs, checkpoints), checkpoints, analyses)
+
+
+def load_diff(first: str, second: str, where: Any = None) -> ModelDiff:
+    """Models ``first`` (A) and ``second`` (B) loaded as any model and matched head by head;
+    models of different shapes: a one-line HeadformsError naming the shapes that differ."""
+    analyses = [load_analysis(spec, 0, where=where) for spec in (first, second)]
+    return ModelDiff(*analyses)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pages' options in the URL (ui.links)
+
+FIGURES = {"simplex": "Simplex (3D)", "triangle": "Triangle Δ"}
+"""The two figures of a path: profiles on the tetrahedron, symmetric profiles on the triangle."""
+
+
+def bind_views() -> None:
+    """The options every Motion page shares (``figure``, ``view``, ``paths``) bound to the URL,
+    before their widgets are drawn."""
+    links.bind(
+        links.choice(
+            "figure", state.MOTION_FIGURE_KEY, list(FIGURES), "simplex", "a figure", FIGURES.get
+        )
+    )
+    links.bind(
+        links.choice("view", state.MOTION_FRAME_KEY, list(FRAMES), "heads", "a 3D view", FRAMES.get)
+    )
+    links.bind(links.flag("paths", state.MOTION_PATHS_KEY, False, "every head's path"))
+
+
+def bind_positions() -> None:
+    """The RoPE positions page's ``positions`` (a range a slider holds) bound to the URL."""
+
+    def read(values: list[str]) -> str:
+        text = values[-1].strip()
+        try:
+            slider_options(text)
+        except OptionError as error:
+            raise links.Refused(f"is not a range of RoPE positions ({error})") from None
+        return text
+
+    links.bind(
+        links.StateLink(
+            "positions",
+            state.POSITIONS_KEY,
+            DEFAULT_ROPE_POSITIONS,
+            read,
+            lambda value: [str(value)],
+            lambda value: f"RoPE positions {value}",
+        )
+    )
+
+
+def bind_series() -> None:
+    """The Training run page's checkpoints (``run``: a run directory, or one value per
+    checkpoint) bound to the URL."""
+
+    def read(values: list[str]) -> str:
+        checked = []
+        for text in values:
+            if text.strip():
+                try:
+                    checked.append(guard.checked_spec(text))
+                except HeadformsError as error:
+                    raise links.Refused(f"is not a checkpoint ({error})") from None
+        return "\n".join(checked)
+
+    links.bind(
+        links.StateLink(
+            "run",
+            state.SERIES_KEY,
+            "",
+            read,
+            lambda value: series_inputs(value) or [""],
+            lambda value: ", ".join(series_inputs(value)) or "no checkpoints",
+        )
+    )
+
+
+def series_inputs(text: str) -> list[str]:
+    """The checkpoints typed on the Training run page: one per line, or comma-separated."""
+    return [
+        part.strip() for line in str(text).splitlines() for part in line.split(",") if part.strip()
+    ]
+
+
+def bind_second() -> None:
+    """The Model diff page's model B (``b``) bound to the URL."""
+    links.bind(links.spec("b", state.DIFF_KEY, None, always=False))
