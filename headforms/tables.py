@@ -206,6 +206,23 @@ def _read_parquet(path: Path, name: str, limits: TableLimits) -> pd.DataFrame:
     return pd.read_parquet(path, columns=columns)
 
 
+MAX_MODEL_NAME = 200
+"""Characters of a model name a table may give (names are titles, legends and hover texts)."""
+
+
+def check_model_names(names: np.ndarray, table: str) -> None:
+    """Refuse model names a figure would read as markup (``<``, ``>``: Plotly draws text as
+    HTML-like markup, so a name could become a link), with control characters, or too long."""
+    for model in names:
+        bad = [ch for ch in model if ch in "<>" or not ch.isprintable()]
+        if bad or not model.strip() or len(model) > MAX_MODEL_NAME:
+            shown = model if len(model) <= 60 else model[:57] + "..."
+            raise CorruptFileError(
+                f"{table}: model name {shown!r} is not accepted: a name is 1-{MAX_MODEL_NAME} "
+                "printable characters without < or >"
+            )
+
+
 def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
     """Rename the author's columns, check the required ones, add ``model`` and ``parity``."""
     renames = {k: v for k, v in ALIASES.items() if k in raw.columns and v not in raw.columns}
@@ -220,6 +237,7 @@ def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
     if "model" not in table.columns:
         table.insert(0, "model", Path(name).stem)
     table["model"] = table["model"].astype(str)
+    check_model_names(table["model"].unique(), name)
     numeric = [c for c in table.columns if c not in ("model", "parity")]
     for column in numeric:
         if not pd.api.types.is_numeric_dtype(table[column]):

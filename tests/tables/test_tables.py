@@ -101,6 +101,8 @@ def test_an_empty_kv_head_column_means_one_key_head_per_query_head(published, tm
         ("grid", CorruptFileError, "not one per head of 3 layers x 4 heads"),
         ("garbage", CorruptFileError, "cannot read it as a parquet table"),
         ("kv-partly-empty", CorruptFileError, "column kv_head must hold non-negative integers"),
+        ("markup", CorruptFileError, "model name '<a href=\"https://x.test\">beta</a>' is not"),
+        ("control", CorruptFileError, "model name 'be\\x1b[2Jta' is not accepted"),
     ],
 )
 def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message):
@@ -122,6 +124,11 @@ def test_bad_tables_are_one_line(published, tmp_path: Path, case, error, message
         table.loc[3, "kv_head"] = np.nan
         table.to_csv(tmp_path / "k.csv", index=False)
         spec = f"{tmp_path / 'k.csv'}::org/alpha"
+    elif case in ("markup", "control"):
+        name = '<a href="https://x.test">beta</a>' if case == "markup" else "be\x1b[2Jta"
+        table.loc[table["model"] == "beta", "model"] = name
+        table.to_csv(tmp_path / "m.csv", index=False)
+        spec = f"{tmp_path / 'm.csv'}::org/alpha"
     elif case == "garbage":
         (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
         spec = str(tmp_path / "bad.parquet")
