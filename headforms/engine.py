@@ -269,11 +269,10 @@ def sweep(
     at every position too. Cached like an analysis (``store``, ``use_cache``); ``spec`` and
     ``policy`` as for :func:`analyze`. A model without RoPE is refused in one line."""
     if options is None:
-        options = SweepOptions(
-            tuple(rope_positions) if not isinstance(rope_positions, str) else rope_positions,
-            fold_qk_norm,
-            spectra,
+        positions = (
+            rope_positions if isinstance(rope_positions, str | int) else tuple(rope_positions)
         )
+        options = SweepOptions(positions, fold_qk_norm, spectra)
     if isinstance(spec, Located):
         located = spec
     else:

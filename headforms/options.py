@@ -168,7 +168,8 @@ class SweepOptions:
     spectra: bool = False
 
     def __post_init__(self) -> None:
-        positions = self.positions or DEFAULT_ROPE_POSITIONS
+        # only the unset default means d = 0..128: an empty text given is an error (one line)
+        positions = DEFAULT_ROPE_POSITIONS if self.positions == () else self.positions
         object.__setattr__(self, "positions", parse_rope_positions(positions))
         object.__setattr__(self, "fold_qk_norm", bool(self.fold_qk_norm))
         object.__setattr__(self, "spectra", bool(self.spectra))

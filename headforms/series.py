@@ -3,11 +3,13 @@
 A series is given either as one run directory holding ``checkpoint-STEP/`` folders (as
 transformers' ``Trainer`` saves them: ``checkpoint-500``, ``checkpoint-1000``, ...) or as several
 model specs, each naming its step: a local folder ``.../checkpoint-1500`` or a hub revision
-``org/name@step1000`` (as Pythia publishes them). The step is the number at the end of the
-folder name or of the revision (``checkpoint-1500`` -> 1500, ``@step1000`` -> 1000); checkpoints
-are ordered by it. Each checkpoint is an ordinary model: analysed once by the engine and cached
-(a series run again reads them back from the store), so a series resumes where it stopped; the
-command line runs it as a survey (:mod:`headforms.survey`: resumable, within a memory budget).
+``org/name@step1000`` (as Pythia publishes them). The step is the number the folder name or
+the revision is, after an optional word (checkpoint, step, global_step, ckpt, iter):
+``checkpoint-1500`` -> 1500, ``@step1000`` -> 1000, ``@1000`` -> 1000 (``gpt2`` names no step);
+checkpoints are ordered by it. Each checkpoint is an ordinary model: analysed once by the engine
+and cached (a series run again reads them back from the store), so a series resumes where it
+stopped; the command line runs it as a survey (:mod:`headforms.survey`: resumable, within a
+memory budget).
 
 All checkpoints must have the same shapes. The result is a :class:`Trajectory`, a
 :class:`headforms.paths.HeadPaths` along ``step``.
@@ -49,12 +51,13 @@ AXIS = "step"
 CHECKPOINT_FOLDER = re.compile(r"^checkpoint-(\d+)$")
 """A ``Trainer`` checkpoint folder's name."""
 
-STEP_AT_END = re.compile(r"(\d+)$")
-"""The step at the end of a folder name or a revision (``checkpoint-1500``, ``step1000``)."""
+STEP_NAME = re.compile(r"^(?:checkpoint|step|global_step|ckpt|iter|iteration)?[-_]?(\d+)$", re.I)
+"""A folder name or a revision that names a training step (``checkpoint-1500``, ``step1000``,
+``ckpt-20``, ``1500``); a model's own name ending in digits (``gpt2``, ``llama3``) does not."""
 
 STEP_HELP = (
     "name each checkpoint by its step: a folder checkpoint-STEP (as transformers' Trainer saves "
-    "them) or a hub revision ending in the step (org/name@step1000)"
+    "them) or a hub revision naming the step (org/name@step1000)"
 )
 
 
@@ -71,7 +74,7 @@ def checkpoint_step(spec: str) -> int:
     text = spec.strip().rstrip("/\\")
     repo, at, revision = text.partition("@")
     name = revision if at and "/" not in revision else Path(text).name
-    match = STEP_AT_END.search(name)
+    match = STEP_NAME.match(name)
     if match is None:
         raise OptionError(f"cannot tell the training step of {spec}: {STEP_HELP}")
     return int(match.group(1))
@@ -90,7 +93,11 @@ def run_checkpoints(run: str, policy: Policy | None = None) -> list[Checkpoint] 
     if not directory.is_dir() or (directory / "config.json").exists():
         return None
     found: list[Checkpoint] = []
-    with os.scandir(directory) as entries:
+    try:
+        entries = os.scandir(directory)
+    except OSError as error:
+        raise OptionError(f"cannot list {run}: {error.strerror or error}") from None
+    with entries:
         for count, entry in enumerate(entries):
             if count >= MAX_RUN_ENTRIES:
                 raise OptionError(

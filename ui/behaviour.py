@@ -16,6 +16,7 @@ the visitor's turn), counted against the visitor's forward passes.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +63,7 @@ SHORT_NAMES = {
     "induction": "induction",
 }
 """Metric labels that fit a quarter of the page at 1280 px."""
+LOGGER = logging.getLogger(__name__)
 TICK_SECONDS = 0.25
 """How often the progress line is redrawn while a hosted worker runs."""
 MAX_RESULT_BYTES = 512 * 2**20
@@ -115,6 +117,12 @@ def _run(kind: str, spec: str, options: tuple, label: str, compute: Compute, whe
         value = compute(located, progress, tick)
     except HeadformsError as error:
         line.info(guard.plain(guard.public_message(str(error))), icon=":material/info:")
+        return None
+    except Exception as error:  # a bug of torch, transformers or ours: one line, never a traceback
+        LOGGER.exception("forward pass of %r failed", spec)
+        detail = "the server's log has the details" if guard.is_hosted() else str(error)
+        message = f"{label}: could not run the model: {type(error).__name__}: {detail}"
+        line.error(guard.plain(guard.public_message(message)), icon=":material/error:")
         return None
     line.empty()
     forward_results().put(key, value)
@@ -367,14 +375,16 @@ def head_section(ctx: PageContext) -> None:
         if pattern.causal
         else ("bidirectional: every query sees every token")
     )
-    key = (ctx.spec, prompt, ctx.layer, ctx.head, kind)
+    key = (ctx.spec, pattern.fingerprint, prompt, ctx.layer, ctx.head, kind)
     title = f"{ctx.label}: {figures.KINDS[kind]}s on {len(pattern.tokens)} tokens"
     with left:
         show_figure(
             cached(
                 "behaviour_pattern",
                 key,
-                lambda: figures.attention_figure(pattern.tokens, matrix, title, kind),
+                lambda: figures.attention_figure(
+                    pattern.tokens, matrix, title, kind, causal=pattern.causal
+                ),
             ),
             f"Row = query token, column = key token; {causal}. Hover a cell for both tokens and "
             "the value.",
@@ -392,8 +402,10 @@ def head_section(ctx: PageContext) -> None:
         show_figure(
             cached(
                 "behaviour_layer",
-                key[:3] + (kind,),
-                lambda: figures.layer_attention_figure(values[ctx.layer], ctx.layer, kind),
+                key[:4] + (kind,),
+                lambda: figures.layer_attention_figure(
+                    values[ctx.layer], ctx.layer, kind, causal=pattern.causal
+                ),
             ),
             f"The {ctx.card.n_heads} heads of layer {ctx.layer} on the same prompt and scale.",
             key="behaviour_layer_patterns",

@@ -304,19 +304,27 @@ def ensure_baseline(
 
 def load_baseline(analysis: ModelAnalysis, where: Any = None) -> Baseline | None:
     """:func:`ensure_baseline`, under a progress line in ``where`` (default the main area) while
-    it is computed: for the views that draw the baseline, and only them."""
-    if not has_baseline(analysis) or _baseline_at_hand(analysis):
-        return ensure_baseline(analysis)
-    started = time.monotonic()
-    bar = (where if where is not None else st).progress(0.0, text=BASELINE_TEXT)
-
-    def heartbeat() -> None:
-        bar.progress(0.0, text=f"{BASELINE_TEXT} · {time.monotonic() - started:.0f} s")
-
+    it is computed: for the views that draw the baseline, and only them. A baseline refused (a
+    hosted visitor's budget, a busy server, a limit) is one line there, and None: the view is
+    drawn without it."""
+    target = where if where is not None else st
     try:
-        return ensure_baseline(analysis, check=heartbeat)
-    finally:
-        bar.empty()
+        if not has_baseline(analysis) or _baseline_at_hand(analysis):
+            return ensure_baseline(analysis)
+        started = time.monotonic()
+        bar = target.progress(0.0, text=BASELINE_TEXT)
+
+        def heartbeat() -> None:
+            bar.progress(0.0, text=f"{BASELINE_TEXT} · {time.monotonic() - started:.0f} s")
+
+        try:
+            return ensure_baseline(analysis, check=heartbeat)
+        finally:
+            bar.empty()
+    except HeadformsError as error:
+        message = f"Gaussian baseline not shown: {guard.public_message(str(error))}"
+        target.info(guard.plain(message), icon=":material/info:")
+        return None
 
 
 BASELINE_TEXT = "Gaussian baseline of the same shapes"

@@ -62,7 +62,7 @@ def _pool() -> ThreadPoolExecutor:
 def slider_options(text: str) -> SweepOptions:
     """The sweep of a positions text typed on a page, at most :data:`MAX_SLIDER_POSITIONS`
     positions (one-line error beyond)."""
-    options = SweepOptions(text)
+    options = SweepOptions(text.strip() or DEFAULT_ROPE_POSITIONS)
     if len(options.positions) > MAX_SLIDER_POSITIONS:
         raise OptionError(
             f"RoPE positions {text}: {len(options.positions)} positions, more than a slider "

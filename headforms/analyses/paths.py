@@ -103,12 +103,19 @@ def movement(paths: HeadPaths) -> pd.DataFrame:
             "distance": simplex_distance(profile[0], profile[-1]),
             "distance_sym": simplex_distance(symmetric[0], symmetric[-1]),
             "path_length": np.nansum(steps, axis=0) if len(steps) else np.zeros(len(layers)),
-            "farthest": np.nanmax(from_start, axis=0),
+            "farthest": _farthest(from_start),
             "parity_first": parity[0],
             "parity_last": parity[-1],
             "parity_changed": parity[0] != parity[-1],
         }
     )
+
+
+def _farthest(distances: np.ndarray) -> np.ndarray:
+    """The largest distance of each head over the points, NaN for a head with none (a form that
+    vanishes everywhere), without numpy's all-NaN warning."""
+    largest = np.where(np.isnan(distances), -np.inf, distances).max(axis=0)
+    return np.where(np.isneginf(largest), np.nan, largest)
 
 
 def moved_most(paths: HeadPaths, count: int = 10) -> pd.DataFrame:

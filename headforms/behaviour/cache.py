@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..store import Record, ResultStore, cache_dir, cache_key, write_atomic
+from ..store import Record, ResultStore, cache_dir, cache_key, code_version, write_atomic
 
 if TYPE_CHECKING:
     from .results import AttentionPattern, HeadTypeScores
@@ -127,8 +127,9 @@ def put_scores(store: ResultStore, key: str, scores: HeadTypeScores) -> None:
 
 
 def _tokenizer_path(fingerprint: str) -> Path:
-    version = _version("transformers")
-    name = hashlib.sha256(f"{fingerprint}\0transformers={version}".encode()).hexdigest()
+    versions = f"transformers={_version('transformers')}\0tokenizers={_version('tokenizers')}"
+    code = code_version("behaviour")  # the conversion (special and added ids) is this code's
+    name = hashlib.sha256(f"{fingerprint}\0{versions}\0{code}".encode()).hexdigest()
     return cache_dir() / "tokenizers" / f"{name}.json"
 
 

@@ -51,6 +51,12 @@ def check_probe(probe_length: object, seed: object) -> tuple[int, int]:
     return probe_length, seed
 
 
+MAX_PATTERN_BYTES = 192 * 2**20
+"""Most bytes one prompt's pattern may take (weights and pre-softmax scores of every head, T x T
+each): a model with many heads takes fewer tokens (270 heads as SmolLM2's: 305; 1024: 156)."""
+PATTERN_BYTES_PER_ENTRY = 8
+"""A pattern's bytes per head and (query, key) pair: float32 weights and float32 scores."""
+
 SPECIAL_TOKEN_ROOM = 8
 """Tokens kept free for a tokenizer's own special tokens around a probe."""
 

@@ -105,7 +105,7 @@ def _attention(
     ids = model.tokenizer.encode(prompt)
     if not ids:
         raise OptionError(f"{located.display_name}'s tokenizer makes no tokens of the prompt")
-    forward.check_length(len(ids), "the prompt")
+    forward.check_length(ids, "the prompt", model)
     if progress:
         progress(f"running {located.display_name} on {len(ids)} tokens")
     result = forward.run(model.model, ids, model.n_layers)
@@ -164,7 +164,7 @@ def _probe_scores(
 ) -> HeadTypeScores:
     model = runnable(located, progress)
     probe = repeated_tokens(model.tokenizer, model.vocab_size, probe_length, seed)
-    forward.check_length(len(probe.token_ids), "the probe")
+    forward.check_length(probe.token_ids, "the probe", model)
     if progress:
         progress(f"running {located.display_name} on the probe ({len(probe.token_ids)} tokens)")
     result = forward.run(model.model, probe.token_ids, model.n_layers)

@@ -59,6 +59,13 @@ class Runnable:
     n_heads: int
     vocab_size: int
     nbytes: int
+    max_positions: int | None = None
+    """The longest sequence its position embeddings cover (None: no such limit, e.g. RoPE)."""
+
+    @property
+    def n_heads_all(self) -> int:
+        """Heads in all layers (a pattern holds a T x T matrix for each)."""
+        return self.n_layers * self.n_heads
 
     @property
     def model_type(self) -> str:
@@ -352,7 +359,22 @@ def _runnable(located: Located, key: str, model: Any, tokenizer: TextTokenizer) 
         n_heads=int(text.num_attention_heads),
         vocab_size=int(embeddings.weight.shape[0]),
         nbytes=int(nbytes),
+        max_positions=_position_table(text),
     )
+
+
+def _position_table(config: Any) -> int | None:
+    """Rows of a learned or sinusoidal position table (GPT-2's ``n_positions``, BERT's
+    ``max_position_embeddings``), past which a forward pass fails; None for rotary models,
+    whose ``max_position_embeddings`` is a training length, not a table."""
+    rotary = ("rope_parameters", "rope_theta", "rope_scaling", "rotary_pct", "rotary_dim")
+    if any(getattr(config, name, None) is not None for name in rotary):
+        return None
+    for name in ("n_positions", "max_position_embeddings"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,16 +404,18 @@ class LoadedModels:
             return hit
         with self._lock:
             gate = self._loading.setdefault(key, threading.Lock())
-        with gate:
-            hit = self._items.get(key)
-            if hit is not None:
-                return hit
-            model = load(located, progress)
-            self._items.max_bytes = budget if budget is not None else settings().models_memory
-            self._items.put(key, model)
+        try:
+            with gate:
+                hit = self._items.get(key)
+                if hit is not None:
+                    return hit
+                model = load(located, progress)
+                self._items.max_bytes = budget if budget is not None else settings().models_memory
+                self._items.put(key, model)
+                return model
+        finally:
             with self._lock:
                 self._loading.pop(key, None)
-            return model
 
     def nbytes(self) -> int:
         """Bytes of the models kept now."""

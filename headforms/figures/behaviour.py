@@ -61,11 +61,14 @@ def _check_kind(kind: str) -> None:
         raise FigureInputError(f"unknown pattern kind {kind!r}; accepted: weights, scores")
 
 
-def _masked(matrix: np.ndarray, kind: str) -> np.ndarray:
+def _masked(matrix: np.ndarray, kind: str, causal: bool | None) -> np.ndarray:
     """A causal pattern's weights with the keys above the diagonal (which no query sees) as
-    NaN, drawn as masked like the NaN of the pre-softmax scores."""
+    NaN, drawn as masked like the NaN of the pre-softmax scores. ``causal``: the model's own
+    (None: read from the matrix, causal when nothing above the diagonal has weight)."""
     values = np.asarray(matrix, dtype=float)
-    if kind == "weights" and np.all(np.triu(values, 1) == 0):
+    if causal is None:
+        causal = bool(np.all(np.triu(values, 1) == 0))
+    if kind == "weights" and causal:
         return np.where(np.triu(np.ones_like(values, bool), 1), np.nan, values)
     return values
 
@@ -84,17 +87,22 @@ def _tick_labels(tokens: Sequence[str]) -> list[str]:
 
 
 def attention_figure(
-    tokens: Sequence[str], matrix: np.ndarray, title: str, kind: str = "weights"
+    tokens: Sequence[str],
+    matrix: np.ndarray,
+    title: str,
+    kind: str = "weights",
+    causal: bool | None = None,
 ) -> go.Figure:
     """One head's (T, T) matrix as a heatmap: query positions down, key positions across, each
     labelled with its token; hover gives both tokens and the value. Weights on a fixed 0-1 scale;
     pre-softmax scores on their own range; cells a query cannot see (NaN scores, or the zero
-    weights above the diagonal of a causal pattern) are grey."""
+    weights above the diagonal of a causal pattern) are grey. ``causal``: whether the model
+    masks later keys (None: read from the matrix)."""
     _check_kind(kind)
     length = len(tokens)
     if np.shape(matrix) != (length, length):
         raise FigureInputError(f"a {np.shape(matrix)} matrix for {length} tokens")
-    values = _masked(matrix, kind)
+    values = _masked(matrix, kind, causal)
     labels = _tick_labels(tokens)
     hover = np.empty((length, length, 2), dtype=object)
     hover[:, :, 0] = np.array(labels, dtype=object)[:, None]
@@ -152,9 +160,12 @@ def attention_figure(
     return fig
 
 
-def layer_attention_figure(matrices: np.ndarray, layer: int, kind: str = "weights") -> go.Figure:
+def layer_attention_figure(
+    matrices: np.ndarray, layer: int, kind: str = "weights", causal: bool | None = None
+) -> go.Figure:
     """Every head of one layer as a small heatmap (titled ``L·H``) on one shared scale; hover
-    gives the query and key positions (the large heatmap names their tokens)."""
+    gives the query and key positions (the large heatmap names their tokens); ``causal`` as
+    for :func:`attention_figure`."""
     _check_kind(kind)
     heads = len(matrices)
     cols = min(heads, 6)
@@ -172,7 +183,7 @@ def layer_attention_figure(matrices: np.ndarray, layer: int, kind: str = "weight
         row, col = divmod(h, cols)
         fig.add_trace(
             go.Heatmap(
-                z=_masked(matrices[h], kind),
+                z=_masked(matrices[h], kind, causal),
                 coloraxis="coloraxis",
                 hoverongaps=False,
                 name=titles[h],

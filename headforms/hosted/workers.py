@@ -335,6 +335,9 @@ class _Flight:
             done, total, text = message[1:]
             self.progress = (int(done), int(total), str(text)[:300])
         elif kind in ("done", "error", "memory", "failed"):
+            refused = kind == "error" and message[1:2] == ["OptionError"]
+            if refused and self.kind == "forward_passes":
+                self._refund()  # refused before the pass ran (the prompt too long for the model)
             self.outcome = message
         else:
             self.outcome = ["failed", "an unknown message"]

@@ -241,3 +241,32 @@ def test_a_gguf_transformers_cannot_convert_is_one_line(tmp_path: Path) -> None:
     assert str(info.value).startswith(
         "GGUF architecture 'rwkv6' is not one transformers' GGUF loader converts (it converts: "
     )
+
+
+def test_a_sequence_the_model_cannot_take_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a learned position table (GPT-2's ``n_positions``), past what a pattern of the
+    model's heads may hold, or with an id past its embeddings: one line, before the pass runs;
+    a rotary model's ``max_position_embeddings`` is no such limit."""
+    from headforms.behaviour import limits
+    from headforms.errors import OptionError
+
+    short, rotary = tmp_path / "short", tmp_path / "rotary"
+    tiny_runnable.checkpoint("gpt2", short, n_positions=8)
+    tiny_runnable.checkpoint("llama", rotary, max_position_embeddings=8)
+    prompt = tiny_runnable.words(list(range(4, 24)))  # 20 tokens
+    with pytest.raises(OptionError) as info:
+        attention(str(short), prompt, use_cache=False)
+    message = str(info.value)
+    assert "the prompt is 20 tokens long" in message and "at most 8 tokens" in message
+    assert "position table" in message and "\n" not in message
+    assert attention(str(short), tiny_runnable.words([4, 5, 6]), use_cache=False).weights.shape[-1]
+    assert attention(str(rotary), prompt, use_cache=False).weights.shape[-1] == 20
+    heads = runnable(locate(str(rotary))).n_heads_all
+    monkeypatch.setattr(forward, "MAX_PATTERN_BYTES", limits.PATTERN_BYTES_PER_ENTRY * heads * 100)
+    with pytest.raises(OptionError, match=r"at most 10 tokens \(a pattern of .* heads within"):
+        attention(str(rotary), prompt, use_cache=False)
+    model = runnable(locate(str(rotary)))
+    with pytest.raises(OptionError, match=f"token id {model.vocab_size}, but .* has"):
+        forward.check_length([4, model.vocab_size], "the prompt", model)

@@ -158,6 +158,7 @@ def test_models_of_other_shapes_are_refused_naming_the_shapes(run, tmp_path: Pat
         ("EleutherAI/pythia-70m@step143000", 143000),
         ("org/name@ckpt-20", 20),
         ("./step_300", 300),
+        ("org/name@1000", 1000),
     ],
 )
 def test_steps_come_from_the_folder_or_the_revision(spec: str, step: int):
@@ -171,6 +172,8 @@ def test_bad_series_are_one_line_errors(run: list[Path], tmp_path: Path):
         ([str(empty)], "holds no checkpoint-STEP folders"),
         ([], "no checkpoints given"),
         (["org/name@main", "org/name@v2"], "cannot tell the training step of org/name@main"),
+        (["openai-community/gpt2", "models/llama3"], "training step of openai-community/gpt2"),
+        (["org/name@v1.5"], "cannot tell the training step of org/name@v1.5"),
         ([str(run[0]), f"{run[0].parent}/../run/checkpoint-0"], "two checkpoints at step 0"),
     ]
     many = tmp_path / "many"

@@ -27,7 +27,8 @@ def test_model_names_are_shown_as_text_never_markdown(tmp_path: Path) -> None:
     from markdown_it import MarkdownIt
     from streamlit.testing.v1 import AppTest
 
-    name = "[click](https://evil.example/x) ![i](https://evil.example/t.png) <b>$x$</b>"
+    # (< and > are refused in table model names: tests/tables; Markdown is the risk left)
+    name = "[click](https://evil.example/x) ![i](https://evil.example/t.png) **$x$** _y_"
     head_rows(1, layers=2, heads=2, name=name).to_csv(tmp_path / "names.csv", index=False)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
     at.query_params["model"] = f"{tmp_path / 'names.csv'}::{name}"
