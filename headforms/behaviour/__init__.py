@@ -16,10 +16,31 @@ runnable model built once per process (:mod:`.runnable`; GGUF files through :mod
 Definitions of the scores: :mod:`.scores` and docs/MATH.md. Results are cached like analyses.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .limits import DEFAULT_PROBE_LENGTH, DEFAULT_PROMPT, DEFAULT_SEED
-from .results import AttentionPattern, HeadTypeScores
-from .run import attention, head_type_scores, locate_runnable
-from .scores import SCORE_COLUMNS
+
+_LAZY = {
+    "attention": "run",
+    "head_type_scores": "run",
+    "locate_runnable": "run",
+    "AttentionPattern": "results",
+    "HeadTypeScores": "results",
+    "SCORE_COLUMNS": "scores",
+}
+"""Imported from their modules when first used: the command line builds its parser from the
+defaults above without importing the forward pass's modules (16 ms of every command's start)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_PROBE_LENGTH",
