@@ -60,6 +60,8 @@ frame = controls[2].segmented_control(
     format_func=FRAMES.__getitem__,
     key=state.MOTION_FRAME_KEY,
     required=True,
+    disabled=view != "simplex",
+    help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
 )
 jump_toggle()
 if not second:

@@ -28,7 +28,7 @@ st.caption(
     "Each cell is one head (click it to open the head). Right of each map: an independent "
     "Gaussian form with the same n and N; the colour scale is white at 1/2, red above, blue below."
 )
-controls = st.columns([4, 2, 2], vertical_alignment="bottom")
+controls = st.columns([3, 3, 2], vertical_alignment="bottom")
 links.bind(links.specs("models", MODELS_KEY, label="other"))
 extra = controls[0].multiselect(
     "Other models",

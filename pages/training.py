@@ -76,6 +76,8 @@ frame = controls[1].segmented_control(
     format_func=FRAMES.__getitem__,
     key=state.MOTION_FRAME_KEY,
     required=True,
+    disabled=view != "simplex",
+    help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
 )
 with controls[2], st.container(horizontal=True, gap="medium"):
     jump_toggle()

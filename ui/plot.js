@@ -46,10 +46,11 @@ function chooseBundle(figure, plotly) {
   return plotly.gl3d;
 }
 
-// Fit a title to the plot's width (plotly.js neither wraps nor shrinks titles): shrink it, but
-// never below a legible size (11 px for every line; <sup> lines are drawn at 70 %, so 16 px for a
-// title with them), then wrap each line that still overflows at a space, adding the height the
-// new lines take to the top margin.
+// Fit a title to the plot's width (plotly.js neither wraps nor shrinks titles): shrink it a
+// little, never below a title's size (14 px; <sup> lines are drawn at 70 %, so 16 px for a title
+// with them, which keeps them at 11 px), then wrap each line that still overflows at a space,
+// adding the height the new lines take to the top margin.
+const MIN_TITLE_PX = 14;
 const MIN_TEXT_PX = 11;
 const SUP_SCALE = 0.7;
 const LINE_PX = { normal: 24, sup: 15 }; // as ui/plot.py's clear_of_the_toolbar counts them
@@ -103,7 +104,8 @@ function fitTitle(figure, width) {
   }
   const available = width * 0.94 - 12;
   if (needed <= available) return;
-  const floor = Math.ceil(MIN_TEXT_PX / (lines.some((line) => line.sup) ? SUP_SCALE : 1));
+  const sup = lines.some((line) => line.sup);
+  const floor = Math.max(MIN_TITLE_PX, Math.ceil(MIN_TEXT_PX / (sup ? SUP_SCALE : 1)));
   const fitted = Math.max(floor, Math.min(size, Math.floor((size * available) / needed)));
   title.font = Object.assign({}, title.font, { size: fitted });
   let added = 0;

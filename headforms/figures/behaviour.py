@@ -82,6 +82,14 @@ def _scale(kind: str, values: np.ndarray) -> tuple[list, float, float]:
     return CONTINUOUS_SCALE, low, high
 
 
+TOKEN_FONT_PX = 11
+"""Font size of the token labels: the smallest text the dashboard draws."""
+
+MAX_TOKEN_LABELS = 40
+"""At most this many token labels per axis (every k-th token beyond): at the tallest heatmap each
+label has a row of about 15 px, so 11 px labels never overlap."""
+
+
 def _tick_labels(tokens: Sequence[str]) -> list[str]:
     return [f"{token_label(t)} ·{i}" for i, t in enumerate(tokens)]
 
@@ -125,12 +133,12 @@ def attention_figure(
             name=title,
         )
     )
-    step = max(1, math.ceil(length / 48))  # at most ~48 labels per axis
+    step = max(1, math.ceil(length / MAX_TOKEN_LABELS))
     ticks = {
         "tickmode": "array",
         "tickvals": list(range(0, length, step)),
         "ticktext": labels[::step],
-        "tickfont": {"size": 10 if length <= 40 else 9},
+        "tickfont": {"size": TOKEN_FONT_PX},
         "showgrid": False,
         "zeroline": False,
     }

@@ -178,7 +178,7 @@ def vertex_annotations(centre: np.ndarray | None, camera: dict) -> list[dict]:
                 "x": float(toward[0]),
                 "y": float(toward[1]),
                 "z": float(toward[2]),
-                "text": f"→ toward {text}",
+                "text": f"→ toward {text.replace('<br>', ' ')}",
                 "showarrow": False,
                 "font": {"size": 11, "color": "#555555"},
                 "bgcolor": "rgba(255,255,255,0.75)",

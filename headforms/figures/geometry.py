@@ -24,7 +24,14 @@ SIMPLEX_VERTICES = np.array(
 """Vertices V_a, V_b, V_c, V_d of a regular tetrahedron with unit edges. As in the paper's
 Figure 1: bottom facet d = 0, front-right facet a = 0, left facet c = 0, back facet b = 0."""
 
-SIMPLEX_LABELS = ("a = 1 antisymmetric", "b = 1 H (hyperbolic)", "c = 1 P (PSD)", "d = 1 −P (NSD)")
+SIMPLEX_LABELS = (
+    "a = 1<br>antisymmetric",
+    "b = 1 H (hyperbolic)",
+    "c = 1<br>P (PSD)",
+    "d = 1 −P (NSD)",
+)
+"""Vertex labels of the tetrahedron; the side vertices' on two lines, which keeps them inside a
+half-width 3D scene at 1280 px."""
 
 TRIANGLE_VERTICES = np.array([[1.0, 0.0], [0.0, 0.0], [0.5, _SQ3 / 2.0]])
 """Vertices of the triangle Delta = {a = 0} for (b_S, c_S, d_S) as Figure 10 draws its edge
@@ -82,7 +89,7 @@ FACES: tuple[Face, ...] = (
         "b = 0",
         "none: empty in its interior (back facet)",
         "empty",
-        (0.15, 0, 0.3, 0.55),
+        (0.2, 0, 0.2, 0.6),
         "Figure 1",
     ),
 )

@@ -695,7 +695,11 @@ def moved_most_figure(moved: pd.DataFrame, model: str, axis: str = "model") -> g
                 f"{first} → {last}"
                 for first, last in zip(rows["parity_first"], rows["parity_last"], strict=True)
             ],
-            textposition="auto",
+            # beside the bar at full size (plotly.js would shrink it to fit a short bar)
+            textposition="outside",
+            textfont={"size": 11},
+            constraintext="none",
+            cliponaxis=False,
             hovertemplate="%{y}: moved %{x:.4f}<br>parity %{text}<extra></extra>",
             name="distance",
             meta={"role": "heads"},
@@ -706,7 +710,10 @@ def moved_most_figure(moved: pd.DataFrame, model: str, axis: str = "model") -> g
         title={"text": f"The heads that moved most ({AXIS_NAMES.get(axis, axis)}): {model}"},
         xaxis={
             "title": {"text": "distance moved on the simplex (unit edges)"},
-            "rangemode": "tozero",
+            # room beside the longest bar for its "I+ → II"
+            "range": [0.0, 1.3 * max(float(rows["distance"].max(skipna=True)), 1e-12)]
+            if rows["distance"].notna().any()
+            else None,
         },
         yaxis={"autorange": "reversed", "type": "category"},
         height=max(300, 26 * len(rows) + 140),

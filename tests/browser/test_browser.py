@@ -447,13 +447,53 @@ def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     assert "layer=2&head=3" in page.url
 
 
-def test_no_page_requests_anything_from_another_host(browser, server: str) -> None:
-    """Every page of the navigation, loaded with no network: all requests stay on loopback
-    (Streamlit would fetch each page's Material icon from fonts.gstatic.com as favicon)."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+PLOTS_DRAWN_JS = """
+() => [...document.querySelectorAll("div[data-hf-plot]")].every(
+  (div) => div.querySelector(".main-svg text")
+)
+"""
+
+SMALLEST_TEXT_JS = """
+() => {
+  // Every piece of text plotly.js draws in SVG (titles, ticks, legends, annotations, bar
+  // labels, <sup> lines), at the size it appears on screen: its font size times the scale of
+  // its transforms (plotly.js shrinks bar labels by a transform). Invisible text is left out.
+  const sizes = [];
+  for (const div of document.querySelectorAll("div[data-hf-plot]")) {
+    for (const el of div.querySelectorAll("svg text, svg tspan")) {
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      if (!own) continue;
+      const style = getComputedStyle(el);
+      const hidden =
+        style.display === "none" || style.visibility === "hidden" ||
+        parseFloat(style.opacity) === 0 || parseFloat(style.fillOpacity) === 0 ||
+        /rgba\\(.*,\\s*0\\)$/.test(style.fill);
+      const box = el.getBoundingClientRect();
+      if (hidden || !box.width || !box.height) continue;
+      const m = el.getScreenCTM();
+      const scale = m ? Math.sqrt(Math.abs(m.a * m.d - m.b * m.c)) : 1;
+      const text = el.textContent.slice(0, 40);
+      sizes.push([parseFloat(style.fontSize) * scale, div.dataset.hfPlot, text]);
+    }
+  }
+  return sizes;
+}
+"""
+
+MIN_TEXT_PX = 11
+"""The smallest text a figure may draw at 1280 px wide."""
+
+
+def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, server: str) -> None:
+    """Every page of the navigation at 1280 x 800, loaded with no network: all requests stay
+    on loopback (Streamlit would fetch each page's Material icon from fonts.gstatic.com as
+    favicon), and no figure draws text smaller than 11 px as it appears on screen."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
+    small: dict[str, list] = {}
+    drawn = 0
     try:
         page.goto(server)
         page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
@@ -470,6 +510,12 @@ def test_no_page_requests_anything_from_another_host(browser, server: str) -> No
                 state="hidden", timeout=3 * PLOT_APPEAR_MS
             )
             page.wait_for_load_state("networkidle", timeout=PLOT_APPEAR_MS)
+            page.wait_for_function(PLOTS_DRAWN_JS, timeout=PLOT_APPEAR_MS)
+            sizes = page.evaluate(SMALLEST_TEXT_JS)
+            drawn += len(sizes)
+            tiny = [entry for entry in sizes if entry[0] < MIN_TEXT_PX - 0.05]
+            if tiny:
+                small[path] = tiny[:5]
     finally:
         context.close()
     hosts = {
@@ -477,6 +523,8 @@ def test_no_page_requests_anything_from_another_host(browser, server: str) -> No
     }
     assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
     assert len(requests) > 20  # the pages really loaded
+    assert drawn > 500  # the figures really drew their text
+    assert not small, small
 
 
 LEGIBLE_MARKER_PX = 9

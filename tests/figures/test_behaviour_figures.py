@@ -40,6 +40,19 @@ def test_a_heatmap_has_one_cell_per_position_even_for_repeated_tokens() -> None:
     assert fig.layout.yaxis.autorange == "reversed"
 
 
+@pytest.mark.parametrize("length", [7, 40, 41, 120, 1000])
+def test_token_labels_are_legible_and_never_overlap(length: int) -> None:
+    """Token labels at 11 px or more, and each with a row at least that tall on the heatmap's
+    plot area (the figure's height less its margins and the rotated key labels, ~100 px)."""
+    fig = figures.attention_figure([f"t{i}" for i in range(length)], causal_weights(length), "t")
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert axis.tickfont.size >= 11
+        shown = len(axis.tickvals)
+        assert shown >= min(length, 20)  # thinned, not dropped
+        assert (fig.layout.height - 170) / shown >= axis.tickfont.size
+        assert list(axis.tickvals) == list(range(0, length, axis.tickvals[1] if shown > 1 else 1))
+
+
 def test_an_encoders_full_pattern_and_pre_softmax_scores() -> None:
     rng = np.random.default_rng(1)
     full = rng.dirichlet(np.ones(5), size=5)

@@ -461,7 +461,11 @@ def test_fit_to_heads_frames_most_heads_and_pulls_the_crowd_apart(request, model
 def test_fit_to_heads_points_to_the_vertices_out_of_view(smollm):
     fig = FS.simplex_figure({"m": smollm.heads}, frame="heads")
     annotations = fig.layout.scene.annotations
-    vertices = {a.text: np.array([a.x, a.y, a.z]) for a in annotations if a.name == "vertex"}
+    vertices = {
+        a.text.replace("<br>", " "): np.array([a.x, a.y, a.z])
+        for a in annotations
+        if a.name == "vertex"
+    }
     hints = {
         a.text.removeprefix("→ toward "): np.array([a.x, a.y, a.z])
         for a in annotations
@@ -469,7 +473,7 @@ def test_fit_to_heads_points_to_the_vertices_out_of_view(smollm):
     }
     assert hints  # the crowd is far from at least one vertex
     centre = np.median(head_points(fig), axis=0)
-    anchors = {a.text: a for a in annotations if a.name == "vertex"}
+    anchors = {a.text.replace("<br>", " "): a for a in annotations if a.name == "vertex"}
     for text, vertex in vertices.items():
         screen = on_screen(fig, vertex[None, :])
         shown = bool(visible(screen)[0])
