@@ -120,8 +120,7 @@ def _run(kind: str, spec: str, options: tuple, label: str, compute: Compute, whe
         return None
     except Exception as error:  # a bug of torch, transformers or ours: one line, never a traceback
         LOGGER.exception("forward pass of %r failed", spec)
-        detail = "the server's log has the details" if guard.is_hosted() else str(error)
-        message = f"{label}: could not run the model: {type(error).__name__}: {detail}"
+        message = f"{label}: could not run the model: {guard.unexpected(error)}"
         line.error(guard.plain(guard.public_message(message)), icon=":material/error:")
         return None
     line.empty()

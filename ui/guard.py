@@ -54,6 +54,14 @@ def is_hosted() -> bool:
     return settings().hosted
 
 
+def unexpected(error: BaseException) -> str:
+    """What a visitor reads of an unexpected exception (a bug of torch, transformers or ours):
+    its type and its message's first line; in hosted mode its type only. The log has the rest."""
+    first = next(iter(str(error).splitlines()), "")
+    detail = "the server's log has the details" if is_hosted() else first
+    return f"{type(error).__name__}: {detail}"
+
+
 def policy() -> Policy | None:
     """What this server lets visitors open (hosted mode), handed to every locate; else None."""
     return hosted.policy_in_force()

@@ -384,9 +384,8 @@ def load_or_message(
         return None, guard.public_message(str(error))
     except Exception as error:  # an engine bug must not show a traceback to users either
         LOGGER.exception("analysis of %r failed", spec)
-        detail = "the server's log has the details" if guard.is_hosted() else str(error)
         return None, guard.public_message(
-            f"Could not analyse {guard.short(spec)}: {type(error).__name__}: {detail}"
+            f"Could not analyse {guard.short(spec)}: {guard.unexpected(error)}"
         )
 
 

@@ -89,7 +89,7 @@ FACES: tuple[Face, ...] = (
         "b = 0",
         "none: empty in its interior (back facet)",
         "empty",
-        (0.2, 0, 0.2, 0.6),
+        (0.12, 0, 0.25, 0.63),
         "Figure 1",
     ),
 )

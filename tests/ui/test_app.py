@@ -335,3 +335,27 @@ def test_the_install_warm_up_fills_the_cache_the_dashboard_reads(tiny_gpt2: str)
     assert messages[-1] == "loaded from cache"
     assert not any(m.startswith("layer") for m in messages)  # nothing was computed again
     assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)
+
+
+@pytest.mark.parametrize(("page", "toggle"), [("simplex", "simplex_baseline"), ("table", None)])
+def test_a_page_computes_the_baseline_only_when_it_draws_it(
+    tiny_gpt2: str, monkeypatch: pytest.MonkeyPatch, page: str, toggle: str | None
+) -> None:
+    """With its baseline switch off (the default), a page asks for no Gaussian baseline; turned
+    on, it asks for it and draws it without error."""
+    from ui import loading
+
+    asked: list[object] = []
+    real = loading.ensure_baseline
+
+    def counting(analysis: object, *args: object, **kwargs: object) -> object:
+        asked.append(analysis)
+        return real(analysis, *args, **kwargs)
+
+    monkeypatch.setattr(loading, "ensure_baseline", counting)
+    at = run_app(None if page == "simplex" else page, **{state.MODEL_KEY: tiny_gpt2})
+    assert_clean(at)
+    assert not asked
+    at.toggle(key=toggle or "table_baseline").set_value(True).run()
+    assert_clean(at)
+    assert asked

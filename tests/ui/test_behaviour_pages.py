@@ -118,6 +118,29 @@ def test_a_model_that_cannot_run_says_so_and_its_geometry_works(tmp_path: Path) 
     assert [i.value for i in at.info] == notes
 
 
+def test_a_failure_inside_the_forward_pass_is_one_line_and_the_geometry_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug of torch, transformers or ours during a pass (here a RuntimeError) is one error line
+    per pass that failed, naming the error, never a traceback; the profile views are drawn."""
+    model = tmp_path / "fresh"  # a model no earlier test ran, so nothing is kept for it
+    tiny_runnable.checkpoint("llama", model, seed=8)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a kernel failed\nwith a second line")
+
+    monkeypatch.setattr(behaviour, "attention", broken)
+    monkeypatch.setattr(behaviour, "head_type_scores", broken)
+    at = run_app("head", **{state.MODEL_KEY: str(model), state.LAYER_KEY: 1, state.HEAD_KEY: 2})
+    assert not at.exception, [e.message for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert errors and all("could not run the model: RuntimeError: a kernel failed" in e
+                          for e in errors)  # fmt: skip
+    assert all("\n" not in e for e in errors)
+    assert at.metric  # the profile metrics are drawn
+    assert any("Eigenvalues of S" in str(f["layout"].get("title")) for f in figures(at))
+
+
 def test_geometry_against_behaviour_page(model_dir: str) -> None:
     at = run_app("behaviour", **{state.MODEL_KEY: model_dir})
     assert_clean(at)

@@ -50,3 +50,25 @@ def test_a_load_locates_its_model_once(
     assert "sv_a" in full.spectra and full.heads.equals(analysis.heads)
     assert loading.load_analysis(str(tiny_dir)) is full  # the richer one is kept
     assert len(located) <= 1  # once at most (again only past the fingerprint's few seconds)
+
+
+@pytest.mark.parametrize("hosted", [False, True])
+def test_a_bug_during_a_load_is_one_line_without_its_traceback(
+    hosted: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An unexpected exception inside the engine is one line: its type and the first line of its
+    message (hosted: its type only, the server's log has the rest)."""
+    from ui import loading
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"failed at {tmp_path}/secret\nTraceback (most recent call last):")
+
+    monkeypatch.setattr(loading, "load_analysis", broken)
+    if hosted:
+        monkeypatch.setenv(HOSTED_ENV, "1")
+        monkeypatch.setenv(ROOTS_ENV, str(tmp_path))
+    analysis, message = loading.load_or_message("smollm2-135m")
+    assert analysis is None and message is not None
+    assert message.startswith("Could not analyse 'smollm2-135m': RuntimeError: ")
+    assert "\n" not in message and "Traceback" not in message
+    assert ("secret" in message) != hosted
