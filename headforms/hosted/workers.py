@@ -335,9 +335,10 @@ class _Flight:
             done, total, text = message[1:]
             self.progress = (int(done), int(total), str(text)[:300])
         elif kind in ("done", "error", "memory", "failed"):
-            refused = kind == "error" and message[1:2] == ["OptionError"]
-            if refused and self.kind == "forward_passes":
-                self._refund()  # refused before the pass ran (the prompt too long for the model)
+            if kind == "error" and message[1:2] == ["OptionError"]:
+                # refused before the work began (a prompt too long for the model, a sweep of a
+                # model without rotation): the visitor is not charged for it
+                self._refund()
             self.outcome = message
         else:
             self.outcome = ["failed", "an unknown message"]

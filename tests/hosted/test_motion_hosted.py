@@ -66,7 +66,13 @@ def test_a_sweep_runs_contained_is_charged_and_then_read_back(hosted_env: Path, 
     np.testing.assert_array_equal(result.stacked("a"), expected.stacked("a"))
 
 
-def test_a_model_without_rope_is_refused_by_the_worker_in_one_line(hosted_env: Path):
-    with pytest.raises(OptionError) as caught:
-        hosted.sweep(str(hosted_env / "gpt2"), SweepOptions("0:4"), visitor="10.0.0.3")
-    assert "has no rotation" in str(caught.value) and "\n" not in str(caught.value)
+def test_a_model_without_rope_is_refused_by_the_worker_in_one_line(hosted_env: Path, monkeypatch):
+    """The worker refuses it before reading a layer, and the refusal costs the visitor none of
+    its new analyses."""
+    monkeypatch.setenv(VISITOR_ANALYSES_ENV, "1")
+    for _ in range(2):
+        with pytest.raises(OptionError) as caught:
+            hosted.sweep(str(hosted_env / "gpt2"), SweepOptions("0:4"), visitor="10.0.0.3")
+        assert "has no rotation" in str(caught.value) and "\n" not in str(caught.value)
+    # its one new analysis is still there
+    assert hosted.sweep(str(hosted_env / "llama"), SweepOptions("0:3"), visitor="10.0.0.3")
