@@ -241,6 +241,25 @@ def test_cli_diff_and_its_refusals(run: list[Path], tmp_path: Path, capsys):
     assert unfolded.table()["distance"].max() > 0.01  # folding the QK-norm gains moves heads
 
 
+def test_cli_rope_positions_with_the_baseline_beside_each_position(tmp_path: Path, run: list[Path]):
+    """``--baseline`` with ``--rope-positions``: every position's row of a head carries the
+    Gaussian baseline's metrics of that same head (the baseline does not depend on d)."""
+    out = tmp_path / "d.csv"
+    assert main(["analyze", str(run[0]), "--rope-positions", "0:8:4", "--baseline", "--out",
+                 str(out), "--quiet"]) == 0  # fmt: skip
+    table = pd.read_csv(out)
+    baseline = analyze(str(run[0])).baseline.heads.set_index(["layer", "head"])
+    assert sorted(set(table["rope_position"])) == [0, 4, 8]
+    for _, rows in table.groupby("rope_position"):
+        expected = baseline.loc[list(zip(rows["layer"], rows["head"], strict=True))]
+        for name in METRIC_COLUMNS:
+            if name == "parity":
+                assert list(rows["rand_parity"]) == list(expected["parity"])
+            else:
+                np.testing.assert_allclose(rows[f"rand_{name}"], expected[name], rtol=1e-12)
+    assert table.groupby(["layer", "head"])["rand_energy"].nunique().max() == 1
+
+
 def test_cli_analyze_rope_positions(tmp_path: Path, run: list[Path], capsys):
     out = tmp_path / "d.csv"
     done = cli(
