@@ -105,7 +105,8 @@ function fitTitle(figure, width) {
   const available = width * 0.94 - 12;
   if (needed <= available) return;
   const sup = lines.some((line) => line.sup);
-  const floor = Math.max(MIN_TITLE_PX, Math.ceil(MIN_TEXT_PX / (sup ? SUP_SCALE : 1)));
+  const legible = Math.max(MIN_TITLE_PX, Math.ceil(MIN_TEXT_PX / (sup ? SUP_SCALE : 1)));
+  const floor = Math.min(size, legible); // a title set smaller on purpose is not enlarged
   const fitted = Math.max(floor, Math.min(size, Math.floor((size * available) / needed)));
   title.font = Object.assign({}, title.font, { size: fitted });
   let added = 0;
