@@ -337,9 +337,11 @@ def test_the_install_warm_up_fills_the_cache_the_dashboard_reads(tiny_gpt2: str)
     assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)
 
 
-@pytest.mark.parametrize(("page", "toggle"), [("simplex", "simplex_baseline"), ("table", None)])
+@pytest.mark.parametrize(
+    ("page", "toggle"), [("simplex", "simplex_baseline"), ("table", "table_baseline")]
+)
 def test_a_page_computes_the_baseline_only_when_it_draws_it(
-    tiny_gpt2: str, monkeypatch: pytest.MonkeyPatch, page: str, toggle: str | None
+    tiny_gpt2: str, monkeypatch: pytest.MonkeyPatch, page: str, toggle: str
 ) -> None:
     """With its baseline switch off (the default), a page asks for no Gaussian baseline; turned
     on, it asks for it and draws it without error."""
@@ -356,6 +358,6 @@ def test_a_page_computes_the_baseline_only_when_it_draws_it(
     at = run_app(None if page == "simplex" else page, **{state.MODEL_KEY: tiny_gpt2})
     assert_clean(at)
     assert not asked
-    at.toggle(key=toggle or "table_baseline").set_value(True).run()
+    at.toggle(key=toggle).set_value(True).run()
     assert_clean(at)
     assert asked
