@@ -29,10 +29,15 @@ lint: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui
 
+# The whole suite in two runs: everything but the browser and the Docker image on two xdist
+# workers (whole files each, as the fast lane), then those two serially (Chromium's software
+# WebGL and the image build each want the machine to themselves). The slowest tests are listed.
+HEAVY := browser or image
 test: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not ($(HEAVY))" -n 2 --dist loadfile --durations=20
+	$(PY) -m pytest -m "$(HEAVY)" --durations=10
 
 # The fast lane: lint and every test without the heavy markers (pyproject.toml): no browser,
 # Docker image, wheel build, install run, fuzzing or other slow test. Two xdist workers, each

@@ -493,7 +493,7 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     small: dict[str, list] = {}
-    drawn = 0
+    with_figures = 0
     try:
         page.goto(server)
         page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
@@ -512,7 +512,7 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
             page.wait_for_load_state("networkidle", timeout=PLOT_APPEAR_MS)
             page.wait_for_function(PLOTS_DRAWN_JS, timeout=PLOT_APPEAR_MS)
             sizes = page.evaluate(SMALLEST_TEXT_JS)
-            drawn += len(sizes)
+            with_figures += bool(sizes)
             tiny = [entry for entry in sizes if entry[0] < MIN_TEXT_PX - 0.05]
             if tiny:
                 small[path] = tiny[:5]
@@ -523,7 +523,7 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
     }
     assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
     assert len(requests) > 20  # the pages really loaded
-    assert drawn > 500  # the figures really drew their text
+    assert with_figures >= 10  # the figures of most pages really drew their text
     assert not small, small
 
 
