@@ -447,11 +447,38 @@ def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     assert "layer=2&head=3" in page.url
 
 
-PLOTS_DRAWN_JS = """
-() => [...document.querySelectorAll("div[data-hf-plot]")].every(
-  (div) => div.querySelector(".main-svg text")
-)
+PAGE_STATE_JS = """
+() => {
+  // Whether the page's script runs, how many figure components it drew (Streamlit's bidi
+  // components: each holds one plot) and how many of them have drawn their text.
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  const components = [...document.querySelectorAll('[data-testid^="stBidiComponent"]')];
+  return {
+    running: Boolean(status && status.offsetParent !== null),
+    components: components.length,
+    drawn: components.filter((c) => c.querySelector("div[data-hf-plot] .main-svg text")).length,
+  };
+}
 """
+
+
+def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
+    """Wait until the page's script has finished and every figure it made has drawn its text,
+    unchanged over three polls a second apart (a script's first redraw can come after the page's
+    title); the number of figures."""
+    deadline = time.monotonic() + timeout_s
+    last, stable = None, 0
+    while time.monotonic() < deadline:
+        state = page.evaluate(PAGE_STATE_JS)
+        now = (state["components"], state["drawn"])
+        done = not state["running"] and state["drawn"] == state["components"]
+        stable = stable + 1 if done and now == last else 0
+        if stable >= 3:
+            return state["components"]
+        last = now
+        page.wait_for_timeout(1000)
+    raise AssertionError(f"{page.url}: not drawn within {timeout_s:.0f} s ({last})")
+
 
 SMALLEST_TEXT_JS = """
 () => {
@@ -497,11 +524,14 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
     try:
         page.goto(server)
         page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+        more = page.get_by_text(re.compile(r"^View \d+ more$"))
+        if more.count():
+            more.first.click()  # the navigation's collapsed pages too
         nav = page.locator('[data-testid="stSidebarNav"] a')
         paths = sorted(
             {urlparse(nav.nth(i).get_attribute("href")).path for i in range(nav.count())}
         )
-        assert len(paths) >= 10
+        assert len(paths) >= 15  # every page, the collapsed ones too
         for path in paths:
             page.goto(f"{server}{path}")
             page.locator("h1").first.wait_for(timeout=PLOT_APPEAR_MS)
@@ -510,9 +540,10 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
                 state="hidden", timeout=3 * PLOT_APPEAR_MS
             )
             page.wait_for_load_state("networkidle", timeout=PLOT_APPEAR_MS)
-            page.wait_for_function(PLOTS_DRAWN_JS, timeout=PLOT_APPEAR_MS)
+            figures = wait_until_drawn(page)
             sizes = page.evaluate(SMALLEST_TEXT_JS)
-            with_figures += bool(sizes)
+            assert bool(sizes) == bool(figures), path
+            with_figures += bool(figures)
             tiny = [entry for entry in sizes if entry[0] < MIN_TEXT_PX - 0.05]
             if tiny:
                 small[path] = tiny[:5]
