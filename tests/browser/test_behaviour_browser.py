@@ -17,7 +17,6 @@ from headforms.figures.behaviour import token_label
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
 PLOT_MS = 120_000  # the first forward pass loads torch, transformers and the model
 PROMPT = "Alice gave Bob a red apple. Alice gave Bob a red apple."
 
@@ -56,28 +55,6 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_server(proc)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip("browser tests need Debian chromium: run `apt-get install -y chromium`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, server: str):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    yield page
-    context.close()
 
 
 def test_a_typed_prompt_draws_the_heads_heatmap_with_its_tokens(page, server: str) -> None:

@@ -35,17 +35,6 @@ from ui.plot import PICK_RADIUS_PX
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SIDEBAR = 'section[data-testid="stSidebar"]'
 SERVER_START_S = 90
 PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also loads the model
@@ -163,22 +152,9 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
             process.kill()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    """Headless Debian chromium through Playwright (never `playwright install`)."""
-    if not CHROMIUM.exists():
-        pytest.skip("browser tests need Debian chromium: run `apt-get install -y chromium`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def page(browser, server: str):
-    """A fresh page (1500 x 1100) of the app."""
+    """A fresh page (1500 x 1100) of the app (the other browser tests' pages are 1280 x 800)."""
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     page = context.new_page()
     yield page

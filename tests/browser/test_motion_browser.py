@@ -22,7 +22,6 @@ from headforms.figures.geometry import SIMPLEX_VERTICES, barycentric_points
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
 PLOT_MS = 120_000  # a headless 3D scene takes 8-11 s; a series first analyses its checkpoints
 HEAD_PAGE_MS = 30_000
 
@@ -71,28 +70,6 @@ def server(isolated_cache: Path, run, tmp_path_factory) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_server(proc)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip("browser tests need Debian chromium: run `apt-get install -y chromium`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, server: str):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    yield page
-    context.close()
 
 
 def drawn(page, key: str) -> object:

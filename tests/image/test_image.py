@@ -40,7 +40,6 @@ APP_UID = 10001
 PREFIX = f"headforms-test-{uuid.uuid4().hex[:8]}"
 BUILD_TIMEOUT_S = 1800
 HEALTHY_TIMEOUT_S = 120  # a hang guard, not a speed target (benchmarks: the README's figures)
-CHROMIUM = Path("/usr/bin/chromium")
 FIGURES: dict[str, str] = {}
 START_ENV = "HEADFORMS_IMAGE_TEST"
 """=1: start dockerd for this test outside CI (under CI=true it is started anyway)."""
@@ -328,21 +327,6 @@ def test_hosted_refusals_on_the_command_line(app: str, spec: str, message: str) 
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    """Headless Debian chromium through Playwright (never `playwright install`)."""
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian chromium: run `apt-get install -y chromium`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        yield chromium
-        chromium.close()
 
 
 @pytest.mark.parametrize(
