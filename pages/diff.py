@@ -8,7 +8,6 @@ import streamlit as st
 from headforms import BUNDLED_MODELS, HeadformsError
 from headforms.analyses import paths
 from headforms.figures import motion as figures
-from headforms.figures.camera import FRAMES
 from ui import (
     PlotPayload,
     cached,
@@ -21,7 +20,7 @@ from ui import (
     select_from_customdata,
     state,
 )
-from ui.motion import FIGURES, bind_second, bind_views, load_diff
+from ui.motion import bind_second, bind_views, load_diff, view_controls
 from ui.widgets import head_rows
 
 ctx = page_context()
@@ -47,22 +46,7 @@ second = controls[0].selectbox(
     help="Its heads are matched with the sidebar model's (same layers, heads, kv heads and "
     "dims; otherwise the shapes that differ are named).",
 )
-view = controls[1].segmented_control(
-    "View",
-    list(FIGURES),
-    format_func=FIGURES.__getitem__,
-    key=state.MOTION_FIGURE_KEY,
-    required=True,
-)
-frame = controls[2].segmented_control(
-    "3D view",
-    list(FRAMES),
-    format_func=FRAMES.__getitem__,
-    key=state.MOTION_FRAME_KEY,
-    required=True,
-    disabled=view != "simplex",
-    help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
-)
+view, frame = view_controls(controls[1], controls[2])
 jump_toggle()
 if not second:
     st.info("Choose or type model B above.", icon=":material/info:")

@@ -9,7 +9,6 @@ import streamlit as st
 from headforms import HeadformsError
 from headforms.analyses import paths
 from headforms.figures import motion as figures
-from headforms.figures.camera import FRAMES
 from ui import (
     PlotPayload,
     cached,
@@ -24,12 +23,12 @@ from ui import (
     state,
 )
 from ui.motion import (
-    FIGURES,
     MAX_SLIDER_POSITIONS,
     bind_positions,
     bind_views,
     load_sweep,
     slider_options,
+    view_controls,
 )
 from ui.widgets import head_rows
 
@@ -58,23 +57,7 @@ text = controls[0].text_input(
     help="A:B (both included), A:B:STEP or a list like 0,1,2,8,64; at most "
     f"{MAX_SLIDER_POSITIONS} positions on one slider.",
 )
-view = controls[1].segmented_control(
-    "View",
-    list(FIGURES),
-    format_func=FIGURES.__getitem__,
-    key=state.MOTION_FIGURE_KEY,
-    required=True,
-    help="The tetrahedron of profiles (a, b, c, d), or the triangle of symmetric profiles.",
-)
-frame = controls[2].segmented_control(
-    "3D view",
-    list(FRAMES),
-    format_func=FRAMES.__getitem__,
-    key=state.MOTION_FRAME_KEY,
-    required=True,
-    disabled=view != "simplex",
-    help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
-)
+view, frame = view_controls(controls[1], controls[2])
 options_row = st.columns([2, 2, 3], vertical_alignment="bottom")
 with options_row[0]:
     jump_toggle()

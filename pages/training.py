@@ -9,7 +9,6 @@ import streamlit as st
 from headforms import HeadformsError
 from headforms.analyses import paths
 from headforms.figures import motion as figures
-from headforms.figures.camera import FRAMES
 from ui import (
     PlotPayload,
     cached,
@@ -25,12 +24,12 @@ from ui import (
 )
 from ui.loading import load_baseline
 from ui.motion import (
-    FIGURES,
     MAX_SERIES_CHECKPOINTS,
     bind_series,
     bind_views,
     load_series,
     series_inputs,
+    view_controls,
 )
 from ui.widgets import head_rows
 
@@ -63,22 +62,7 @@ if not inputs:
 
 controls = st.columns([3, 3, 2], vertical_alignment="bottom")
 bind_views()
-view = controls[0].segmented_control(
-    "View",
-    list(FIGURES),
-    format_func=FIGURES.__getitem__,
-    key=state.MOTION_FIGURE_KEY,
-    required=True,
-)
-frame = controls[1].segmented_control(
-    "3D view",
-    list(FRAMES),
-    format_func=FRAMES.__getitem__,
-    key=state.MOTION_FRAME_KEY,
-    required=True,
-    disabled=view != "simplex",
-    help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
-)
+view, frame = view_controls(controls[0], controls[1])
 with controls[2], st.container(horizontal=True, gap="medium"):
     jump_toggle()
     every = st.toggle(

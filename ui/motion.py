@@ -210,6 +210,30 @@ def bind_views() -> None:
     links.bind(links.flag("paths", state.MOTION_PATHS_KEY, False, "every head's path"))
 
 
+def view_controls(view_at: Any, frame_at: Any) -> tuple[str, str]:
+    """A Motion page's two view controls, in the columns given: the figure (tetrahedron or
+    triangle) and what the tetrahedron's camera frames (disabled for the triangle, always drawn
+    whole); bound to the URL by :func:`bind_views`. Returns ``(figure, frame)``."""
+    view = view_at.segmented_control(
+        "View",
+        list(FIGURES),
+        format_func=FIGURES.__getitem__,
+        key=state.MOTION_FIGURE_KEY,
+        required=True,
+        help="The tetrahedron of profiles (a, b, c, d), or the triangle of symmetric profiles.",
+    )
+    frame = frame_at.segmented_control(
+        "3D view",
+        list(FRAMES),
+        format_func=FRAMES.__getitem__,
+        key=state.MOTION_FRAME_KEY,
+        required=True,
+        disabled=view != "simplex",
+        help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
+    )
+    return view, frame
+
+
 def bind_positions() -> None:
     """The RoPE positions page's ``positions`` (a range a slider holds) bound to the URL."""
 
