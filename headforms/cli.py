@@ -10,10 +10,11 @@ a table file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,17 @@ class _Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[_Progress | None]:
+    """A command's progress bar (None with ``--quiet``), closed however the command ends."""
+    progress = None if quiet else _Progress()
+    try:
+        yield progress
+    finally:
+        if progress is not None:
+            progress.close()
 
 
 def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digits: int) -> str:
@@ -175,8 +187,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.rope_positions is not None:
         return _analyze_positions(args)
     options = options_of(args)
-    progress = None if args.quiet else _Progress()
-    try:
+    with _progress(args.quiet) as progress:
         result = analyze(
             args.model,
             options=options,
@@ -184,9 +195,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             use_cache=not args.no_cache,
             policy=policy_in_force(),
         )
-    finally:
-        if progress is not None:
-            progress.close()
     card = result.card
     if args.out is not None:
         table = result.table(baseline=args.baseline)
@@ -219,8 +227,7 @@ def _analyze_positions(args: argparse.Namespace) -> int:
             "per-head rows of every position"
         )
     options = SweepOptions(args.rope_positions, not args.no_fold_qk_norm)
-    progress = None if args.quiet else _Progress()
-    try:
+    with _progress(args.quiet) as progress:
         result = sweep(
             args.model,
             options=options,
@@ -228,9 +235,6 @@ def _analyze_positions(args: argparse.Namespace) -> int:
             use_cache=not args.no_cache,
             policy=policy_in_force(),
         )
-    finally:
-        if progress is not None:
-            progress.close()
     card = result.card
     if args.out is not None:
         table = result.table
@@ -699,12 +703,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         check_output_path(args.out)
     options = AnalysisOptions(args.rope_position, not args.no_fold_qk_norm)
     options_b = AnalysisOptions(args.rope_position, False) if args.unfold_b else None
-    progress = None if args.quiet else _Progress()
-    try:
+    with _progress(args.quiet) as progress:
         result = diff(args.first, args.second, options, progress, policy_in_force(), options_b)
-    finally:
-        if progress is not None:
-            progress.close()
     table = result.table()
     if args.out is not None:
         write_table(table, args.out)

@@ -84,14 +84,17 @@ def analyze(
     """
     if options is None:
         options = AnalysisOptions(rope_position, fold_qk_norm, tuple(spectra))
+    return analyze_located(_located(spec, progress, policy), options, progress, store, use_cache)
+
+
+def _located(spec: Any, progress: Progress | None, policy: Policy | None) -> Located:
+    """``spec`` located under ``policy`` (a :class:`Located` already is), said in ``progress``."""
     if isinstance(spec, Located):
-        located = spec
-    else:
-        spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
-        if progress:
-            progress(0, 1, f"locating {spec}")
-        located = locate(spec, policy)
-    return analyze_located(located, options, progress, store, use_cache)
+        return spec
+    spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
+    if progress:
+        progress(0, 1, f"locating {spec}")
+    return locate(spec, policy)
 
 
 def analyze_located(
@@ -273,14 +276,7 @@ def sweep(
             rope_positions if isinstance(rope_positions, str | int) else tuple(rope_positions)
         )
         options = SweepOptions(positions, fold_qk_norm, spectra)
-    if isinstance(spec, Located):
-        located = spec
-    else:
-        spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
-        if progress:
-            progress(0, 1, f"locating {spec}")
-        located = locate(spec, policy)
-    return sweep_located(located, options, progress, store, use_cache)
+    return sweep_located(_located(spec, progress, policy), options, progress, store, use_cache)
 
 
 def sweep_located(
