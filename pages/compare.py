@@ -17,7 +17,7 @@ from ui import (
     cached,
     clickable_plot,
     links,
-    model_label,
+    other_models,
     page_context,
     select_from_customdata,
     show_figure,
@@ -33,13 +33,11 @@ ctx = page_context()
 st.title("Compare models")
 others = [name for name in BUNDLED_MODELS if name != ctx.spec]
 links.bind(links.specs("models", MODELS_KEY, default=others[:1], label="compared"))
-chosen = st.multiselect(
+chosen = other_models(
+    st,
     "Models to compare with the current one",
-    list(dict.fromkeys([*others, *st.session_state[MODELS_KEY]])),
-    key=MODELS_KEY,
-    format_func=model_label,
-    accept_new_options=True,
-    placeholder="bundled name, hub id, local path or table file",
+    MODELS_KEY,
+    ctx.spec,
     help="Other models are analysed at RoPE position 0.",
 )
 analyses = load_models(ctx.spec, ctx.analysis, chosen)

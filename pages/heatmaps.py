@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS
 from headforms.figures import heatmaps
 from ui import (
     PlotPayload,
@@ -13,7 +12,7 @@ from ui import (
     clickable_plot,
     jump_toggle,
     links,
-    model_label,
+    other_models,
     page_context,
     select_from_customdata,
 )
@@ -30,17 +29,11 @@ st.caption(
 )
 controls = st.columns([3, 3, 2], vertical_alignment="bottom")
 links.bind(links.specs("models", MODELS_KEY, label="other"))
-extra = controls[0].multiselect(
+extra = other_models(
+    controls[0],
     "Other models",
-    list(
-        dict.fromkeys(
-            [*(name for name in BUNDLED_MODELS if name != ctx.spec), *st.session_state[MODELS_KEY]]
-        )
-    ),
-    key=MODELS_KEY,
-    format_func=model_label,
-    accept_new_options=True,
-    placeholder="bundled name, hub id, local path or table file",
+    MODELS_KEY,
+    ctx.spec,
     help="Other models are analysed at RoPE position 0; each is drawn beside its own baseline.",
 )
 links.bind(links.flag("shared_scale", SHARED_KEY, True, "one colour scale for all models"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS
 from headforms.analyses.lobes import observation5_summary
 from headforms.analyses.observations import OBSERVATIONS, symmetric_bias_summary
 from headforms.analyses.parity import theorem3_summary
@@ -22,7 +21,7 @@ from ui import (
     clickable_plot,
     jump_toggle,
     links,
-    model_label,
+    other_models,
     page_context,
     select_from_customdata,
     show_figure,
@@ -39,17 +38,11 @@ st.caption(
 )
 controls = st.columns([3, 1], vertical_alignment="bottom")
 links.bind(links.specs("models", MODELS_KEY, label="other"))
-extra = controls[0].multiselect(
+extra = other_models(
+    controls[0],
     "Other models",
-    list(
-        dict.fromkeys(
-            [*(name for name in BUNDLED_MODELS if name != ctx.spec), *st.session_state[MODELS_KEY]]
-        )
-    ),
-    key=MODELS_KEY,
-    format_func=model_label,
-    accept_new_options=True,
-    placeholder="bundled name, hub id, local path or table file",
+    MODELS_KEY,
+    ctx.spec,
     help="Other models are analysed at RoPE position 0; a published per-head table adds all its "
     "models (quantities it does not hold are left out).",
 )

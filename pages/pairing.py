@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS
 from headforms.figures import distributions
-from ui import cached, links, model_label, page_context, show_figure
+from ui import cached, links, other_models, page_context, show_figure
 from ui.loading import baselines_of, load_models
 
 MODELS_KEY = "pairing_models"
@@ -21,18 +20,7 @@ st.caption(
     "histogram)."
 )
 links.bind(links.specs("models", MODELS_KEY, label="other"))
-extra = st.multiselect(
-    "Other models",
-    list(
-        dict.fromkeys(
-            [*(name for name in BUNDLED_MODELS if name != ctx.spec), *st.session_state[MODELS_KEY]]
-        )
-    ),
-    key=MODELS_KEY,
-    format_func=model_label,
-    accept_new_options=True,
-    placeholder="bundled name, hub id, local path or table file",
-)
+extra = other_models(st, "Other models", MODELS_KEY, ctx.spec)
 analyses = load_models(ctx.spec, ctx.analysis, extra)
 models = {name: analysis.heads for name, analysis in analyses.items()}
 baselines = baselines_of(analyses)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms import BUNDLED_MODELS
 from headforms.figures import simplex as figures
 from headforms.figures.camera import FRAMED_SHARE, FRAMES
 from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geometry_reference
@@ -24,7 +23,7 @@ from ui import (
     guard,
     jump_toggle,
     links,
-    model_label,
+    other_models,
     page_context,
     select_from_customdata,
     state,
@@ -44,13 +43,11 @@ st.caption(
 
 controls = st.columns([4, 3, 2], vertical_alignment="bottom")
 links.bind(links.specs("overlay", state.OVERLAY_KEY, label="overlaid"))
-extra = controls[0].multiselect(
+extra = other_models(
+    controls[0],
     "Overlay other models",
-    list(dict.fromkeys([*BUNDLED_MODELS, *st.session_state[state.OVERLAY_KEY]])),
-    key=state.OVERLAY_KEY,
-    format_func=model_label,
-    accept_new_options=True,
-    placeholder="bundled name, hub id, local path or table file",
+    state.OVERLAY_KEY,
+    None,  # the sidebar's model too (always drawn)
     help="Extra models drawn on the same simplex and triangle (at RoPE position 0), each in its "
     "own colour (the marker shapes keep their parity meaning); a published per-head table "
     "(.csv/.parquet) adds all its models; the sidebar's model is always drawn.",

@@ -29,6 +29,8 @@ API
     ``label`` (``"Layer 3 · Head 5"``).
 ``head_label(layer, head)``, ``model_label(spec)``
     How heads and models are named in the UI.
+``other_models(where, label, key, exclude, help=None)``
+    A page's picker of further models (bundled ones, and any typed or linked).
 ``load_analysis(spec, rope_position=0)``, ``try_load(spec, rope_position=0, where=None)``
     (:mod:`ui.loading`) Any other model (e.g. a comparison page): cached process-wide by
     ``(spec, rope_position)`` over the engine's disk cache, with a per-layer ``st.progress``
@@ -70,7 +72,14 @@ The view in the URL (:mod:`ui.links`)
 from . import guard
 from .loading import cached, load_analysis, try_load
 from .plot import PlotPayload, clickable_plot
-from .sidebar import PageContext, head_label, model_label, page_context, render_sidebar
+from .sidebar import (
+    PageContext,
+    head_label,
+    model_label,
+    other_models,
+    page_context,
+    render_sidebar,
+)
 from .state import select_from_customdata, select_head, step_head
 from .widgets import fit_to_column, go_to_head_box, jump_toggle, metric_vs_baseline, show_figure
 
@@ -86,6 +95,7 @@ __all__ = [
     "load_analysis",
     "metric_vs_baseline",
     "model_label",
+    "other_models",
     "page_context",
     "render_sidebar",
     "select_from_customdata",

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -87,6 +88,27 @@ def model_label(spec: str) -> str:
     """A bundled model's title after its short name; other specs as typed."""
     bundled = BUNDLED_MODELS.get(spec)
     return f"{spec} — {bundled.title}" if bundled else spec
+
+
+MODEL_PLACEHOLDER = "bundled name, hub id, local path or table file"
+"""What a box that takes a model accepts."""
+
+
+def other_models(
+    where: Any, label: str, key: str, exclude: str | None, help: str | None = None
+) -> list[str]:
+    """A multiselect of further models in ``where``: the bundled ones (but ``exclude``) and any
+    typed or linked before (``st.session_state[key]``, bound by ui.links), new names accepted."""
+    options = [*(name for name in BUNDLED_MODELS if name != exclude), *st.session_state[key]]
+    return where.multiselect(
+        label,
+        list(dict.fromkeys(options)),
+        key=key,
+        format_func=model_label,
+        accept_new_options=True,
+        placeholder=MODEL_PLACEHOLDER,
+        help=help,
+    )
 
 
 def model_options(current: str) -> list[str]:
