@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from servers import free_port, start_server, stop_server, wait_healthy
+from servers import free_port, serving
 
 from headforms import DEFAULT_MODEL
 from headforms.behaviour import attention
@@ -49,12 +49,8 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     warm()  # the analysis, as the install does; forward passes start cold
     port = free_port()
     env = {**os.environ, "HEADFORMS_CACHE_DIR": str(isolated_cache), "HEADFORMS_THREADS": "1"}
-    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
-    try:
-        wait_healthy(port, proc, 90)
+    with serving(port, env, tmp_path_factory.mktemp("server") / "streamlit.log", 90):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_server(proc)
 
 
 def test_a_typed_prompt_draws_the_heads_heatmap_with_its_tokens(page, server: str) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tiny_models as tm
 from plotly_scene import SCENE_POINTS_JS, click, most_isolated, scene_ready_js
-from servers import free_port, start_server, stop_server, wait_healthy
+from servers import free_port, serving
 
 from headforms import DEFAULT_MODEL, analyze
 from headforms.engine import sweep
@@ -64,12 +64,8 @@ def server(isolated_cache: Path, run, tmp_path_factory) -> Iterator[str]:
     sweep(DEFAULT_MODEL)  # the slider's sweep, as a visitor who waited for it once would have
     port = free_port()
     env = {**os.environ, "HEADFORMS_CACHE_DIR": str(isolated_cache), "HEADFORMS_THREADS": "1"}
-    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
-    try:
-        wait_healthy(port, proc, 90)
+    with serving(port, env, tmp_path_factory.mktemp("server") / "streamlit.log", 90):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_server(proc)
 
 
 def drawn(page, key: str) -> object:

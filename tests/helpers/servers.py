@@ -9,6 +9,8 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,3 +60,16 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=15)
+
+
+@contextmanager
+def serving(
+    port: int, env: dict[str, str], log: Path, timeout: float = 120
+) -> Iterator[subprocess.Popen[bytes]]:
+    """:func:`start_server`, healthy within ``timeout`` s, stopped whole when the block ends."""
+    proc = start_server(port, env, log)
+    try:
+        wait_healthy(port, proc, timeout)
+        yield proc
+    finally:
+        stop_server(proc)

@@ -925,7 +925,7 @@ def hosted_server(
 ) -> Iterator[dict[str, Any]]:
     """``scripts/start.sh`` in hosted mode on loopback: the hostile root allowed, a 2 s limit
     per analysis, the default model warm in the (session) cache."""
-    from servers import free_port, start_server, stop_server, wait_healthy
+    from servers import free_port, serving
 
     port = free_port()
     log = tmp_path_factory.mktemp("hosted-server") / "streamlit.log"
@@ -936,12 +936,8 @@ def hosted_server(
         ROOTS_ENV: str(root),
         SECONDS_ENV: SLOW_LIMIT,
     }
-    proc = start_server(port, env, log)
-    try:
-        wait_healthy(port, proc, timeout=120)
+    with serving(port, env, log, 120) as proc:
         yield {"port": port, "pid": proc.pid, "log": log}  # start.sh execs streamlit
-    finally:
-        stop_server(proc)
 
 
 def test_forged_clicks_and_widgets_over_websockets(hosted_server: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from counting import COUNTING, count_computations
-from servers import free_port, start_server, stop_server, wait_healthy
+from servers import free_port, serving
 
 from headforms import DEFAULT_MODEL, ModelAnalysis, engine
 from headforms.options import AnalysisOptions
@@ -260,12 +260,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
     env = {**os.environ, "HEADFORMS_THREADS": "1", "HEADFORMS_HOSTED": "1"}  # a shared server
-    proc = start_server(port, env, log)
-    try:
-        wait_healthy(port, proc, timeout=90)
+    with serving(port, env, log, 90):
         yield port
-    finally:
-        stop_server(proc)
 
 
 def websocket_session(port: int) -> dict[str, Any]:

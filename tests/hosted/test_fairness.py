@@ -254,7 +254,7 @@ def fair_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     name their own addresses in ``X-Forwarded-For``, as a proxy in front would)."""
     import os
 
-    from servers import free_port, start_server, stop_server, wait_healthy
+    from servers import free_port, serving
 
     base = tmp_path_factory.mktemp("fair")
     root = base / "models"
@@ -271,12 +271,8 @@ def fair_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         "HEADFORMS_QUEUE_SECONDS": "120",
         "HEADFORMS_TRUSTED_PROXIES": "127.0.0.1",
     }
-    proc = start_server(port, env, base / "streamlit.log")
-    try:
-        wait_healthy(port, proc, timeout=120)
+    with serving(port, env, base / "streamlit.log", 120):
         yield {"port": port, "model": str(root / "tiny")}
-    finally:
-        stop_server(proc)
 
 
 def _run_rope(port: int, model: str, visitor: str, rope: int, timeout: float = 300) -> Any:

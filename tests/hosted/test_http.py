@@ -67,7 +67,7 @@ def test_metrics_are_hidden_in_hosted_mode_only() -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """``scripts/start.sh`` in hosted mode; ``dash.example.org`` listed as a host name."""
-    from servers import free_port, start_server, stop_server, wait_healthy
+    from servers import free_port, serving
 
     base = tmp_path_factory.mktemp("http")
     port = free_port()
@@ -77,12 +77,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         ALLOWED_HOSTS_ENV: "dash.example.org",
     }
     env.pop(FRAME_ANCESTORS_ENV, None)
-    proc = start_server(port, env, base / "streamlit.log")
-    try:
-        wait_healthy(port, proc, timeout=120)
+    with serving(port, env, base / "streamlit.log", 120):
         yield port
-    finally:
-        stop_server(proc)
 
 
 def request(port: int, path: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
