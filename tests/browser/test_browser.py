@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numerics import assert_shares_close
-from plotly_scene import SCENE_POINTS_JS, click, most_isolated, scene_ready_js
+from plotly_scene import SCENE_POINTS_JS, click, most_isolated, scene_ready_js, settled_points
 
 from headforms import DEFAULT_MODEL, analyze
 from ui.plot import PICK_RADIUS_PX
@@ -201,13 +201,24 @@ def test_a_shared_link_opens_the_head(page, server: str) -> None:
 
 def test_clicking_a_simplex_marker_opens_its_head_on_the_first_click(page, server: str) -> None:
     plot = open_simplex(page, server)
-    points = plot.evaluate(SCENE_POINTS_JS)
+    points = settled_points(page, plot)
     shape = re.search(r"(\d+) layers × (\d+) heads", page.locator(SIDEBAR).inner_text())
     assert len(points) == int(shape[1]) * int(shape[2])  # one marker per head
     # markers the framed view leaves out (a scroll away) cannot be clicked
     target = most_isolated([p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)])
     click(page, target)
-    wait_for_head(page, target["layer"], target["head"])
+    try:
+        wait_for_head(page, target["layer"], target["head"])
+    except Exception as error:  # say where the marker is drawn now, and what the page shows
+        now = [
+            p
+            for p in plot.evaluate(SCENE_POINTS_JS)
+            if (p["layer"], p["head"]) == (target["layer"], target["head"])
+        ]
+        raise AssertionError(
+            f"a click at {target} opened nothing in {HEAD_PAGE_MS / 1000:.0f} s; the marker is "
+            f"drawn at {now}; url {page.url}; page text: {page.inner_text('body')[:400]!r}"
+        ) from error
     assert f"layer={target['layer']}&head={target['head']}" in page.url
 
 
@@ -224,7 +235,7 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     """The marker with the most others under the pointer: a click lists them all, and choosing
     the aimed one opens it (not whichever marker plotly.js would have picked)."""
     plot = open_simplex(page, server)
-    points = plot.evaluate(SCENE_POINTS_JS)
+    points = settled_points(page, plot)
     target = max(
         (p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)),
         key=lambda p: neighbours(p, points, PICK_RADIUS_PX - 1),
@@ -578,8 +589,8 @@ def test_the_whole_tetrahedron_is_in_the_default_view(browser, server: str) -> N
     page = context.new_page()
     try:
         plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+        heads = settled_points(page, plot, "heads")
         edges = plot.evaluate(SCENE_POINTS_JS, "edges")
-        heads = plot.evaluate(SCENE_POINTS_JS, "heads")
         box = plot.bounding_box()
     finally:
         context.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tiny_models as tm
-from plotly_scene import SCENE_POINTS_JS, click, most_isolated, scene_ready_js
+from plotly_scene import click, most_isolated, scene_ready_js, settled_points
 from servers import free_port, serving
 
 from headforms import DEFAULT_MODEL, analyze
@@ -152,8 +152,7 @@ def test_clicking_a_diff_arrow_opens_that_head(page, server: str, run: list[Path
     picker.fill(str(last))
     picker.press("Enter")
     plot = drawn(page, "diff_simplex")
-    page.wait_for_timeout(1000)
-    points = [p for p in plot.evaluate(SCENE_POINTS_JS) if p["inView"]]
+    points = [p for p in settled_points(page, plot) if p["inView"]]
     target = most_isolated([p for p in points if (p["layer"], p["head"]) != (0, 0)])
     click(page, target)
     title = page.locator("h1", has_text=f"Layer {target['layer']} · Head {target['head']}")

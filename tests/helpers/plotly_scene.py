@@ -1,7 +1,10 @@
 """Reading and clicking what plotly.js draws in a real browser (the browser tests): every head
-marker's screen position in a 3D scene, the most isolated of them, a click the scene sees."""
+marker's screen position in a 3D scene (once the page has settled), the most isolated of them, a
+click the scene sees."""
 
 from __future__ import annotations
+
+import time
 
 SCENE_POINTS_JS = """
 (gd, role) => {
@@ -49,6 +52,31 @@ def scene_ready_js(key: str) -> str:
   const scene = gd && gd._fullLayout && gd._fullLayout.scene && gd._fullLayout.scene._scene;
   return Boolean(scene && scene.glplot && scene.glplot.cameraParams);
 }}"""
+
+
+SCRIPT_RUNNING_JS = """
+() => {
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  return Boolean(status && status.offsetParent !== null);
+}
+"""
+
+
+def settled_points(page, plot, role: str = "heads", timeout_s: float = 60.0) -> list[dict]:
+    """The markers' screen positions (:data:`SCENE_POINTS_JS`) once the page's script has
+    finished and they are the same in two readings 300 ms apart: a scene can be read before its
+    first frame has set the camera, or before the rest of the page arrives and moves or resizes
+    the plot, and a click aimed from such a reading lands on nothing."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while True:
+        points = None if page.evaluate(SCRIPT_RUNNING_JS) else plot.evaluate(SCENE_POINTS_JS, role)
+        if points and points == last:
+            return points
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the scene's markers did not settle within {timeout_s:.0f} s")
+        last = points
+        page.wait_for_timeout(300)
 
 
 def most_isolated(points: list[dict]) -> dict:
