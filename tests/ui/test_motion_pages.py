@@ -40,12 +40,12 @@ def test_rope_positions_page_lists_where_heads_change_parity(llama: str) -> None
     at = run_app("positions", {"model": llama, "layer": "1", "head": "2"})
     assert_clean(at)
     expected = changes_by_head(sweep(llama, "0:128"))
+    assert len(expected) > 0  # the seed gives heads that change, so the page lists them
     assert any(f"{len(expected)} of 8 heads change parity type" in c for c in captions(at))
-    if len(expected):
-        shown = at.dataframe[-1].value
-        assert shown[["layer", "head", "changes"]].values.tolist() == (
-            expected[["layer", "head", "changes"]].values.tolist()
-        )
+    shown = at.dataframe[-1].value
+    assert shown[["layer", "head", "changes"]].values.tolist() == (
+        expected[["layer", "head", "changes"]].values.tolist()
+    )
 
 
 def test_rope_positions_refusals_are_one_line(llama: str, tmp_path: Path) -> None:
@@ -63,21 +63,34 @@ def test_rope_positions_refusals_are_one_line(llama: str, tmp_path: Path) -> Non
     assert "has no rotation" in at.info[0].value
 
 
-def test_head_page_computes_and_shows_the_heads_parity_over_d(llama: str, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("layer", "head", "last", "changes"), [(0, 1, 64, True), (1, 2, 40, False)]
+)
+def test_head_page_computes_and_shows_the_heads_parity_over_d(
+    llama: str, layer: int, head: int, last: int, changes: bool
+) -> None:
+    """A head whose parity type changes over d = 0…last (the page names where) and one whose
+    type holds (the page says so); which is which comes from the library's sweep, run after the
+    page's (before, the page would find the positions computed and offer no button; each case
+    has its own positions for the same reason)."""
+    positions = f"0:{last}"
     at = run_app(
-        "head", {"model": llama, "layer": "0", "head": "1"}, **{state.POSITIONS_KEY: "0:64"}
+        "head",
+        {"model": llama, "layer": str(layer), "head": str(head)},
+        **{state.POSITIONS_KEY: positions},
     )
     assert_clean(at)
-    button = next(b for b in at.button if "Compute every position d = 0…64" in b.label)
+    button = next(b for b in at.button if f"Compute every position d = 0…{last}" in b.label)
     button.click().run()
     assert_clean(at)
-    changes = parity_changes(sweep(llama, "0:64"))
-    own = changes[(changes["layer"] == 0) & (changes["head"] == 1)]
+    own = parity_changes(sweep(llama, positions))
+    own = own[(own["layer"] == layer) & (own["head"] == head)]
+    assert (len(own) > 0) == changes  # the seed gives one head of each kind
     text = " ".join(captions(at))
-    if len(own):
+    if changes:
         assert f"Parity changes at d = {', '.join(map(str, own['rope_position']))}." in text
     else:
-        assert "at every position d = 0…64" in text
+        assert f"at every position d = 0…{last}" in text
     assert not any(b.label.startswith("Compute every position") for b in at.button)
 
 
