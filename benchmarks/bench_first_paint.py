@@ -27,6 +27,7 @@ import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -34,16 +35,9 @@ from pathlib import Path
 
 from _common import ROOT, machine_line, print_table
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
+from chromium_launch import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (the tests' launch)
+
 DRAWN = """() => {
   const gd = document.querySelector('[data-hf-plot="simplex"]');
   return !!(gd && gd._fullData && gd._fullData.length && gd.querySelector('canvas'));
@@ -126,7 +120,7 @@ def session(playwright, url: str) -> list[tuple[float, ...]]:
     profile = tempfile.mkdtemp(prefix="hf-paint-profile-")
     context = playwright.chromium.launch_persistent_context(
         profile,
-        executable_path="/usr/bin/chromium",
+        executable_path=str(CHROMIUM),
         args=CHROMIUM_ARGS,
         viewport={"width": 1500, "height": 1000},
     )

@@ -25,6 +25,7 @@ import os
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -32,7 +33,9 @@ from pathlib import Path
 
 from _common import ROOT, machine_line, print_table
 
-CHROMIUM = "/usr/bin/chromium"
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
+from chromium_launch import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (the tests' launch)
+
 MODEL = "smollm2-135m"
 KEY = "motion_simplex"
 GD = f"document.querySelector('div[data-hf-plot=\"{KEY}\"]')"
@@ -123,9 +126,7 @@ def main() -> None:
     times: dict[str, list[float]] = {"click": [], "animate": []}
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
-            )
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             started = time.perf_counter()
             page.goto(f"{url}/positions?model={MODEL}&layer=3&head=2&figure={args.figure}")

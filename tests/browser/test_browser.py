@@ -27,7 +27,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from numerics import assert_shares_close
-from plotly_scene import SCENE_POINTS_JS, click, most_isolated, scene_ready_js, settled_points
+from plotly_scene import (
+    SCENE_POINTS_JS,
+    SCRIPT_RUNNING_JS,
+    click,
+    most_isolated,
+    scene_ready_js,
+    settled_points,
+)
 
 from headforms import DEFAULT_MODEL, analyze
 from ui.plot import PICK_RADIUS_PX
@@ -436,12 +443,10 @@ def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
 
 PAGE_STATE_JS = """
 () => {
-  // Whether the page's script runs, how many figure components it drew (Streamlit's bidi
-  // components: each holds one plot) and how many of them have drawn their text.
-  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  // How many figure components the page drew (Streamlit's bidi components: each holds one
+  // plot) and how many of them have drawn their text.
   const components = [...document.querySelectorAll('[data-testid^="stBidiComponent"]')];
   return {
-    running: Boolean(status && status.offsetParent !== null),
     components: components.length,
     drawn: components.filter((c) => c.querySelector("div[data-hf-plot] .main-svg text")).length,
   };
@@ -458,7 +463,7 @@ def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
     while time.monotonic() < deadline:
         state = page.evaluate(PAGE_STATE_JS)
         now = (state["components"], state["drawn"])
-        done = not state["running"] and state["drawn"] == state["components"]
+        done = not page.evaluate(SCRIPT_RUNNING_JS) and state["drawn"] == state["components"]
         stable = stable + 1 if done and now == last else 0
         if stable >= 3:
             return state["components"]
