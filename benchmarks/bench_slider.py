@@ -115,10 +115,10 @@ def main() -> None:
     cache = args.cache or Path(tempfile.mkdtemp(prefix="bench-slider-"))
     os.environ["HEADFORMS_CACHE_DIR"] = str(cache)
     from headforms.engine import sweep
-    from headforms.figures import motion
+    from headforms.figures import animated
 
     result = sweep(MODEL)  # what the page shows, computed before it is opened
-    figure = motion.animated_figure(result, args.figure, selected=(MODEL, 3, 2), frame="heads")
+    figure = animated.animated_figure(result, args.figure, selected=(MODEL, 3, 2), frame="heads")
     size = len(figure.to_json())
     print(machine_line(2))
     proc, url = start_server(cache)

@@ -14,7 +14,7 @@ stages) -> :mod:`.engine` (:func:`analyze`) -> :mod:`.analyses` (model-level vie
 from .card import ModelCard
 from .engine import analyze
 from .errors import HeadformsError
-from .results import ModelAnalysis
+from .model_analysis import ModelAnalysis
 from .sources import BUNDLED_MODELS, DEFAULT_MODEL
 
 __version__ = "0.2.0"

@@ -49,7 +49,7 @@ TABLE_COLUMNS = ("layer", "head", "kv_head", *METRIC_COLUMNS, "q_bias_norm", "k_
 
 BASELINE_PREFIX = "rand_"
 """Prefix of the baseline's columns and spectra when they are joined to a model's
-(:meth:`headforms.results.ModelAnalysis.table`, ``.arrays``): the only place they meet."""
+(:meth:`headforms.model_analysis.ModelAnalysis.table`, ``.arrays``): the only place they meet."""
 
 CORE_SPECTRA = ("eig_s", "lobe_pos", "lobe_neg")
 """Spectra every analysis has (the per-head table is computed from them)."""

@@ -2,7 +2,7 @@
 
 Head ``(layer, head)`` of A is matched with head ``(layer, head)`` of B (a base model and its
 fine-tune, two seeds, one model with and without its QK-norm gains folded): a
-:class:`ModelDiff` holds both as a :class:`headforms.paths.HeadPaths` of two points along
+:class:`ModelDiff` holds both as a :class:`headforms.head_paths.HeadPaths` of two points along
 ``model`` (A then B), and :meth:`ModelDiff.table` the head-by-head table: both profiles, their
 differences, the distance moved on the simplex and both parities. Models of different shapes
 are refused in one line naming the shapes that differ.
@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .columns import frame
+from .forms import simplex_distance
+from .head_paths import HeadPaths
 from .options import DEFAULT_OPTIONS, AnalysisOptions
-from .paths import HeadPaths
 from .series import check_same_shapes
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .results import ModelAnalysis
+    from .model_analysis import ModelAnalysis
     from .sources import Policy
     from .streaming import Progress
 
@@ -33,13 +34,6 @@ COMPARED = ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "energy", "pairing")
 """The per-head values a diff table gives for both models and as a difference (B - A)."""
 
 SIDES = ("A", "B")
-
-
-def simplex_distance(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Distance between profiles (rows, the last axis their coordinates) on the simplex as the
-    figures draw it, a regular tetrahedron (or triangle) of unit edges: ``||p - q|| / sqrt(2)``,
-    so one vertex to another is 1."""
-    return np.linalg.norm(np.asarray(second) - np.asarray(first), axis=-1) / np.sqrt(2.0)
 
 
 class ModelDiff(HeadPaths):

@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 from . import streaming, sweeps
 from .architectures import shapes_from_config
 from .errors import HeadformsError, UnavailableDataError
+from .model_analysis import KIND, ModelAnalysis, analysis_from_record, analysis_record
 from .options import DEFAULT_OPTIONS, DEFAULT_ROPE_POSITIONS, AnalysisOptions, SweepOptions
-from .results import KIND, ModelAnalysis, analysis_from_record, analysis_record
 from .sources import TABLE_FORMAT, Located, Policy, locate
 from .store import (
     DamagedFactors,

@@ -398,3 +398,10 @@ def wishart_factor(
     idx = np.arange(dim)
     lower[:, idx, idx] = np.sqrt(rng.chisquare(model_dim - idx, size=(n_heads, dim)))
     return lower
+
+
+def simplex_distance(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Distance between profiles (rows, the last axis their coordinates) on the simplex as the
+    figures draw it, a regular tetrahedron (or triangle) of unit edges: ``||p - q|| / sqrt(2)``,
+    so one vertex to another is 1."""
+    return np.linalg.norm(np.asarray(second) - np.asarray(first), axis=-1) / np.sqrt(2.0)

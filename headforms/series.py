@@ -12,7 +12,7 @@ stopped; the command line runs it as a survey (:mod:`headforms.survey`: resumabl
 memory budget).
 
 All checkpoints must have the same shapes. The result is a :class:`Trajectory`, a
-:class:`headforms.paths.HeadPaths` along ``step``.
+:class:`headforms.head_paths.HeadPaths` along ``step``.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ModelSpecError, OptionError
+from .head_paths import HeadPaths
 from .options import DEFAULT_OPTIONS, AnalysisOptions
-from .paths import HeadPaths
 from .sources import Policy, allow, parse_spec
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .card import ModelCard
-    from .results import ModelAnalysis
+    from .model_analysis import ModelAnalysis
     from .streaming import Progress
 
 MAX_CHECKPOINTS = 256

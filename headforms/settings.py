@@ -149,7 +149,7 @@ class Settings:
 
     @property
     def cache_dir(self) -> Path | None:
-        """``$HEADFORMS_CACHE_DIR`` (None: the default place, :mod:`headforms.store.paths`)."""
+        """``$HEADFORMS_CACHE_DIR`` (None: the default place, :mod:`headforms.store.location`)."""
         raw = self.environ.get(CACHE_DIR_ENV)
         return Path(raw).expanduser() if raw else None
 

@@ -22,11 +22,11 @@ from .columns import TABLE_COLUMNS
 from .errors import OptionError
 from .factors import LayerFactors, ModelFacts
 from .heads import LayerHeads, LayerSweep, layer_heads, layer_sweep
+from .model_analysis import ModelAnalysis
 from .models.extract import TensorIndex, check_declared_shapes, model_facts, read_layer
 from .models.source import ModelSource
 from .options import DEFAULT_OPTIONS, AnalysisOptions, SweepOptions
 from .parallel import ordered_layers
-from .results import ModelAnalysis
 from .sweeps import PositionSweep, check_sweep_size
 
 T = TypeVar("T")

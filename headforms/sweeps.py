@@ -1,8 +1,8 @@
 """A sweep over RoPE positions: every head's row at every relative position d of a range, from
 one pass over the model's layers (:func:`headforms.heads.layer_sweep`), and how it is stored.
 
-A :class:`PositionSweep` is :class:`headforms.paths.HeadPaths` along ``rope_position``: its rows
-at any d are the single-position analysis's table at d (tests check it to 1e-9). The
+A :class:`PositionSweep` is :class:`headforms.head_paths.HeadPaths` along ``rope_position``: its
+rows at any d are the single-position analysis's table at d (tests check it to 1e-9). The
 eigenvalues of S at every position are kept only when asked (``SweepOptions(spectra=True)``):
 positions x heads x 2n values. Both sizes are bounded before any layer is read
 (:func:`check_sweep_size`).
@@ -19,8 +19,8 @@ from .card import ModelCard
 from .columns import TABLE_COLUMNS
 from .errors import OptionError
 from .forms import lobes
+from .head_paths import HeadPaths
 from .options import SweepOptions
-from .paths import HeadPaths
 from .store import Record
 
 KIND = "sweep"

@@ -36,8 +36,8 @@ from .card import ModelCard
 from .columns import METRIC_COLUMNS, TABLE_COLUMNS
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
 from .forms import parity_labels
+from .model_analysis import ModelAnalysis
 from .options import DEFAULT_OPTIONS, AnalysisOptions
-from .results import ModelAnalysis
 from .settings import (
     DEFAULT_MAX_TABLE_BYTES,
     DEFAULT_MAX_TABLE_MODELS,

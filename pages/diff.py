@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms import BUNDLED_MODELS, HeadformsError
-from headforms.analyses import paths
-from headforms.figures import motion as figures
+from headforms.analyses import motion
+from headforms.figures import movement as movement_figures
 from ui import (
     PlotPayload,
     cached,
@@ -64,12 +64,12 @@ selected = (second_name, ctx.layer, ctx.head)
 table = diff.table()
 camera_key = f"diff_camera:{frame}"
 links.bind(links.camera("camera", camera_key))
-movement = paths.movement(diff)
+movement = motion.movement(diff)
 clickable_plot(
     cached(
         "diff_figure",
         (*key, view, ctx.layer, ctx.head, frame),
-        lambda: PlotPayload.of(figures.diff_figure(diff, view, selected, frame)),
+        lambda: PlotPayload.of(movement_figures.diff_figure(diff, view, selected, frame)),
     ),
     key="diff_simplex",
     on_click=select_from_customdata,
@@ -94,7 +94,9 @@ with left:
         cached(
             "diff_distance",
             (*key, ctx.layer, ctx.head),
-            lambda: PlotPayload.of(figures.distance_figure(movement, second_name, selected)),
+            lambda: PlotPayload.of(
+                movement_figures.distance_figure(movement, second_name, selected)
+            ),
         ),
         key="diff_distance",
         on_click=select_from_customdata,
@@ -109,14 +111,14 @@ with right:
             "diff_moved",
             key,
             lambda: PlotPayload.of(
-                figures.moved_most_figure(paths.moved_most(diff, 12), second_name)
+                movement_figures.moved_most_figure(motion.moved_most(diff, 12), second_name)
             ),
         ),
         key="diff_moved_most",
         on_click=select_from_customdata,
         caption="The heads that moved most, farthest on top, their parity types in A → B on "
         "each bar; click a bar to open the head in B.",
-        data=paths.moved_most(diff, 12),
+        data=motion.moved_most(diff, 12),
         filename=f"diff_moved_most_{first_name}_{second_name}",
     )
 

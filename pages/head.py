@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms import HeadformsError
-from headforms.analyses import paths
+from headforms.analyses import motion
+from headforms.figures import curves as curve_figures
 from headforms.figures import head as figures
-from headforms.figures import motion as motion_figures
 from ui import (
     cached,
     guard,
@@ -178,18 +178,18 @@ if card.rotary:
             "(one computation for every head)."
         )
     else:
-        curves = paths.head_curves(sweep, ctx.layer, ctx.head)
+        curves = motion.head_curves(sweep, ctx.layer, ctx.head)
         show_figure(
             cached(
                 "head_curves",
                 (ctx.spec, options, ctx.layer, ctx.head),
-                lambda: motion_figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
+                lambda: curve_figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
             ),
             f"{ctx.label}: its profile (a, b, c, d) and parity type at each RoPE position d.",
             data=curves,
             filename=f"{ctx.spec}_L{ctx.layer}H{ctx.head}_over_d",
         )
-        changes = paths.parity_changes(sweep)
+        changes = motion.parity_changes(sweep)
         own = changes[(changes["layer"] == ctx.layer) & (changes["head"] == ctx.head)]
         st.caption(
             f"Parity changes at d = {', '.join(str(d) for d in own['rope_position'])}."

@@ -7,8 +7,9 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms import HeadformsError
-from headforms.analyses import paths
-from headforms.figures import motion as figures
+from headforms.analyses import motion
+from headforms.figures import animated
+from headforms.figures import curves as curve_figures
 from ui import (
     PlotPayload,
     cached,
@@ -82,7 +83,7 @@ figure = cached(
     "motion_sweep",
     key,
     lambda: PlotPayload.of(
-        figures.animated_figure(
+        animated.animated_figure(
             sweep, view, ctx.color_by, ctx.selected, frame, start, every_path=every
         )
     ),
@@ -103,15 +104,15 @@ clickable_plot(
     camera_key=camera_key if view == "simplex" else None,
 )
 
-curves = paths.head_curves(sweep, ctx.layer, ctx.head)
-changes = paths.parity_changes(sweep)
+curves = motion.head_curves(sweep, ctx.layer, ctx.head)
+changes = motion.parity_changes(sweep)
 left, right = st.columns([3, 2])
 with left:
     show_figure(
         cached(
             "motion_curves",
             (ctx.spec, options, ctx.layer, ctx.head),
-            lambda: figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
+            lambda: curve_figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
         ),
         f"{ctx.label}: its profile (a, b, c, d) and parity type at each RoPE position d.",
         data=curves,
@@ -127,7 +128,7 @@ with right:
         st.dataframe(own.drop(columns=["layer", "head"]), hide_index=True, height=260)
 
 st.subheader("Where heads change parity")
-by_head = paths.changes_by_head(sweep)
+by_head = motion.changes_by_head(sweep)
 st.caption(
     f"{len(by_head)} of {card.total_heads} heads change parity type somewhere in d = "
     f"{positions[0]}…{positions[-1]} (the positions after each change; a row opens its head)."

@@ -7,8 +7,10 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms import HeadformsError
-from headforms.analyses import paths
-from headforms.figures import motion as figures
+from headforms.analyses import motion
+from headforms.figures import animated
+from headforms.figures import curves as curve_figures
+from headforms.figures import movement as movement_figures
 from ui import (
     PlotPayload,
     cached,
@@ -91,7 +93,7 @@ figure = cached(
     "motion_series",
     (*key, frame, every, base_heads is not None),
     lambda: PlotPayload.of(
-        figures.animated_figure(
+        animated.animated_figure(
             series,
             view,
             ctx.color_by,
@@ -120,26 +122,28 @@ clickable_plot(
     camera_key=camera_key if view == "simplex" else None,
 )
 
-curves = paths.head_curves(series, layer, head)
+curves = motion.head_curves(series, layer, head)
 left, right = st.columns([3, 2])
 with left:
     show_figure(
         cached(
             "series_curves",
             (*key[:2], layer, head),
-            lambda: figures.curves_figure(curves, series.axis, head_label(layer, head), card.name),
+            lambda: curve_figures.curves_figure(
+                curves, series.axis, head_label(layer, head), card.name
+            ),
         ),
         f"{head_label(layer, head)}: its profile (a, b, c, d) and parity type at each checkpoint.",
         data=curves,
         filename=f"training_run_L{layer}H{head}",
     )
 with right:
-    moved = paths.moved_most(series, 10)
+    moved = motion.moved_most(series, 10)
     clickable_plot(
         cached(
             "series_moved",
             key[:2],
-            lambda: PlotPayload.of(figures.moved_most_figure(moved, last, series.axis)),
+            lambda: PlotPayload.of(movement_figures.moved_most_figure(moved, last, series.axis)),
         ),
         key="series_moved_most",
         on_click=select_from_customdata,
@@ -150,7 +154,7 @@ with right:
     )
 
 st.subheader("Steps at which heads change parity")
-by_head = paths.changes_by_head(series)
+by_head = motion.changes_by_head(series)
 st.caption(
     f"{len(by_head)} of {card.total_heads} heads change parity type between checkpoints (the "
     "steps after each change; a row opens its head in the last checkpoint)."

@@ -147,7 +147,7 @@ def test_lower_stages_never_import_the_engine_nor_hosted_mode() -> None:
     apply a policy handed in and never import hosted mode's (headforms.hosted)."""
     graph = import_graph()
     engine = f"{ROOT}.engine"
-    for name in ("results", "tables", "baseline", "heads", "card", "columns", "streaming"):
+    for name in ("model_analysis", "tables", "baseline", "heads", "card", "columns", "streaming"):
         assert engine not in graph[f"{ROOT}.{name}"], name
     hosted = f"{ROOT}.hosted"
     for name, targets in graph.items():

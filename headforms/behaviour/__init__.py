@@ -27,8 +27,8 @@ _LAZY = {
     "attention": "run",
     "head_type_scores": "run",
     "locate_runnable": "run",
-    "AttentionPattern": "results",
-    "HeadTypeScores": "results",
+    "AttentionPattern": "outputs",
+    "HeadTypeScores": "outputs",
     "SCORE_COLUMNS": "scores",
 }
 """Imported from their modules when first used: the command line builds its parser from the

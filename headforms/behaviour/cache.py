@@ -22,7 +22,7 @@ import numpy as np
 from ..store import Record, ResultStore, cache_dir, cache_key, code_version, write_atomic
 
 if TYPE_CHECKING:
-    from .results import AttentionPattern, HeadTypeScores
+    from .outputs import AttentionPattern, HeadTypeScores
     from .tokens import TextTokenizer
 
 LIBRARIES = ("torch", "transformers", "tokenizers", "gguf", "accelerate")
@@ -61,7 +61,7 @@ def scores_key(fingerprint: str, probe_length: int, seed: int) -> str:
 
 def get_pattern(store: ResultStore, key: str) -> AttentionPattern | None:
     """The stored pattern under ``key``, or None."""
-    from .results import AttentionPattern
+    from .outputs import AttentionPattern
 
     record = store.get(key, PATTERN_KIND)
     if record is None:
@@ -101,7 +101,7 @@ def put_pattern(store: ResultStore, key: str, pattern: AttentionPattern) -> None
 
 def get_scores(store: ResultStore, key: str) -> HeadTypeScores | None:
     """The stored head-type scores under ``key``, or None."""
-    from .results import HeadTypeScores
+    from .outputs import HeadTypeScores
     from .scores import SCORE_COLUMNS
 
     record = store.get(key, SCORES_KIND)

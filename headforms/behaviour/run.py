@@ -17,8 +17,8 @@ from ..sources import TABLE_FORMAT, Located, Policy, Spec, locate, parse_spec
 from ..store import ResultStore, key_lock
 from . import cache, forward
 from .limits import DEFAULT_PROBE_LENGTH, DEFAULT_PROMPT, DEFAULT_SEED, check_probe, check_prompt
+from .outputs import AttentionPattern, HeadTypeScores, score_columns
 from .probe import repeated_tokens
-from .results import AttentionPattern, HeadTypeScores, score_columns
 from .runnable import check_confined, fingerprint, runnable
 from .scores import first_token, previous_token
 from .scores import head_type_scores as probe_scores

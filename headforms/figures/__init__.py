@@ -7,5 +7,8 @@ the triangle and Theta), :mod:`.camera` (the 3D views of the tetrahedron), :mod:
 head's spectra and profile), :mod:`.heatmaps` (layer x head grids, Figures 13, 14),
 :mod:`.parity` (Table 2, Figure 12), :mod:`.spectra` (Figures 3-5), :mod:`.fits` (Figure 6,
 Observations 3 and 6), :mod:`.theorem5` (Figure 10), :mod:`.distributions` (Figure 11),
-:mod:`.observations` (the observations without a numbered figure), :mod:`.export` (CSV tables).
+:mod:`.observations` (the observations without a numbered figure), :mod:`.export` (CSV tables);
+heads in motion: :mod:`.animated` (every head along a path, with a slider), :mod:`.curves` (one
+head along a path), :mod:`.movement` (arrows from model A to B, distances, the heads that moved
+most).
 """

@@ -87,7 +87,7 @@ def _check_color_by(color_by: str) -> None:
 
 def hover_text(heads: pd.DataFrame, model: str, columns: Sequence[str]) -> list[str]:
     """Hover text per head: model, layer, head, profile, energy, pairing, parity (also what
-    :mod:`headforms.figures.motion` shows at each point of a path)."""
+    :mod:`headforms.figures.animated` shows at each point of a path)."""
     names = ", ".join(columns)
     profiles = heads[list(columns)].to_numpy(dtype=float)
     return [
@@ -155,7 +155,7 @@ def head_traces(
     model (:data:`PARITY_SYMBOLS`, :data:`PARITY_SYMBOLS_3D`); the first model is coloured by
     ``color_by``, every other model (an overlay) in its own colour. One size per trace: every
     head is drawn at the same legible size (the selected one gets a ring of its own). Also the
-    traces of each frame of :mod:`headforms.figures.motion`'s animated views."""
+    traces of each frame of :mod:`headforms.figures.animated`'s animated views."""
     traces = []
     symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
     for index, (model, heads) in enumerate(models.items()):

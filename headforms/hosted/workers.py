@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from ..architectures import Shapes
     from ..baseline import Baseline
     from ..behaviour import AttentionPattern, HeadTypeScores
+    from ..model_analysis import ModelAnalysis
     from ..options import AnalysisOptions, SweepOptions
-    from ..results import ModelAnalysis
     from ..sources import Located, Spec
     from ..sweeps import PositionSweep
 

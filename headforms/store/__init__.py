@@ -17,9 +17,9 @@ honest.
 from .factors import DamagedFactors, FactorStore, StoredFactors
 from .files import write_atomic
 from .keys import cache_key, code_version, factors_key, metrics_key
+from .location import cache_dir
 from .locks import key_lock
-from .paths import cache_dir
-from .results import Record, ResultStore
+from .records import Record, ResultStore
 
 __all__ = [
     "DamagedFactors",

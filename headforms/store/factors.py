@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..factors import LAYER_ARRAYS, LayerFactors, ModelFacts
-from .paths import cache_dir
+from .location import cache_dir
 
 FORMAT = "headforms.factors"
 FORMAT_VERSION = 1

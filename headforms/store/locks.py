@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from filelock import FileLock
 
-from .paths import cache_dir
+from .location import cache_dir
 
 
 @contextmanager

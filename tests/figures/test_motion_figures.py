@@ -1,8 +1,9 @@
-"""The figures of heads in motion (headforms.figures.motion), without a browser: each frame of
-an animated simplex holds every head where its profile is at that point (and only in the trace
-of its parity type there), the slider's steps name the frames, clicks keep naming heads, the
-selected head's path is its profile along the path (from its baseline), the diff's arrows join
-A to B, and the curves, distances and the heads that moved most draw the library's numbers."""
+"""The figures of heads in motion (headforms.figures.animated, curves, movement), without a
+browser: each frame of an animated simplex holds every head where its profile is at that point
+(and only in the trace of its parity type there), the slider's steps name the frames, clicks keep
+naming heads, the selected head's path is its profile along the path (from its baseline), the
+diff's arrows join A to B, and the curves, distances and the heads that moved most draw the
+library's numbers."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import numpy as np
 import pytest
 
 from headforms import analyze
-from headforms.analyses.paths import head_curves, moved_most, movement
+from headforms.analyses.motion import head_curves, moved_most, movement
 from headforms.diff import ModelDiff
 from headforms.engine import sweep
-from headforms.figures import motion
+from headforms.figures import animated
+from headforms.figures import curves as curve_figures
+from headforms.figures import movement as movement_figures
 from headforms.figures.geometry import SIMPLEX_VERTICES, TRIANGLE_VERTICES, barycentric_points
 from headforms.forms import PARITY_LABELS
 
@@ -39,7 +42,7 @@ def heads_traces(data: list[dict]) -> list[dict]:
     ],
 )
 def test_every_frame_draws_every_head_at_its_profile_there(positions, view, columns, vertices):
-    fig = json.loads(motion.animated_figure(positions, view, selected=(MODEL, 3, 2)).to_json())
+    fig = json.loads(animated.animated_figure(positions, view, selected=(MODEL, 3, 2)).to_json())
     frames = fig["frames"]
     assert [f["name"] for f in frames] == [str(d) for d in positions.positions]
     steps = fig["layout"]["sliders"][0]["steps"]
@@ -49,7 +52,7 @@ def test_every_frame_draws_every_head_at_its_profile_there(positions, view, colu
     customdata = [t["customdata"] for t in base]
     for trace in customdata:  # every trace names every head, in table order
         assert [(c[1], c[2]) for c in trace] == [(l, h) for l in range(30) for h in range(9)]
-    figure = motion.animated_figure(positions, view, selected=(MODEL, 3, 2))
+    figure = animated.animated_figure(positions, view, selected=(MODEL, 3, 2))
     index = [i for i, t in enumerate(figure.data) if (t.meta or {}).get("role") == "heads"]
     for point, frame in enumerate(figure.frames):
         heads = positions.heads_at(point)
@@ -71,7 +74,7 @@ def test_every_frame_draws_every_head_at_its_profile_there(positions, view, colu
 
 
 def test_the_selected_head_is_ringed_at_each_point_and_its_path_drawn(positions):
-    figure = motion.animated_figure(positions, selected=(MODEL, 3, 2))
+    figure = animated.animated_figure(positions, selected=(MODEL, 3, 2))
     ring = next(i for i, t in enumerate(figure.data) if (t.meta or {}).get("role") == "selected")
     path = next(t for t in figure.data if (t.meta or {}).get("role") == "path")
     curve = positions.path(3, 2)
@@ -92,7 +95,7 @@ def test_a_series_path_starts_at_the_gaussian_baseline(tmp_path):
     run = tm.train_run("llama", tmp_path / "run", steps=(0, 2))
     series = trajectory(str(tmp_path / "run"))
     baseline = analyze(str(run[-1])).baseline.heads
-    figure = motion.animated_figure(series, selected=("any", 1, 3), baseline=baseline)
+    figure = animated.animated_figure(series, selected=("any", 1, 3), baseline=baseline)
     path = next(t for t in figure.data if (t.meta or {}).get("role") == "path")
     rows = [baseline.iloc[7], *(series.heads_at(i).iloc[7] for i in range(2))]
     want = barycentric_points(np.array([[r[c] for c in "abcd"] for r in rows], dtype=float))
@@ -101,13 +104,13 @@ def test_a_series_path_starts_at_the_gaussian_baseline(tmp_path):
     for point, frame in enumerate(figure.frames):  # clicks open each checkpoint's own head
         parts = dict(zip(frame.traces, frame.data, strict=True))
         assert {c[0] for c in parts[heads[0]].customdata} == {str(run[point])}
-    every = motion.animated_figure(series, baseline=baseline, every_path=True)
+    every = animated.animated_figure(series, baseline=baseline, every_path=True)
     lines = next(t for t in every.data if (t.meta or {}).get("role") == "paths")
     assert len(lines.x) == series.card.total_heads * (1 + series.n_points + 1)  # + breaks
 
 
 def test_a_continuous_colouring_follows_the_values_at_each_point(positions):
-    figure = motion.animated_figure(positions, color_by="energy")
+    figure = animated.animated_figure(positions, color_by="energy")
     heads = [i for i, t in enumerate(figure.data) if (t.meta or {}).get("role") == "heads"]
     last = dict(zip(figure.frames[-1].traces, figure.frames[-1].data, strict=True))
     energy = positions.heads_at(positions.n_points - 1)["energy"].to_numpy(float)
@@ -117,15 +120,15 @@ def test_a_continuous_colouring_follows_the_values_at_each_point(positions):
 
 def test_bad_arguments_are_refused(positions):
     with pytest.raises(ValueError, match="view must be one of"):
-        motion.animated_figure(positions, "cube")
+        animated.animated_figure(positions, "cube")
     with pytest.raises(ValueError, match="start must be a point"):
-        motion.animated_figure(positions, start=99)
+        animated.animated_figure(positions, start=99)
 
 
 def test_curves_draw_the_heads_profile_and_parity():
     result = sweep(MODEL, "0:16:4")
     curves = head_curves(result, 3, 2)
-    fig = motion.curves_figure(curves, "rope_position", "Layer 3 · Head 2", MODEL)
+    fig = curve_figures.curves_figure(curves, "rope_position", "Layer 3 · Head 2", MODEL)
     lines = {t.name: t for t in fig.data if t.mode and "lines" in t.mode}
     for name in "abcd":
         np.testing.assert_array_equal(lines[name].y, curves[name].to_numpy(float))
@@ -138,7 +141,7 @@ def test_curves_draw_the_heads_profile_and_parity():
 def test_diff_arrows_join_each_head_of_a_to_the_same_head_of_b():
     a, b = analyze(MODEL), analyze(MODEL, rope_position=40)
     result = ModelDiff(a, b)
-    fig = motion.diff_figure(result, "triangle", selected=(MODEL, 2, 1))
+    fig = movement_figures.diff_figure(result, "triangle", selected=(MODEL, 2, 1))
     arrows = [x for x in fig.layout.annotations if x.name == "arrow"]
     start = barycentric_points(
         a.heads[["b_sym", "c_sym", "d_sym"]].to_numpy(float), TRIANGLE_VERTICES
@@ -152,7 +155,7 @@ def test_diff_arrows_join_each_head_of_a_to_the_same_head_of_b():
     assert tails == {(round(s[0], 9), round(s[1], 9)) for s in start[moved]}
     heads = [t for t in fig.data if (t.meta or {}).get("role") == "heads"]
     assert {c[0] for t in heads for c in t.customdata} == {MODEL}  # B's heads open B
-    three_d = motion.diff_figure(result, "simplex")
+    three_d = movement_figures.diff_figure(result, "simplex")
     line = next(t for t in three_d.data if (t.meta or {}).get("role") == "arrows")
     first = barycentric_points(a.heads[list("abcd")].to_numpy(float))
     np.testing.assert_allclose([line.x[0], line.y[0], line.z[0]], first[0], atol=1e-12)
@@ -161,12 +164,12 @@ def test_diff_arrows_join_each_head_of_a_to_the_same_head_of_b():
 def test_distances_and_the_heads_that_moved_most():
     result = ModelDiff(analyze(MODEL), analyze(MODEL, rope_position=40))
     table = movement(result)
-    grid = motion.distance_figure(table, MODEL)
+    grid = movement_figures.distance_figure(table, MODEL)
     cells = next(t for t in grid.data if (t.meta or {}).get("role") == "cells")
     np.testing.assert_array_equal(cells.marker.color, table["distance"].to_numpy(float))
     assert grid.layout.coloraxis.cmin == 0.0
     top = moved_most(result, 5)
-    bars = motion.moved_most_figure(top, MODEL).data[0]
+    bars = movement_figures.moved_most_figure(top, MODEL).data[0]
     np.testing.assert_array_equal(bars.x, top["distance"].to_numpy(float))
     assert [list(c) for c in bars.customdata] == [
         [MODEL, int(l), int(h)] for l, h in zip(top["layer"], top["head"], strict=True)

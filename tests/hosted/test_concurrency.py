@@ -34,8 +34,8 @@ from counting import COUNTING, count_computations
 from servers import free_port, serving
 
 from headforms import DEFAULT_MODEL, ModelAnalysis, engine
+from headforms.model_analysis import analysis_from_record
 from headforms.options import AnalysisOptions
-from headforms.results import analysis_from_record
 from headforms.store import ResultStore, metrics_key
 
 REPO = Path(__file__).resolve().parents[2]

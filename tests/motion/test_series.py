@@ -20,11 +20,12 @@ import tiny_models as tm
 from fake_hub import FakeHub, checkpoint_files
 
 from headforms import analyze
-from headforms.analyses.paths import changes_by_head, movement, parity_changes
+from headforms.analyses.motion import changes_by_head, movement, parity_changes
 from headforms.cli import main
 from headforms.columns import METRIC_COLUMNS
-from headforms.diff import COMPARED, ModelDiff, diff, simplex_distance
+from headforms.diff import COMPARED, ModelDiff, diff
 from headforms.errors import ModelSpecError, OptionError
+from headforms.forms import simplex_distance
 from headforms.options import AnalysisOptions
 from headforms.series import MAX_CHECKPOINTS, checkpoint_step, open_series, trajectory
 

@@ -31,7 +31,7 @@ from headforms.readers import read_safetensors_header
 from headforms.sources import locate
 from headforms.store import Record, ResultStore, code_version, factors_key, metrics_key
 from headforms.store import keys as store_keys
-from headforms.store import results as store_results
+from headforms.store import records as store_results
 
 
 @pytest.fixture(scope="module")
@@ -270,7 +270,7 @@ def test_concurrent_analyses_of_one_key_compute_once(
     [
         ("forms.py", {"forms"}),
         ("heads.py", {"forms"}),
-        ("results.py", {"forms"}),
+        ("model_analysis.py", {"forms"}),
         ("card.py", {"forms"}),
         ("architectures.py", {"extraction"}),
         ("models/extract.py", {"extraction"}),

@@ -300,7 +300,7 @@ def test_a_model_loads_on_one_shared_job_that_reports_progress(
 ) -> None:
     """One job for two sessions, with progress; the Gaussian baseline is not part of it (the
     first view needs the heads only; a view that draws the baseline asks for it)."""
-    from headforms import results
+    from headforms import model_analysis as results
 
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("the baseline was computed while the model loaded")

@@ -12,7 +12,7 @@ import pytest
 import tiny_models as tm
 from page_runner import assert_clean, run_app
 
-from headforms.analyses.paths import changes_by_head, parity_changes
+from headforms.analyses.motion import changes_by_head, parity_changes
 from headforms.diff import diff
 from headforms.engine import sweep
 from headforms.series import trajectory

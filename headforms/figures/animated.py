@@ -1,6 +1,5 @@
-"""Heads in motion: the simplex and the triangle with every head at each point of a path
-(:class:`headforms.paths.HeadPaths`: RoPE positions, training steps, two models), one head's
-curves along the path, arrows from one model to another, and the distance each head moved.
+"""Heads in motion, animated: the simplex and the triangle with every head at each point of a
+path (:class:`headforms.head_paths.HeadPaths`: RoPE positions, training steps, two models).
 
 The animated views are :func:`headforms.figures.simplex.simplex_figure` and
 :func:`~headforms.figures.simplex.triangle_figure` at the first point, plus one Plotly frame per
@@ -18,25 +17,18 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from ..forms import PARITY_LABELS, PARITY_TYPE_II_TEXT
-from ..paths import HeadPaths
+from ..forms import PARITY_LABELS
+from ..head_paths import HeadPaths
 from .geometry import SIMPLEX_VERTICES, TRIANGLE_VERTICES, barycentric_points
-from .heatmaps import HeatmapPanel, heatmap_panels_figure
-from .simplex import head_traces, hover_text, simplex_figure, triangle_figure
+from .simplex import head_traces, simplex_figure, triangle_figure
 from .style import (
     BASELINE_COLOR,
-    PARITY_COLORS,
     PARITY_NAMES,
-    SELECTED_COLOR,
-    TEMPLATE,
-    UIREVISION,
     FigureInputError,
     Selected,
     head_customdata,
     head_name,
-    model_color,
     selected_marker,
 )
 
@@ -72,7 +64,8 @@ def point_models(paths: HeadPaths) -> list[str]:
     return [paths.card.spec] * paths.n_points
 
 
-def _check(paths: HeadPaths, view: str, start: int) -> None:
+def check_path_view(paths: HeadPaths, view: str, start: int) -> None:
+    """A one-line FigureInputError unless ``view`` is a path view and ``start`` a point of it."""
     if view not in VIEWS:
         raise FigureInputError(f"view must be one of {tuple(VIEWS)}, got {view!r}")
     if not 0 <= start < paths.n_points:
@@ -270,7 +263,7 @@ def animated_figure(
     that path, and every path of ``every_path``, at the head's Gaussian counterpart.
     ``color_by`` and ``frame`` as for :func:`~headforms.figures.simplex.simplex_figure` (the
     framing follows the heads at ``start``)."""
-    _check(paths, view, start)
+    check_path_view(paths, view, start)
     columns, vertices = VIEWS[view]
     three_d = view == "simplex"
     models = point_models(paths)
@@ -461,264 +454,3 @@ def _path_title(paths: HeadPaths, view: str) -> str:
         "model": "",
     }.get(paths.axis, "")
     return f"{what}: {name}<br><sup>{along}</sup>" if along else f"{what}: {name}"
-
-
-# ---------------------------------------------------------------------------------------------
-# One head along the path
-
-
-def curves_figure(curves: pd.DataFrame, axis: str, head: str, model: str) -> go.Figure:
-    """One head's profile (a, b, c, d) against the axis (above) and its parity there (below:
-    one row per type, the head's type marked at each point, with the Type II band's rule), from
-    :func:`headforms.analyses.paths.head_curves`."""
-    if axis not in curves.columns:
-        raise FigureInputError(f"the curves have no column {axis!r}")
-    x = curves[axis].to_numpy()
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        row_heights=[0.72, 0.28],
-        vertical_spacing=0.06,
-    )
-    for name in ("a", "b", "c", "d"):
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=curves[name].to_numpy(float),
-                mode="lines+markers" if len(x) <= 40 else "lines",
-                marker={"size": 5},
-                line={"width": 2, "color": PROFILE_COLORS[name]},
-                name=name,
-                hovertemplate=f"{AXIS_NAMES.get(axis, axis)} %{{x}}: {name} = %{{y:.4f}}"
-                "<extra></extra>",
-            ),
-            row=1,
-            col=1,
-        )
-    parity = curves["parity"].to_numpy()
-    for label in PARITY_LABELS:
-        at = parity == label
-        fig.add_trace(
-            go.Scatter(
-                x=x[at],
-                y=[PARITY_NAMES[label]] * int(at.sum()),
-                mode="markers",
-                marker={"symbol": "square", "size": 8, "color": PARITY_COLORS[label]},
-                name=PARITY_NAMES[label],
-                showlegend=False,
-                hovertemplate=f"{AXIS_NAMES.get(axis, axis)} %{{x}}: {PARITY_NAMES[label]}"
-                "<extra></extra>",
-            ),
-            row=2,
-            col=1,
-        )
-    names = [AXIS_NAMES.get(axis, axis)]
-    label = {"rope_position": "RoPE relative position d", "step": "training step"}.get(axis, axis)
-    fig.update_yaxes(title={"text": "share of ‖L‖²"}, range=[0, 1], row=1, col=1)
-    fig.update_yaxes(
-        categoryorder="array",
-        categoryarray=[PARITY_NAMES[p] for p in reversed(PARITY_LABELS)],
-        title={"text": "parity"},
-        row=2,
-        col=1,
-    )
-    fig.update_xaxes(title={"text": label}, row=2, col=1)
-    fig.update_layout(
-        template=TEMPLATE,
-        title={
-            "text": f"{head} of {model}: profile and parity against {names[0]}<br><sup>parity: "
-            f"Type II if c_S + d_S ≤ {PARITY_TYPE_II_TEXT}, else I+ if c_S > d_S, else I−</sup>"
-        },
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
-        height=460,
-        margin={"l": 60, "r": 20},
-        uirevision=UIREVISION,
-    )
-    return fig
-
-
-PROFILE_COLORS = {"a": "#7f7f7f", "b": "#009E73", "c": "#E69F00", "d": "#0072B2"}
-"""Curve colours of the profile's shares: a grey, b, c, d in the colours of the parity types
-they make (b: Type II's, c: I+'s, d: I−'s)."""
-
-
-# ---------------------------------------------------------------------------------------------
-# One model against another
-
-
-ARROW_SHAFT = 0.82
-"""Share of the way from A to B that an arrow's line covers in 3D (B's marker is its head)."""
-
-
-def diff_figure(
-    paths: HeadPaths,
-    view: str = "simplex",
-    selected: Selected = None,
-    frame: str = "heads",
-) -> go.Figure:
-    """Arrows from model A to model B (``paths`` of a :class:`headforms.diff.ModelDiff`), head by
-    head: B's heads as the simplex draws them (clickable: they open B's head), A's as small grey
-    dots, a line from each A to its B (on the triangle an arrow); the selected head's arrow in
-    black. ``frame`` as for the simplex (zoomed to the heads by default: most move little)."""
-    if paths.n_points != 2:
-        raise FigureInputError("a diff figure needs two models (A and B)")
-    _check(paths, view, 0)
-    columns, vertices = VIEWS[view]
-    three_d = view == "simplex"
-    first, second = (str(value) for value in paths.values)
-    ends = [paths.heads_at(0), paths.heads_at(1)]
-    if three_d:
-        fig = simplex_figure(
-            {second: ends[1]}, "parity", selected and (second, *selected[1:]), frame
-        )
-    else:
-        fig = triangle_figure({second: ends[1]}, "parity", selected and (second, *selected[1:]))
-    start = barycentric_points(ends[0][list(columns)].to_numpy(float), vertices)
-    end = barycentric_points(ends[1][list(columns)].to_numpy(float), vertices)
-    trace = go.Scatter3d if three_d else go.Scatter
-    # each line stops short of B's marker: a click there picks the marker, not the line
-    short = start + (ARROW_SHAFT if three_d else 1.0) * (end - start)
-    segments = np.stack([start, short, np.full_like(start, np.nan)], axis=1)
-    segments = segments.reshape(-1, start.shape[1])
-    fig.add_trace(
-        trace(
-            **dict(zip("xyz" if three_d else "xy", segments.T, strict=True)),
-            mode="lines",
-            line={"color": model_color(0), "width": 2 if three_d else 1.2},
-            hoverinfo="skip",
-            name=f"A → B ({first} → {second})",
-            meta={"role": "arrows"},
-        )
-    )
-    fig.add_trace(
-        trace(
-            **dict(zip("xyz" if three_d else "xy", start.T, strict=True)),
-            mode="markers",
-            marker={"size": 2.5 if three_d else 4, "color": BASELINE_COLOR},
-            text=hover_text(ends[0], first, columns),
-            hovertemplate="%{text}<extra>A</extra>",
-            name=f"A: {first}",
-            meta={"role": "start", "model": first},
-        )
-    )
-    if not three_d:
-        for a, b in zip(start, end, strict=True):
-            if np.isfinite(a).all() and np.isfinite(b).all() and np.linalg.norm(b - a) > 1e-3:
-                fig.add_annotation(
-                    x=b[0],
-                    y=b[1],
-                    ax=a[0],
-                    ay=a[1],
-                    xref="x",
-                    yref="y",
-                    axref="x",
-                    ayref="y",
-                    showarrow=True,
-                    arrowhead=2,
-                    arrowsize=1,
-                    arrowwidth=1,
-                    arrowcolor=model_color(0),
-                    text="",
-                    name="arrow",
-                )
-    if selected is not None:
-        index = paths.card.n_heads * int(selected[1]) + int(selected[2])
-        if 0 <= index < len(start) and np.isfinite(start[index]).all():
-            pair = np.stack([start[index], end[index]])
-            fig.add_trace(
-                trace(
-                    **dict(zip("xyz" if three_d else "xy", pair.T, strict=True)),
-                    mode="lines",
-                    line={"color": SELECTED_COLOR, "width": 5 if three_d else 2.5},
-                    hoverinfo="skip",
-                    showlegend=False,
-                    name="selected arrow",
-                    meta={"role": "selected"},
-                )
-            )
-    what = "Profiles on the simplex Δ₃" if three_d else "Symmetric profiles on Δ"
-    fig.update_layout(
-        title={"text": f"{what}: from A to B<br><sup>A: {first} · B: {second}</sup>"},
-        # below: long model names in a legend at the right would squeeze the plot
-        legend={"orientation": "h", "x": 0.0, "xanchor": "left", "y": -0.02, "yanchor": "top"},
-        margin={"b": 110},
-    )
-    return fig
-
-
-def distance_figure(movement: pd.DataFrame, model: str, selected: Selected = None) -> go.Figure:
-    """The distance each head moved on the simplex (:func:`headforms.analyses.paths.movement`)
-    as a layer x head grid (clickable: a cell opens that head of ``model``), white at 0."""
-    heads = movement[["layer", "head"]].reset_index(drop=True)
-    values = movement["distance"].to_numpy(float)
-    top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
-    panel = HeatmapPanel("moved", "distance moved", model, heads, values)
-    return heatmap_panels_figure(
-        [panel],
-        "distance",
-        f"Distance each head moved on the simplex (unit edges): {model}",
-        selected,
-        color_range=(0.0, max(top, 1e-12)),
-        colorscale=SEQUENTIAL_SCALE,
-    )
-
-
-SEQUENTIAL_SCALE: list[list] = [
-    [0.0, "#ffffff"],
-    [0.15, "#a5db36"],
-    [0.4, "#35b779"],
-    [0.65, "#26828e"],
-    [0.85, "#3e4989"],
-    [1.0, "#440154"],
-]
-"""White where a head did not move, darker the farther it moved (viridis from its light end)."""
-
-
-def moved_most_figure(moved: pd.DataFrame, model: str, axis: str = "model") -> go.Figure:
-    """The heads that moved farthest (:func:`headforms.analyses.paths.moved_most`) as bars,
-    farthest on top, coloured by their parity at the end (clickable: a bar opens the head of
-    ``model``); the parity at the start and at the end in the hover."""
-    rows = moved.reset_index(drop=True)
-    names = [
-        head_name(layer, head) for layer, head in zip(rows["layer"], rows["head"], strict=True)
-    ]
-    colors = [PARITY_COLORS.get(p, BASELINE_COLOR) for p in rows["parity_last"]]
-    fig = go.Figure(
-        go.Bar(
-            x=rows["distance"].to_numpy(float),
-            y=names,
-            orientation="h",
-            marker={"color": colors},
-            customdata=head_customdata(rows, model),
-            text=[
-                f"{first} → {last}"
-                for first, last in zip(rows["parity_first"], rows["parity_last"], strict=True)
-            ],
-            # beside the bar at full size (plotly.js would shrink it to fit a short bar)
-            textposition="outside",
-            textfont={"size": 11},
-            constraintext="none",
-            cliponaxis=False,
-            hovertemplate="%{y}: moved %{x:.4f}<br>parity %{text}<extra></extra>",
-            name="distance",
-            meta={"role": "heads"},
-        )
-    )
-    fig.update_layout(
-        template=TEMPLATE,
-        title={"text": f"The heads that moved most ({AXIS_NAMES.get(axis, axis)}): {model}"},
-        xaxis={
-            "title": {"text": "distance moved on the simplex (unit edges)"},
-            # room beside the longest bar for its "I+ → II"
-            "range": [0.0, 1.3 * max(float(rows["distance"].max(skipna=True)), 1e-12)]
-            if rows["distance"].notna().any()
-            else None,
-        },
-        yaxis={"autorange": "reversed", "type": "category"},
-        height=max(300, 26 * len(rows) + 140),
-        margin={"l": 90},
-        showlegend=False,
-        uirevision=UIREVISION,
-    )
-    return fig

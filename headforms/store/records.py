@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .paths import cache_dir
+from .location import cache_dir
 
 FORMAT = "headforms.result"
 FORMAT_VERSION = 1

@@ -1,4 +1,4 @@
-"""Heads in motion: what a path of heads (:class:`headforms.paths.HeadPaths`: a sweep over RoPE
+"""Heads in motion: what a path of heads (:class:`headforms.head_paths.HeadPaths`: a sweep over RoPE
 positions, a training run's checkpoints, one model against another) says about each head.
 
 - :func:`parity_changes`: every place along the axis where a head's parity type changes (the
@@ -11,7 +11,7 @@ positions, a training run's checkpoints, one model against another) says about e
   the axis (what the per-head curves draw).
 
 Distances are on the simplex as the figures draw it (unit edges: vertex to vertex is 1,
-:func:`headforms.diff.simplex_distance`).
+:func:`headforms.forms.simplex_distance`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..diff import simplex_distance
-from ..paths import HeadPaths
+from ..forms import simplex_distance
+from ..head_paths import HeadPaths
 
 PROFILE = ("a", "b", "c", "d")
 CURVE_COLUMNS = ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "energy", "pairing", "parity")

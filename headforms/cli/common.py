@@ -1,0 +1,283 @@
+"""What the commands share: the flags every command spells the same way (parent parsers), output
+paths and table files, the progress bar, plain text tables, the policy a command is held to."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import OptionError
+
+TABLE_FORMATS = (".csv", ".json", ".parquet")
+"""What ``--out`` of a per-head table accepts."""
+
+SURVEY_EXIT_FAILED = 1
+"""Exit status of a run of many models in which some model failed (bad arguments: 2)."""
+
+SHOWN_POINTS = 9
+"""Points of a sweep or a series summarised on stdout (evenly spread; ``--out`` has them all)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared flags, as parent parsers (argparse's ``parents=``): one spelling, one help text
+
+
+def _parent() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(add_help=False)
+
+
+def quiet_flag(what: str = "no progress on stderr") -> argparse.ArgumentParser:
+    """``--quiet``: what the command leaves out (errors are always printed)."""
+    parent = _parent()
+    parent.add_argument("--quiet", action="store_true", help=what)
+    return parent
+
+
+def out_option(
+    formats: Sequence[str] = TABLE_FORMATS, required: bool = False, what: str = "the table"
+) -> argparse.ArgumentParser:
+    """``--out FILE``: where the command writes ``what``, in one of ``formats``."""
+    parent = _parent()
+    kinds = ", ".join(f.lstrip(".") for f in formats)
+    parent.add_argument(
+        "--out", type=Path, required=required, metavar="FILE", help=f"write {what} ({kinds})"
+    )
+    return parent
+
+
+def analysis_options() -> argparse.ArgumentParser:
+    """``--rope-position D`` and ``--no-fold-qk-norm``: how a model's forms are taken."""
+    parent = _parent()
+    parent.add_argument(
+        "--rope-position",
+        type=int,
+        default=0,
+        metavar="D",
+        help="relative position d = query - key for RoPE models (default 0)",
+    )
+    parent.add_argument(
+        "--no-fold-qk-norm",
+        action="store_true",
+        help="analyse raw Q/K without folding QK-norm gains",
+    )
+    return parent
+
+
+def no_cache_flag() -> argparse.ArgumentParser:
+    """``--no-cache``: recompute, neither reading nor trusting the result cache."""
+    parent = _parent()
+    parent.add_argument("--no-cache", action="store_true", help="recompute, ignore the cache")
+    return parent
+
+
+def runs_options() -> argparse.ArgumentParser:
+    """``--jobs`` and ``--memory-budget`` of the commands that analyse many models at once."""
+    parent = _parent()
+    parent.add_argument(
+        "--jobs", type=int, default=None, metavar="J", help="models at once (default: cores)"
+    )
+    parent.add_argument(
+        "--memory-budget",
+        type=parse_bytes,
+        default=None,
+        metavar="SIZE",
+        help="the estimated peaks of the models running at once stay below this (e.g. 6G; "
+        "default: half the available memory)",
+    )
+    return parent
+
+
+def parse_bytes(text: str) -> int:
+    """A memory size: bytes, or a number with K, M, G or T (binary units), e.g. ``6G``."""
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    value = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = value[-1:] if value[-1:] in units else ""
+    try:
+        number = float(value[: len(value) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size like 6G, 512M or 1000000"
+        ) from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the memory budget must be positive")
+    return int(number * units[unit])
+
+
+def options_of(args: argparse.Namespace) -> Any:
+    """The :class:`headforms.options.AnalysisOptions` of a command's flags."""
+    from ..columns import EXTRA_SPECTRA
+    from ..options import AnalysisOptions
+
+    spectra = getattr(args, "spectra", ())
+    spectra = EXTRA_SPECTRA if "all" in spectra else tuple(spectra)
+    return AnalysisOptions(args.rope_position, not args.no_fold_qk_norm, spectra)
+
+
+def policy_in_force() -> Any:
+    """The policy a command is held to (hosted mode's, or None): the hosted package is imported
+    only when hosted mode is on, so a private command pays nothing for it."""
+    from ..settings import settings
+
+    if not settings().hosted:
+        return None
+    from ..hosted.policy import policy_in_force as hosted_policy
+
+    return hosted_policy()
+
+
+# ---------------------------------------------------------------------------------------------
+# Output files
+
+
+def check_output_path(path: Path, formats: Sequence[str] = TABLE_FORMATS) -> str:
+    """The format of ``path`` (its lower-case suffix, one of ``formats``: by default the table
+    formats); a clear error before any work."""
+    suffix = path.suffix.lower()
+    if suffix not in formats:
+        raise OptionError(
+            f"--out {path}: unknown extension {suffix or '(none)'}; accepted: " + ", ".join(formats)
+        )
+    if not path.parent.is_dir():
+        raise OptionError(f"--out {path}: directory {path.parent} does not exist")
+    return suffix
+
+
+def _json_records(table: Any) -> str:
+    """JSON records with every float exact (shortest round-trip repr; NaN -> null).
+
+    ``DataFrame.to_json`` keeps at most 15 decimals, which loses small values' digits.
+    """
+    records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+    return json.dumps(records, indent=1, allow_nan=False, default=lambda v: v.item())
+
+
+def write_table(table: Any, path: Path) -> None:
+    """Write a table (a ``DataFrame``) by extension: csv, json records or parquet, atomically."""
+    suffix = check_output_path(path)
+
+    def write(tmp: Path) -> None:
+        if suffix == ".csv":
+            table.to_csv(tmp, index=False)
+        elif suffix == ".json":
+            tmp.write_text(_json_records(table))
+        else:
+            table.to_parquet(tmp, index=False)
+
+    write_file(path, write)
+
+
+def write_file(path: Path, content: Any) -> None:
+    """``content`` (bytes, or a function writing a temporary path) to ``path``, atomically; a
+    path that cannot be written is one line."""
+    from ..store import write_atomic
+
+    try:
+        write_atomic(path, content)
+    except OSError as exc:
+        raise OptionError(f"--out {path}: cannot write: {exc.strerror or exc}") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress and text
+
+
+class Progress:
+    """Per-layer progress on stderr (a tqdm bar), closed before any error line."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None or self.bar.total != total:
+            self.close()
+            self.bar = tqdm(total=total, unit="layer", file=sys.stderr, leave=False, disable=None)
+        self.bar.set_description_str(message[:40])
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+@contextlib.contextmanager
+def progress_bar(quiet: bool) -> Iterator[Progress | None]:
+    """A command's progress bar (None with ``--quiet``), closed however the command ends."""
+    progress = None if quiet else Progress()
+    try:
+        yield progress
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def say(quiet: bool) -> Any:
+    """A line of progress on stderr (None with ``--quiet``)."""
+    if quiet:
+        return None
+    return lambda message: print(message, file=sys.stderr, flush=True)
+
+
+def wrote(message: str) -> None:
+    """What a command wrote, on stderr (stdout stays the command's output)."""
+    print(message, file=sys.stderr)
+
+
+def format_table(rows: Mapping[str, Sequence[Any]], header: Sequence[str], digits: int) -> str:
+    """A plain text table: row label, then right-aligned cells; floats with ``digits`` places."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, (float, np.floating)):
+            return "—" if not np.isfinite(value) else f"{value:.{digits}f}"
+        return str(value)
+
+    cells = {label: [cell(v) for v in values] for label, values in rows.items()}
+    label_width = max([len(label) for label in cells] + [0])
+    widths = [
+        max([len(h)] + [len(values[i]) for values in cells.values()]) for i, h in enumerate(header)
+    ]
+    cells_of_header = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
+    lines = [" " * label_width + "  " + cells_of_header]
+    for label, values in cells.items():
+        lines.append(
+            label.ljust(label_width)
+            + "  "
+            + "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))
+        )
+    return "\n".join(lines)
+
+
+def print_frame(table: Any, **to_string: Any) -> None:
+    """A DataFrame on stdout, wide enough for its columns."""
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(table.to_string(**to_string))
+
+
+def print_points(paths: Any, label: str) -> None:
+    """A few points of a sweep or series (parity shares and means per point), then how many
+    heads change parity along it."""
+    from ..analyses.motion import changes_by_head
+    from ..analyses.survey import summary_table
+
+    shown = sorted(set(np.linspace(0, paths.n_points - 1, SHOWN_POINTS).round().astype(int)))
+    table = summary_table({f"{label} = {paths.values[i]}": paths.heads_at(i) for i in shown})
+    table.index.name = paths.axis
+    columns = [c for c in table.columns if c not in ("layers",)][:9]
+    print_frame(table[columns].round(3))
+    changing = changes_by_head(paths)
+    print(
+        f"{len(changing)} of {paths.card.total_heads} heads change parity at least once along "
+        f"{paths.axis} (--out FILE writes every row)"
+    )
