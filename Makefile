@@ -1,7 +1,7 @@
 # Two commands do all setup on a fresh machine:
 #   make run    start the dashboard on the embedded default model (http://localhost:8501)
 #   make test   lint and run the whole test suite
-# Everyday edits: make check (lint and the fast lane, see below).
+# Everyday edits: make unit (seconds), make check (lint and the fast lane, see below).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
@@ -9,7 +9,7 @@ PORT ?= 8501
 # not ask an outside service for the machine's external IP.
 HOST ?= localhost
 
-.PHONY: run test check install install-dev lint bench
+.PHONY: run test check unit install install-dev lint bench
 
 install:
 	VENV=$(VENV) scripts/install.sh
@@ -48,6 +48,10 @@ check: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui
 	$(PY) -m pytest -m "$(FAST)" -n 2 --dist loadfile $(CHECK_ARGS)
+
+# Unit tests only: pure functions on synthetic data (no model package, subprocess or server).
+unit: install-dev
+	$(PY) -m pytest tests/unit -q
 
 # Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).
 bench: install-dev

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the Docker image, by hand or for the image test (tests/image/test_image.py):
+# Build the Docker image, by hand or for the image test (tests/system/image/test_image.py):
 #   scripts/build-image.sh [TAG [CONTEXT]]      (default TAG: headforms; CONTEXT: this checkout)
 # Base image: BASE_IMAGE if set, else python:3.11-slim (pulled when missing); when it cannot be
 # pulled (no Docker Hub), an equivalent base is built once with debootstrap and kept under the

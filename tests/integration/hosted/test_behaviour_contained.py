@@ -1,0 +1,290 @@
+"""Forward passes in hosted mode: the model's worker computes and stores them, the server reads
+them back; the worker keeps its model loaded for the next pass, within its limits (memory for
+its life, CPU per pass), is stopped when idle, when the kept workers pass their memory budget
+or when a pass fails; a model too large for the memory limit is refused before any worker
+starts; prompts are capped; a visitor's forward passes are counted; the estimate bounds
+measured peaks."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+import pytest
+import tiny_runnable
+from page_runner import run_app
+from repo import REPO as ROOT
+
+from headforms.behaviour import attention, cache, head_type_scores
+from headforms.behaviour.runnable import fingerprint, forward_memory
+from headforms.errors import LimitError, NotAllowedError, OptionError
+from headforms.hosted import LOCAL, workers
+from headforms.hosted.budgets import Budgets
+from headforms.hosted.slots import Slots
+from headforms.settings import (
+    ALLOWLIST_ENV,
+    HOSTED_ENV,
+    MEMORY_ENV,
+    MODEL_IDLE_ENV,
+    MODELS_MEMORY_ENV,
+    ROOTS_ENV,
+    VISITOR_FORWARD_PASSES_ENV,
+)
+from headforms.sources import locate
+from headforms.store import ResultStore
+from ui import behaviour, state
+
+HANG_GUARD = 60.0
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("hosted-models")
+    tiny_runnable.checkpoint("llama", base / "tiny", seed=5)
+    tiny_runnable.checkpoint("gpt2", base / "other", seed=6)
+    return base
+
+
+@pytest.fixture
+def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path) -> Iterator[Path]:
+    """Hosted mode under ``root``, fresh budgets, turns and model workers; none left after."""
+    monkeypatch.setenv(HOSTED_ENV, "1")
+    monkeypatch.setenv(ROOTS_ENV, str(root))
+    monkeypatch.setenv("HEADFORMS_THREADS", "1")
+    for name in (ALLOWLIST_ENV, MEMORY_ENV, MODELS_MEMORY_ENV, MODEL_IDLE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(workers, "budgets", Budgets())
+    monkeypatch.setattr(workers, "slots", Slots())
+    monkeypatch.setattr(workers, "model_workers", workers.ModelWorkers())
+    yield root
+    pids = workers.model_workers.pids()
+    workers.model_workers.stop_all()
+    assert not workers._flights
+    assert all(_gone(pid) for pid in pids), "a model worker outlived its test"
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_worker_computes_the_pass_and_the_server_reads_it(hosted_env: Path) -> None:
+    """The pass runs in the model's worker; the next pass of the model (the probe) runs in the
+    same worker, with the model still loaded; no slot is held between them."""
+    spec = str(hosted_env / "tiny")
+    text = tiny_runnable.words([4, 8, 15, 16, 23, 42])
+    messages: list[str] = []
+    pattern = workers.forward_pass(spec, prompt=text, progress=lambda d, t, m: messages.append(m))
+    assert messages  # the worker's progress reached the server
+    assert not workers._flights and workers.slots.running() == 0
+    kept = workers.model_worker_pids()
+    assert len(kept) == 1 and psutil.pid_exists(kept[0])
+    want = attention(spec, text, use_cache=False)  # computed again here, not the worker's entry
+    np.testing.assert_allclose(pattern.weights, want.weights, rtol=1e-5, atol=1e-7)
+    assert pattern.tokens == want.tokens
+    scores = workers.forward_pass(spec, probe=(6, 1))
+    recomputed = head_type_scores(spec, probe_length=6, seed=1, use_cache=False).table
+    pd.testing.assert_frame_equal(scores.table, recomputed, rtol=1e-5, atol=1e-7)
+    assert workers.model_worker_pids() == kept  # the same process, its model still loaded
+    # its memory limit holds for its life, its CPU limit is renewed per pass (hard: unlimited)
+    limits = Path(f"/proc/{kept[0]}/limits").read_text()
+    soft, hard = re.search(r"Max cpu time\s+(\S+)\s+(\S+)", limits).groups()
+    assert hard == "unlimited" and soft.isdigit()
+    used = sum(psutil.Process(kept[0]).cpu_times()[:2])
+    assert int(soft) <= used + workers.Limits.from_env().seconds + 2
+    data = re.search(r"Max data size\s+(\d+)", limits)
+    assert data is not None and int(data[1]) == workers.Limits.from_env().memory
+
+
+def test_a_model_too_large_is_refused_before_any_worker(
+    hosted_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = str(hosted_env / "tiny")
+    need = forward_memory(locate(spec), 256)
+    monkeypatch.setenv(MEMORY_ENV, str(need - 1))
+    monkeypatch.setattr(
+        workers, "_start_worker", lambda *a: pytest.fail("a worker started for a refused model")
+    )
+    with pytest.raises(LimitError) as info:
+        workers.forward_pass(spec, prompt="w5 w6 w7 w8 w9 w10 w11")
+    message = str(info.value)
+    assert message.startswith(f"{spec} is too large to run on this server: a forward pass needs")
+    assert "HEADFORMS_ANALYSIS_MEMORY" in message and "\n" not in message
+
+
+def test_a_file_leading_out_of_the_roots_is_refused_before_any_worker(
+    hosted_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine reads the config and weights only; a forward pass reads the tokenizer files
+    too: one of them linked from outside the allowed directories is refused in one line."""
+    model = hosted_env / "linked"
+    shutil.copytree(hosted_env / "tiny", model, dirs_exist_ok=True)
+    outside = tmp_path / "tokenizer.json"
+    shutil.copy(model / "tokenizer.json", outside)
+    (model / "tokenizer.json").unlink()
+    (model / "tokenizer.json").symlink_to(outside)
+    monkeypatch.setattr(
+        workers, "_start_worker", lambda *a: pytest.fail("a worker started for a refused model")
+    )
+    with pytest.raises(NotAllowedError) as info:
+        workers.forward_pass(str(model), prompt="w3 w4")
+    assert "tokenizer.json" in str(info.value) and "\n" not in str(info.value)
+    shutil.rmtree(model)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "env", "error", "message"),
+    [
+        ("", {}, OptionError, "the prompt is empty"),
+        (
+            "w5 " * 100,
+            {"HEADFORMS_PROMPT_CHARACTERS": "99"},
+            OptionError,
+            "at most 99 are accepted",
+        ),
+        pytest.param(  # counted in the worker, which loads the model: over 5 s
+            "w5 " * 100,
+            {"HEADFORMS_PROMPT_TOKENS": "50"},
+            OptionError,
+            "100 tokens long",
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
+def test_prompts_are_capped(
+    hosted_env: Path, monkeypatch: pytest.MonkeyPatch, prompt: str, env: dict, error, message
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)  # the worker inherits the server's environment
+    with pytest.raises(error, match=message):
+        workers.forward_pass(str(hosted_env / "tiny"), prompt=prompt)
+
+
+def test_a_visitors_forward_passes_are_counted(
+    hosted_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One new forward pass allowed: the Head page's prompt runs, the probe is refused in one
+    line naming the limit; the page still shows the head's geometry."""
+    monkeypatch.setenv(VISITOR_FORWARD_PASSES_ENV, "1")
+    behaviour.forward_results().clear()
+    spec = str(hosted_env / "tiny")
+    at = run_app(
+        "head",
+        **{state.MODEL_KEY: spec, behaviour.PROMPT_KEY: tiny_runnable.words([3, 30, 31])},
+    )
+    assert not at.exception
+    notes = [i.value for i in at.info]
+    assert len(notes) == 1
+    assert notes[0].startswith("you have started 1 new forward passes (prompts or probes)")
+    assert VISITOR_FORWARD_PASSES_ENV in notes[0]
+    assert any(m.label == "previous token · prompt" for m in at.metric)
+    assert len(workers.budgets._starts[(LOCAL, "forward_passes")]) == 1
+
+
+@pytest.mark.slow
+def test_model_workers_are_stopped_when_idle_and_past_their_memory(
+    hosted_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept workers' estimates fit HEADFORMS_MODELS_MEMORY (the least recently used model's
+    worker is stopped for a new one), and a worker idle past HEADFORMS_MODEL_IDLE_SECONDS is
+    stopped by the reaper."""
+    tiny, other = str(hosted_env / "tiny"), str(hosted_env / "other")
+    tokens = workers.settings().prompt_tokens
+    sizes = [forward_memory(locate(spec), tokens) for spec in (tiny, other)]
+    monkeypatch.setenv(MODELS_MEMORY_ENV, str(max(sizes)))  # room for one at a time
+    workers.forward_pass(tiny, prompt="w3 w4 w5")
+    first = workers.model_worker_pids()
+    workers.forward_pass(other, prompt="w3 w4 w5")
+    second = workers.model_worker_pids()
+    assert len(first) == len(second) == 1 and first != second
+    assert _gone(first[0])
+    monkeypatch.setenv(MODEL_IDLE_ENV, "1")
+    workers.forward_pass(other, prompt="w6 w7 w8")  # its worker is kept, then idles
+    assert workers.model_worker_pids() == second
+    assert _gone(second[0]) and workers.model_worker_pids() == []
+
+
+@pytest.mark.slow
+def test_an_error_keeps_the_worker_and_a_stopped_pass_stops_it(
+    hosted_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused prompt (one line from the worker) leaves the worker as it was, and it serves
+    the next pass; a pass stopped midway (its visitor left) stops its worker, nothing stored."""
+    spec = str(hosted_env / "tiny")
+    monkeypatch.setenv("HEADFORMS_PROMPT_TOKENS", "8")
+    with pytest.raises(OptionError, match="tokens long"):
+        workers.forward_pass(spec, prompt=tiny_runnable.words(list(range(3, 20))))
+    kept = workers.model_worker_pids()
+    assert len(kept) == 1
+    workers.forward_pass(spec, prompt="w3 w4")
+    assert workers.model_worker_pids() == kept
+
+    other = str(hosted_env / "other")  # no worker yet: its first pass loads the model
+
+    def leave() -> None:  # the visitor's page goes away while the model loads
+        raise Left
+
+    with pytest.raises(Left):
+        workers.forward_pass(other, prompt="w5 w6 w7", check=leave)
+    flights = list(workers._flights.values())
+    assert len(flights) == 1 and flights[0].pid is not None
+    pid = flights[0].pid
+    flights[0].cancel()
+    assert flights[0].done.wait(HANG_GUARD) and flights[0].outcome == ["cancelled"]
+    assert _gone(pid) and workers.model_worker_pids() == kept  # the other model's worker stays
+    key = cache.pattern_key(fingerprint(locate(other)), "w5 w6 w7")
+    assert cache.get_pattern(ResultStore(), key) is None
+
+
+class Left(Exception):
+    """A visitor left (what a Streamlit rerun or stop raises while the page waits)."""
+
+
+PEAK_SCRIPT = """
+import json, re, sys, threading, time
+def vm_data():
+    return int(re.search(r"VmData:\\s+(\\d+)", open("/proc/self/status").read())[1]) * 1024
+peak = [0]
+def watch():
+    while True:
+        peak[0] = max(peak[0], vm_data()); time.sleep(0.005)
+threading.Thread(target=watch, daemon=True).start()
+from headforms.behaviour import attention
+pattern = attention(sys.argv[1], "word " * int(sys.argv[2]), use_cache=False)
+time.sleep(0.05)
+print(json.dumps({"peak": peak[0], "tokens": len(pattern.token_ids)}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["smollm2-135m", "minilm-l6", "gemma3-270m", "tiny"])
+def test_the_estimate_bounds_the_measured_peak(spec: str, root: Path) -> None:
+    """VmData is what RLIMIT_DATA (the workers' memory limit) counts."""
+    spec = str(root / "tiny") if spec == "tiny" else spec
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, spec, "200"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=True,
+    )
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    estimate = forward_memory(locate(spec), measured["tokens"])
+    assert measured["peak"] <= estimate

@@ -1,0 +1,623 @@
+"""Real-browser round trips in headless Debian chromium: a click on a 3D simplex marker (on the
+first click; also inside the crowd, through the chooser), a heatmap cell or a row of the heads
+table reaches Python and the head page shows that head, while a change of the table's filters
+stays on the table; a shared link opens the head and names it in the tab, and reproduces the
+overlays, filters and 3D camera it carries; a bad link value and a bad model each show one line
+and leave the page usable; a figure exports as SVG and its data as CSV; no page requests
+anything from another host.
+
+The server is `streamlit run app.py` on a free loopback port with the session's cache dir.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+import pandas as pd
+import pytest
+from numerics import assert_shares_close
+from plotly_scene import (
+    SCENE_POINTS_JS,
+    SCRIPT_RUNNING_JS,
+    click,
+    most_isolated,
+    scene_ready_js,
+    settled_points,
+)
+from repo import REPO as ROOT
+
+from headforms import DEFAULT_MODEL, analyze
+from ui.plot import PICK_RADIUS_PX
+
+pytestmark = pytest.mark.browser
+
+SIDEBAR = 'section[data-testid="stSidebar"]'
+SERVER_START_S = 90
+PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also loads the model
+HEAD_PAGE_MS = 30_000
+
+SCENE_READY_JS = scene_ready_js("simplex")
+
+ONE_MARKER_JS = """
+async (gd, which) => {
+  // Keep only the `which`-th head trace (or the selection ring), reduced to its first point with
+  // the marker settings plotly.js resolved for it (a per-point size array stays an array), in
+  // black; hide every other trace and the annotations: the plot then shows one marker exactly
+  // as that trace draws its markers. Without `which`: how many such traces there are.
+  const Plotly = gd.hfPlotly;
+  const probes = gd._fullData
+    .map((t, i) => [t, i])
+    .filter(([t]) => t.meta && ["heads", "selected"].includes(t.meta.role));
+  if (which === undefined || which === null) return probes.length;
+  const [trace, index] = probes[which];
+  const size = typeof trace.marker.size === "number" ? trace.marker.size : [trace.marker.size[0]];
+  const others = gd._fullData.map((_, i) => i).filter((i) => i !== index);
+  await Plotly.restyle(gd, { visible: false }, others);
+  await Plotly.restyle(
+    gd,
+    { x: [[trace.x[0]]], y: [[trace.y[0]]], z: [[trace.z[0]]], "marker.size": [size],
+      "marker.color": "#000000", "marker.opacity": 1, visible: true },
+    [index],
+  );
+  await Plotly.relayout(gd, { "scene.annotations": [] });
+  return { role: trace.meta.role, parity: trace.meta.parity || null, top: gd._fullLayout._size.t };
+}
+"""
+
+CELL_POINTS_JS = """
+(gd) => {
+  // Screen position of every cell of the trained-heads panel (first trace) of a heatmap.
+  const full = gd._fullLayout;
+  const trace = gd._fullData.find((t) => t.meta && t.meta.role === "cells");
+  const xa = full[trace.xaxis.replace("x", "xaxis")], ya = full[trace.yaxis.replace("y", "yaxis")];
+  const rect = gd.getBoundingClientRect();
+  const points = [];
+  for (let i = 0; i < trace.x.length; i++) {
+    points.push({
+      x: rect.left + xa._offset + xa.l2p(trace.x[i]),
+      y: rect.top + ya._offset + ya.l2p(trace.y[i]),
+      layer: trace.customdata[i][1],
+      head: trace.customdata[i][2],
+    });
+  }
+  return points;
+}
+"""
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+SERVER_URL_ENV = "HEADFORMS_BROWSER_TEST_URL"
+"""Base URL of an already-running app to test instead of starting one (the Docker image test)."""
+
+
+@pytest.fixture(scope="module")
+def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`streamlit run app.py`, headless on a free loopback port; yields its base URL. The
+    default model is analysed first, as the install does, so no test waits for it.
+
+    With ``$HEADFORMS_BROWSER_TEST_URL`` set, that running server is tested instead.
+    """
+    if os.environ.get(SERVER_URL_ENV):
+        yield os.environ[SERVER_URL_ENV].rstrip("/")
+        return
+    from ui.loading import warm
+
+    warm()
+    port = free_port()
+    env = {**os.environ, "HEADFORMS_CACHE_DIR": str(isolated_cache), "HEADFORMS_THREADS": "1"}
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless=true",
+        "--server.address=127.0.0.1",
+        f"--server.port={port}",
+        "--server.fileWatcherType=none",
+        "--browser.gatherUsageStats=false",
+    ]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture
+def page(browser, server: str):
+    """A fresh page (1500 x 1100) of the app (the other browser tests' pages are 1280 x 800)."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def wait_for_head(page, layer: int, head: int) -> None:
+    """Wait until the head page's title names this head."""
+    title = page.locator("h1", has_text=f"Layer {layer} · Head {head}")
+    title.wait_for(timeout=HEAD_PAGE_MS)
+
+
+SCENE_VIEW_JS = """
+(gd) => Array.from(gd._fullLayout.scene._scene.glplot.cameraParams.view)
+"""
+
+
+def open_simplex(page, url: str) -> object:
+    """Open ``url`` and wait for the simplex's 3D scene; its plot element."""
+    page.goto(url)
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    return page.locator('div[data-hf-plot="simplex"]')
+
+
+def drag(page, x: float, y: float, dx: float, dy: float) -> None:
+    """Press, move in small steps (the scene samples the pointer once a frame), release."""
+    page.mouse.move(x, y)
+    page.wait_for_timeout(100)
+    page.mouse.down()
+    for step in range(1, 16):
+        page.mouse.move(x + dx * step / 15, y + dy * step / 15)
+        page.wait_for_timeout(40)
+    page.mouse.up()
+
+
+def test_a_shared_link_opens_the_head(page, server: str) -> None:
+    page.goto(f"{server}/head?model={DEFAULT_MODEL}&rope=0&layer=7&head=4")
+    wait_for_head(page, 7, 4)
+    assert page.get_by_role("link", name="Simplex").count() == 1  # inside app.py's navigation
+    page.wait_for_function("() => document.title.includes('L7·H4')", timeout=HEAD_PAGE_MS)
+    assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
+
+
+def test_clicking_a_simplex_marker_opens_its_head_on_the_first_click(page, server: str) -> None:
+    plot = open_simplex(page, server)
+    points = settled_points(page, plot)
+    shape = re.search(r"(\d+) layers × (\d+) heads", page.locator(SIDEBAR).inner_text())
+    assert len(points) == int(shape[1]) * int(shape[2])  # one marker per head
+    # markers the framed view leaves out (a scroll away) cannot be clicked
+    target = most_isolated([p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)])
+    click(page, target)
+    try:
+        wait_for_head(page, target["layer"], target["head"])
+    except Exception as error:  # say where the marker is drawn now, and what the page shows
+        now = [
+            p
+            for p in plot.evaluate(SCENE_POINTS_JS)
+            if (p["layer"], p["head"]) == (target["layer"], target["head"])
+        ]
+        raise AssertionError(
+            f"a click at {target} opened nothing in {HEAD_PAGE_MS / 1000:.0f} s; the marker is "
+            f"drawn at {now}; url {page.url}; page text: {page.inner_text('body')[:400]!r}"
+        ) from error
+    assert f"layer={target['layer']}&head={target['head']}" in page.url
+
+
+def neighbours(point: dict, points: list[dict], radius: float) -> int:
+    """How many other markers are drawn within ``radius`` pixels of ``point``."""
+    return sum(
+        1
+        for q in points
+        if q is not point and (q["x"] - point["x"]) ** 2 + (q["y"] - point["y"]) ** 2 <= radius**2
+    )
+
+
+def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> None:
+    """The marker with the most others under the pointer: a click lists them all, and choosing
+    the aimed one opens it (not whichever marker plotly.js would have picked)."""
+    plot = open_simplex(page, server)
+    points = settled_points(page, plot)
+    target = max(
+        (p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)),
+        key=lambda p: neighbours(p, points, PICK_RADIUS_PX - 1),
+    )
+    assert neighbours(target, points, PICK_RADIUS_PX - 1) >= 2  # it is inside a crowd
+    click(page, target)
+    chooser = page.locator(".hf-chooser")
+    chooser.wait_for(timeout=HEAD_PAGE_MS)
+    choices = page.locator(".hf-chooser .hf-choice")
+    assert choices.count() >= 3
+    # each listed head told apart by its coordinates, nearest to the pointer first
+    coordinates = choices.locator(".hf-choice-coords").all_inner_texts()
+    assert len(set(coordinates)) == len(coordinates), coordinates
+    distances = [
+        float(t.split()[0]) for t in choices.locator(".hf-choice-distance").all_inner_texts()
+    ]
+    assert distances == sorted(distances) and distances[-1] <= PICK_RADIUS_PX
+    # plotly's hover label, drawn at the pointer, does not cover the list
+    assert page.locator(".hf-plot g.hovertext:visible").count() == 0
+    aimed = page.locator(f'.hf-choice[data-hf-head="{target["layer"]},{target["head"]}"]')
+    assert f"L{target['layer']}·H{target['head']}" in aimed.inner_text()
+    aimed.click()
+    wait_for_head(page, target["layer"], target["head"])
+    assert f"layer={target['layer']}&head={target['head']}" in page.url
+
+
+TABLE_HEADER_PX = 35
+TABLE_ROW_PX = 35
+"""Streamlit's data grid: header and row heights (px); its selection boxes are in the first
+column."""
+
+
+def test_picking_a_row_of_the_heads_table_opens_that_head(page, server: str) -> None:
+    page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
+    grid = page.locator('[data-testid="stDataFrame"]')
+    grid.wait_for(timeout=PLOT_APPEAR_MS)
+    page.wait_for_timeout(1000)
+    box = grid.bounding_box()
+    row = 9 + 4  # layer-major: the row of layer 1, head 4
+    x, y = box["x"] + 18, box["y"] + TABLE_HEADER_PX + (row + 0.5) * TABLE_ROW_PX
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    wait_for_head(page, 1, 4)
+    assert "layer=1&head=4" in page.url
+
+
+def widget_text(widget) -> str:
+    """What a widget shows, its inputs' values included (a selectbox shows its value in one)."""
+    return widget.evaluate(
+        "(e) => [e.textContent, ...[...e.querySelectorAll('input')].map((i) => i.value)].join(' ')"
+    )
+
+
+def shown_count(page) -> int:
+    """How many heads the heads table shows (its caption: "N of M heads shown")."""
+    caption = page.get_by_text(re.compile(r"^\d+ of \d+ heads shown"))
+    return int(caption.inner_text().split()[0])
+
+
+def wait_for_url(page, part: str) -> None:
+    """Wait until the page's URL holds ``part`` (the run that wrote it has finished)."""
+    page.wait_for_function(f"() => document.location.href.includes({part!r})", timeout=HEAD_PAGE_MS)
+
+
+def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> None:
+    """With "Open head on click" on, a parity pill and the layer slider filter the table; only
+    selecting a row opens a head (each filter change once opened the selected head's page)."""
+    page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
+    page.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+    heads = analyze(DEFAULT_MODEL).heads
+    assert shown_count(page) == len(heads)
+    page.get_by_role("button", name="II", exact=True).click()  # II off: I+ and I- remain
+    wait_for_url(page, "parity=")
+    page.locator('input[aria-label="Layers — end"]').focus()
+    page.keyboard.press("Home")  # layers 0-0
+    wait_for_url(page, "layers=0")
+    page.wait_for_timeout(1500)  # a navigation, had there been one, has happened by now
+    assert urlparse(page.url).path == "/table"
+    assert page.locator("h1").first.inner_text() == "Heads table"
+    kept = heads[(heads["layer"] == 0) & (heads["parity"] != "II")]
+    assert shown_count(page) == len(kept) > 0
+
+
+def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, server: str) -> None:
+    """A link copied from one browser opened in another: the same overlaid model, 3D view and
+    camera on the simplex; the same filters, sort and rows on the heads table."""
+    sender = browser.new_context(viewport={"width": 1500, "height": 1100}).new_page()
+    receiver = browser.new_context(viewport={"width": 1500, "height": 1100}).new_page()
+    try:
+        plot = open_simplex(sender, f"{server}/?overlay=minilm-l6&view=simplex")
+        box = plot.bounding_box()
+        drag(sender, box["x"] + box["width"] * 0.45, box["y"] + 300, 120, -45)
+        wait_for_url(sender, "camera=")
+        view = plot.evaluate(SCENE_VIEW_JS)
+        link = sender.url
+        shared = open_simplex(receiver, link)
+        models = shared.evaluate(
+            "(gd) => [...new Set(gd._fullData.filter((t) => t.meta && t.meta.role === 'heads')"
+            ".map((t) => t.meta.model))]"
+        )
+        assert sorted(models) == sorted([DEFAULT_MODEL, "minilm-l6"])
+        pressed = receiver.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')
+        assert "Whole simplex" in pressed.all_inner_texts()
+        received = shared.evaluate(SCENE_VIEW_JS)
+        assert max(abs(a - b) for a, b in zip(view, received, strict=True)) < 2e-3
+
+        sender.goto(f"{server}/table?model={DEFAULT_MODEL}&range=energy~0.5~&sort=-pairing")
+        sender.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        sender.get_by_role("button", name="I+", exact=True).click()
+        wait_for_url(sender, "parity=")
+        receiver.goto(sender.url)
+        receiver.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        heads = analyze(DEFAULT_MODEL).heads
+        kept = heads[(heads["energy"] >= 0.5) & (heads["parity"] != "I+")]
+        assert shown_count(receiver) == shown_count(sender) == len(kept) > 0
+        sort_by = receiver.locator('[data-testid="stSelectbox"]', has_text="Sort by")
+        assert "pairing" in widget_text(sort_by)
+        assert receiver.get_by_role("switch", name="Decreasing").is_checked()
+        assert receiver.url == sender.url
+    finally:
+        sender.context.close()
+        receiver.context.close()
+
+
+def test_a_bad_link_value_shows_its_notice(page, server: str) -> None:
+    page.goto(f"{server}/?model={DEFAULT_MODEL}&head=-3&layer=abc")
+    notice = page.get_by_text(f"The link's head=-3 is not a head of {DEFAULT_MODEL}")
+    notice.wait_for(timeout=PLOT_APPEAR_MS)
+    assert "showing head 0" in notice.inner_text()
+    assert page.get_by_text("The link's layer=abc is not a layer").count() == 1
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    assert "layer=0&head=0" in page.url
+
+
+def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -> None:
+    """A name typed in the model picker that is no model here: one line saying so, the page and
+    the sidebar stay (on the model shown before)."""
+    page.goto(f"{server}/overview?model=minilm-l6")
+    page.locator("h1", has_text="Model overview").wait_for(timeout=PLOT_APPEAR_MS)
+    picker = page.locator(SIDEBAR).locator('[data-testid="stSelectbox"]').first
+    picker.click()
+    page.keyboard.type("no-such-model-anywhere")
+    page.keyboard.press("Enter")
+    # A hosted server (the container) refuses the name before looking for it: off its hub
+    # allow-list. A private one looks, and finds no such model.
+    line = page.get_by_text(
+        re.compile(
+            r"no such model here: 'no-such-model-anywhere'"
+            r"|hub model 'no-such-model-anywhere' is not allowed on this server"
+        )
+    )
+    line.wait_for(timeout=HEAD_PAGE_MS)
+    assert "(showing minilm-l6 instead)" in line.inner_text()
+    assert "cannot reach the Hugging Face hub" not in line.inner_text()
+    assert page.locator("h1").first.inner_text() == "Model overview"
+    assert "minilm-l6" in widget_text(picker)
+    assert "model=minilm-l6" in page.url
+    assert page.locator(SIDEBAR).get_by_text("Layer", exact=True).count() == 1
+
+
+def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
+    page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=2&head=5")
+    wait_for_head(page, 2, 5)
+    plot = page.locator("div[data-hf-plot]").first
+    plot.locator(".main-svg").first.wait_for(timeout=PLOT_APPEAR_MS)
+    plot.hover()
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        plot.locator('.modebar-btn[data-title="Download SVG (vector)"]').click()
+    svg = Path(download.value.path()).read_text()
+    assert svg.lstrip().startswith("<svg") and "Eigenvalues of S" in svg
+    assert "<image" not in svg  # vector: no raster picture inside
+    assert download.value.suggested_filename.endswith(".svg")
+
+    page.goto(f"{server}/?model={DEFAULT_MODEL}")
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        page.get_by_role("button", name="CSV").first.click()
+    table = pd.read_csv(io.StringIO(Path(download.value.path()).read_text()))
+    heads = analyze(DEFAULT_MODEL).heads
+    assert len(table) == len(heads) and set(table["model"]) == {DEFAULT_MODEL}
+    merged = table.merge(heads, on=["layer", "head"], suffixes=("", "_engine"))
+    for column in ("a", "b", "c", "d", "energy", "pairing"):  # shares: compared absolutely
+        assert_shares_close(merged[column], merged[f"{column}_engine"], err_msg=column)
+
+
+def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
+    page.goto(f"{server}/heatmaps")
+    plot = page.locator('div[data-hf-plot="heatmap_energy"]')
+    page.locator('div[data-hf-plot="heatmap_energy"] .scatterlayer .point').first.wait_for(
+        timeout=PLOT_APPEAR_MS
+    )
+    points = plot.evaluate(CELL_POINTS_JS)
+    target = next(p for p in points if (p["layer"], p["head"]) == (2, 3))
+    click(page, target)
+    wait_for_head(page, 2, 3)
+    assert "layer=2&head=3" in page.url
+
+
+PAGE_STATE_JS = """
+() => {
+  // How many figure components the page drew (Streamlit's bidi components: each holds one
+  // plot) and how many of them have drawn their text.
+  const components = [...document.querySelectorAll('[data-testid^="stBidiComponent"]')];
+  return {
+    components: components.length,
+    drawn: components.filter((c) => c.querySelector("div[data-hf-plot] .main-svg text")).length,
+  };
+}
+"""
+
+
+def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
+    """Wait until the page's script has finished and every figure it made has drawn its text,
+    unchanged over three polls a second apart (a script's first redraw can come after the page's
+    title); the number of figures."""
+    deadline = time.monotonic() + timeout_s
+    last, stable = None, 0
+    while time.monotonic() < deadline:
+        state = page.evaluate(PAGE_STATE_JS)
+        now = (state["components"], state["drawn"])
+        done = not page.evaluate(SCRIPT_RUNNING_JS) and state["drawn"] == state["components"]
+        stable = stable + 1 if done and now == last else 0
+        if stable >= 3:
+            return state["components"]
+        last = now
+        page.wait_for_timeout(1000)
+    raise AssertionError(f"{page.url}: not drawn within {timeout_s:.0f} s ({last})")
+
+
+SMALLEST_TEXT_JS = """
+() => {
+  // Every piece of text plotly.js draws in SVG (titles, ticks, legends, annotations, bar
+  // labels, <sup> lines), at the size it appears on screen: its font size times the scale of
+  // its transforms (plotly.js shrinks bar labels by a transform). Invisible text is left out.
+  const sizes = [];
+  for (const div of document.querySelectorAll("div[data-hf-plot]")) {
+    for (const el of div.querySelectorAll("svg text, svg tspan")) {
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      if (!own) continue;
+      const style = getComputedStyle(el);
+      const hidden =
+        style.display === "none" || style.visibility === "hidden" ||
+        parseFloat(style.opacity) === 0 || parseFloat(style.fillOpacity) === 0 ||
+        /rgba\\(.*,\\s*0\\)$/.test(style.fill);
+      const box = el.getBoundingClientRect();
+      if (hidden || !box.width || !box.height) continue;
+      const m = el.getScreenCTM();
+      const scale = m ? Math.sqrt(Math.abs(m.a * m.d - m.b * m.c)) : 1;
+      const text = el.textContent.slice(0, 40);
+      sizes.push([parseFloat(style.fontSize) * scale, div.dataset.hfPlot, text]);
+    }
+  }
+  return sizes;
+}
+"""
+
+MIN_TEXT_PX = 11
+"""The smallest text a figure may draw at 1280 px wide."""
+
+
+def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, server: str) -> None:
+    """Every page of the navigation at 1280 x 800, loaded with no network: all requests stay
+    on loopback (Streamlit would fetch each page's Material icon from fonts.gstatic.com as
+    favicon), and no figure draws text smaller than 11 px as it appears on screen."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    small: dict[str, list] = {}
+    with_figures = 0
+    try:
+        page.goto(server)
+        page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+        more = page.get_by_text(re.compile(r"^View \d+ more$"))
+        if more.count():
+            more.first.click()  # the navigation's collapsed pages too
+        nav = page.locator('[data-testid="stSidebarNav"] a')
+        paths = sorted(
+            {urlparse(nav.nth(i).get_attribute("href")).path for i in range(nav.count())}
+        )
+        assert len(paths) >= 15  # every page, the collapsed ones too
+        for path in paths:
+            page.goto(f"{server}{path}")
+            page.locator("h1").first.wait_for(timeout=PLOT_APPEAR_MS)
+            # the page's script has finished (no run left behind to slow the next page)
+            page.locator('[data-testid="stStatusWidget"]').wait_for(
+                state="hidden", timeout=3 * PLOT_APPEAR_MS
+            )
+            page.wait_for_load_state("networkidle", timeout=PLOT_APPEAR_MS)
+            figures = wait_until_drawn(page)
+            sizes = page.evaluate(SMALLEST_TEXT_JS)
+            assert bool(sizes) == bool(figures), path
+            with_figures += bool(figures)
+            tiny = [entry for entry in sizes if entry[0] < MIN_TEXT_PX - 0.05]
+            if tiny:
+                small[path] = tiny[:5]
+    finally:
+        context.close()
+    hosts = {
+        urlparse(url).hostname for url in requests if urlparse(url).scheme in ("http", "https")
+    }
+    assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
+    assert len(requests) > 20  # the pages really loaded
+    assert with_figures >= 10  # the figures of most pages really drew their text
+    assert not small, small
+
+
+LEGIBLE_MARKER_PX = 9
+"""Smallest drawn extent (px) of a head marker in the 3D scene that reads as its glyph."""
+
+
+@pytest.mark.parametrize("selected", [(0, 0), (2, 4)])
+def test_every_head_marker_is_drawn_legibly_and_the_selected_one_larger(
+    browser, server: str, selected: tuple[int, int]
+) -> None:
+    """At 1280 x 800, each head trace of the 3D simplex (one per parity type, whichever holds
+    the selected head) draws its markers at a legible size, and the selected head's ring is
+    drawn larger than any of them: measured on the pixels plotly.js draws."""
+    from PIL import Image
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    url = f"{server}/?model={DEFAULT_MODEL}&layer={selected[0]}&head={selected[1]}"
+    try:
+        count = open_simplex(page, url).evaluate(ONE_MARKER_JS, None)
+        assert count >= 3  # the parity types of the model, and the ring
+        drawn = {}
+        for which in range(count):
+            plot = open_simplex(page, url)
+            probe = plot.evaluate(ONE_MARKER_JS, which)
+            page.wait_for_timeout(1500)  # the scene redraws
+            pixels = np.asarray(Image.open(io.BytesIO(plot.screenshot())).convert("L"))
+            ys, xs = np.nonzero(pixels[int(probe["top"]) :] < 160)  # below the title
+            assert len(xs), probe
+            extent = max(xs.max() - xs.min(), ys.max() - ys.min()) + 1
+            drawn[(probe["role"], probe["parity"])] = extent
+    finally:
+        context.close()
+    heads = {key: px for key, px in drawn.items() if key[0] == "heads"}
+    assert len(heads) >= 2 and ("selected", None) in drawn, drawn
+    assert min(heads.values()) >= LEGIBLE_MARKER_PX, drawn
+    assert drawn[("selected", None)] > max(heads.values()), drawn
+
+
+def test_the_whole_tetrahedron_is_in_the_default_view(browser, server: str) -> None:
+    """The first view at 1280 x 800 shows all four vertices and every head inside the plot, as
+    the drawn scene's camera projects them."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+        heads = settled_points(page, plot, "heads")
+        edges = plot.evaluate(SCENE_POINTS_JS, "edges")
+        box = plot.bounding_box()
+    finally:
+        context.close()
+    assert len(edges) >= 10 and len(heads) == analyze(DEFAULT_MODEL).card.total_heads
+    for point in edges + heads:  # the edges' ends are the vertices
+        assert point["inView"], point
+        assert box["x"] <= point["x"] <= box["x"] + box["width"], point
+        assert box["y"] <= point["y"] <= box["y"] + box["height"], point
+
+
+def test_the_3d_figure_exports_a_high_resolution_png_and_no_svg(page, server: str) -> None:
+    """A WebGL scene's SVG would only wrap a picture: its toolbar offers a PNG at 4x the plot's
+    pixels, labelled so, and no SVG."""
+    from PIL import Image
+
+    plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
+    plot.hover()
+    assert plot.locator('.modebar-btn[data-title^="Download SVG"]').count() == 0
+    button = plot.locator('.modebar-btn[data-title="Download PNG (high resolution, 4×)"]')
+    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+        button.click()
+    width, height = Image.open(download.value.path()).size
+    box = plot.bounding_box()
+    assert download.value.suggested_filename.endswith(".png")
+    assert width >= 3.9 * box["width"] and height >= 3.9 * box["height"] * 0.9
