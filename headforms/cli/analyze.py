@@ -1,6 +1,7 @@
 """``headforms analyze MODEL`` (one position, or every RoPE position of a range at once) and
-``headforms models``. The summary printed by ``analyze`` needs no pandas; pandas is imported only
-to write a table file."""
+``headforms models``. Neither the summary printed by ``analyze`` nor its CSV or JSON file needs
+pandas (the table is held as numpy columns); pandas is imported only to write parquet, and for a
+sweep's table."""
 
 from __future__ import annotations
 
@@ -78,9 +79,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         )
     card = result.card
     if args.out is not None:
-        table = result.table(baseline=args.baseline)
-        write_table(table, args.out)
-        wrote(f"wrote {len(table)} heads to {args.out}")
+        columns = result.table_columns(baseline=args.baseline)
+        write_table(columns, args.out)
+        wrote(f"wrote {len(columns['layer'])} heads to {args.out}")
     else:
         print(
             f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
