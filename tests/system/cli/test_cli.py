@@ -312,18 +312,26 @@ NO_PANDAS_RUN = (
 """``headforms ARGS`` in a fresh interpreter that says at the end whether pandas was imported."""
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".json"])
-def test_analyze_writes_csv_and_json_without_pandas(tmp_path: Path, suffix: str) -> None:
-    """The cold command line's table file, from a .gguf with its Gaussian baseline, in a fresh
-    process: pandas is never imported, and the bytes are those pandas writes for the library's
-    table (NaN bias norms, ints, parity strings, floats' shortest reprs, ``rand_*`` columns)."""
+@pytest.mark.parametrize(
+    ("suffix", "positions"), [(".csv", None), (".json", None), (".csv", "0:8:4")]
+)
+def test_analyze_writes_csv_and_json_without_pandas(
+    tmp_path: Path, suffix: str, positions: str | None
+) -> None:
+    """The cold command line's table file, from a .gguf with its Gaussian baseline (at one RoPE
+    position, or every position of a range), in a fresh process: pandas is never imported, and
+    the bytes are those pandas writes for the library's table (NaN bias norms, ints, parity
+    strings, floats' shortest reprs, ``rand_*`` columns)."""
     from headforms.cli.column_files import json_records_of_frame
+    from headforms.columns import METRIC_COLUMNS
+    from headforms.engine import sweep
 
     gguf = BUNDLED_MODELS["smollm2-135m"].locate()
     out = tmp_path / f"heads{suffix}"
+    sweep_args = ["--rope-positions", positions] if positions else []
     proc = subprocess.run(
-        [sys.executable, "-c", NO_PANDAS_RUN, "analyze", str(gguf), "--baseline", "--out", str(out)]
-        + ["--quiet"],
+        [sys.executable, "-c", NO_PANDAS_RUN, "analyze", str(gguf), *sweep_args, "--baseline"]
+        + ["--out", str(out), "--quiet"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -331,7 +339,14 @@ def test_analyze_writes_csv_and_json_without_pandas(tmp_path: Path, suffix: str)
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "no pandas"
-    table = analyze(str(gguf)).table(baseline=True)
+    result = analyze(str(gguf))
+    if positions is None:
+        table = result.table(baseline=True)
+    else:  # every position's row of a head beside that head's baseline metrics
+        table = sweep(str(gguf), positions).table.copy()
+        base = result.baseline.heads
+        for name in METRIC_COLUMNS:
+            table[f"rand_{name}"] = np.tile(base[name].to_numpy(), 3)
     assert table["q_bias_norm"].isna().all() and "rand_energy" in table.columns
     expected = table.to_csv(index=False) if suffix == ".csv" else json_records_of_frame(table)
     assert out.read_bytes() == expected.encode()
