@@ -1,9 +1,10 @@
 """CSV and JSON records of a table held as numpy columns, without pandas.
 
-The cold ``headforms analyze MODEL --out heads.csv`` would otherwise spend about a third of its
-time importing pandas to write 30 columns. These writers give the bytes pandas gives
-(``DataFrame.to_csv(index=False)``, and the JSON records of :func:`json_records_of_frame`):
-the tests hold them to pandas on real analyses. Parquet stays with pandas and pyarrow.
+The cold ``headforms analyze MODEL --out heads.csv`` would otherwise spend a good part of its
+start importing pandas only to write 30 columns (benchmarks/README.md, section 2). These
+writers give the bytes pandas gives (``DataFrame.to_csv(index=False)``, and the JSON records of
+:func:`json_records_of_frame`): the tests hold them to pandas on real analyses. Parquet stays
+with pandas and pyarrow.
 """
 
 from __future__ import annotations
