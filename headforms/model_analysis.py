@@ -85,10 +85,15 @@ class ModelAnalysis:
         """The per-head table; with ``baseline``, the baseline's metrics as ``rand_*`` columns."""
         if not baseline:
             return self.heads
+        return frame(self.table_columns(baseline=True))
+
+    def table_columns(self, baseline: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`table` as numpy columns (no pandas needed)."""
         columns = dict(self.columns)
-        base = self.baseline.columns
-        columns.update({BASELINE_PREFIX + name: base[name] for name in METRIC_COLUMNS})
-        return frame(columns)
+        if baseline:
+            base = self.baseline.columns
+            columns.update({BASELINE_PREFIX + name: base[name] for name in METRIC_COLUMNS})
+        return columns
 
     def arrays(self, baseline: bool = False) -> dict[str, np.ndarray]:
         """The spectra, rows aligned with the table; ``baseline`` adds its spectra as ``rand_*``."""
