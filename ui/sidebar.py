@@ -309,7 +309,9 @@ def _leave_legacy_page_mode() -> None:
     Streamlit runs ``pages/*.py`` directly (its legacy multipage mode) while no run of this
     server process has called ``st.navigation`` yet: the first request of a fresh server when
     it opens a page URL, and every ``AppTest`` run. Leaving that mode and rerunning makes the
-    same page run inside ``app.py``, with the shared sidebar and the navigation menu.
+    same page run inside ``app.py``, with the shared sidebar, the navigation menu and the URL
+    written (tests/system/ui/test_streamlit_limits.py shows the mode, and fails once Streamlit
+    drops it).
     """
     from streamlit.runtime.pages_manager import PagesManager
 
