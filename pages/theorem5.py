@@ -42,8 +42,7 @@ MU, NU, K, SPECTRA, SEED, SIZES = (
     links.whole("seed", "seed", 0, 2**32 - 1, theorem5.SEED, "a seed", "seed"),
     links.wholes("n", "n", 1, theorem5.MAX_EIGENVALUES, MAX_SIZES, PAPER["sizes"], "values of n"),
 )
-for link in (MU, NU, K, SPECTRA, SEED, SIZES):
-    links.check(link)
+links.check(MU, NU, K, SPECTRA, SEED, SIZES)
 cols = st.columns(5)
 mu = cols[0].number_input(
     "μ (negative lobe)",

@@ -151,33 +151,37 @@ def bind(link: Link) -> Link:
     return link
 
 
-def check(link: StateLink) -> StateLink:
-    """Call before drawing a widget Streamlit binds to the URL (``key=link.name``,
-    ``bind="query-params"``, its default ``link.default``): the opening link's value, read as
-    ``link`` reads it. One refused (a notice says what is shown instead), written otherwise
-    than Streamlit reads it (``n=16,64``) or no longer in the URL is written there, and the run
-    starts again, so that Streamlit seeds the widget with the value shown."""
-    if link.key != link.name:
-        raise ValueError(f"a widget Streamlit binds has its parameter's name as key: {link.key}")
+def check(*bound: StateLink) -> None:
+    """Call before drawing widgets Streamlit binds to the URL (each ``key=link.name``,
+    ``bind="query-params"``, its default ``link.default``): the opening link's values, each
+    read as its ``link`` reads it. One refused (a notice says what is shown instead), written
+    otherwise than Streamlit reads it (``n=16,64``) or no longer in the URL is written there,
+    and the run starts again (once for all ``bound``), so that Streamlit seeds each widget with
+    the value shown."""
     state = st.session_state
-    state.setdefault(STREAMLIT_BOUND_KEY, set()).add(link.name)
     pending = state.get(PENDING_KEY) or {}
-    if link.name not in pending:
-        return link
-    values = pending.pop(link.name)
-    try:
-        value, refused = link.read(values), False
-    except Refused:
-        value, refused = link.accepted(values), True  # with its notice
-    written = link.written(value)
     params = st.query_params
-    if refused or (written is not None and params.get_all(link.name) != written):
-        if written is not None:
-            params[link.name] = written
-        elif link.name in params:
-            del params[link.name]
+    rewritten = False
+    for link in bound:
+        if link.key != link.name:
+            raise ValueError(f"a widget Streamlit binds is keyed by its parameter: {link.key}")
+        state.setdefault(STREAMLIT_BOUND_KEY, set()).add(link.name)
+        if link.name not in pending:
+            continue
+        values = pending.pop(link.name)
+        try:
+            value, refused = link.read(values), False
+        except Refused:
+            value, refused = link.accepted(values), True  # with its notice
+        written = link.written(value)
+        if refused or (written is not None and params.get_all(link.name) != written):
+            rewritten = True
+            if written is not None:
+                params[link.name] = written
+            elif link.name in params:
+                del params[link.name]
+    if rewritten:
         st.rerun()
-    return link
 
 
 def query() -> dict[str, str | list[str]]:
