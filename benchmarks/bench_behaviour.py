@@ -76,7 +76,7 @@ at.run()  # the dashboard up, on its first page (the Simplex): no model run yet
 assert not at.exception, [e.message for e in at.exception]
 up = time.perf_counter()
 at.session_state["hf_layer"], at.session_state["hf_head"] = 0, 0
-at.session_state["hf_prompt"] = sys.argv[3]
+at.session_state["prompt"] = sys.argv[3]  # ui.behaviour.PROMPT_KEY
 at.switch_page("pages/head.py")
 at.run()
 assert not at.exception, [e.message for e in at.exception]

@@ -10,6 +10,7 @@ from headforms import HeadformsError
 from headforms.analyses import motion
 from headforms.figures import animated
 from headforms.figures import curves as curve_figures
+from headforms.options import DEFAULT_ROPE_POSITIONS
 from ui import (
     PlotPayload,
     cached,
@@ -25,8 +26,8 @@ from ui import (
 )
 from ui.motion import (
     MAX_SLIDER_POSITIONS,
-    bind_positions,
     bind_views,
+    check_positions,
     load_sweep,
     slider_options,
     view_controls,
@@ -50,11 +51,13 @@ st.caption(
 )
 
 controls = st.columns([2, 3, 3], vertical_alignment="bottom")
-bind_positions()
+check_positions()
 bind_views()
 text = controls[0].text_input(
     "RoPE positions d",
+    value=DEFAULT_ROPE_POSITIONS,
     key=state.POSITIONS_KEY,
+    bind="query-params",
     help="A:B (both included), A:B:STEP or a list like 0,1,2,8,64; at most "
     f"{MAX_SLIDER_POSITIONS} positions on one slider.",
 )

@@ -27,7 +27,7 @@ from ui.tables import require_spectra
 AUTO = "best silhouette"
 K_KEY = "spectra_k"
 PROJECTION_KEY = "spectra_projection"
-COLOR_KEY = "spectra_color"
+COLOR_KEY = "heads_color"  # bound by Streamlit: the parameter's name
 
 ctx = page_context()
 require_spectra(ctx.analysis, "Spectra")
@@ -95,7 +95,7 @@ projection_kind = controls[1].radio(
     help="The paper projects X on its uncentred SVD (component 1 is the common shape); the "
     "centred PCA's PC1-3 are the SVD's components 2-4.",
 )
-links.bind(
+links.check(
     links.choice(
         "heads_color",
         COLOR_KEY,
@@ -106,7 +106,7 @@ links.bind(
     )
 )
 color_by = controls[2].radio(
-    "Colour heads by", ["cluster", "parity"], horizontal=True, key=COLOR_KEY
+    "Colour heads by", ["cluster", "parity"], horizontal=True, key=COLOR_KEY, bind="query-params"
 )
 with controls[3]:
     jump_toggle()

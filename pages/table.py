@@ -20,7 +20,7 @@ from ui.loading import has_baseline, load_baseline
 from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
-PARITY_KEY = "table_parity"
+PARITY_KEY = "parity"  # bound by Streamlit: the parameter's name
 BASELINE_KEY = "table_baseline"
 BEHAVIOUR_KEY = "table_behaviour"
 RANGE_COLUMNS_KEY = "table_range_columns"
@@ -54,9 +54,18 @@ st.caption(
 
 controls = st.columns([2, 3, 3, 2], vertical_alignment="bottom")
 parities = [p for p in (*PARITY_LABELS, ZERO_FORM_LABEL) if (ctx.heads["parity"] == p).any()]
-links.bind(links.subset("parity", PARITY_KEY, parities, parities, "a parity"))
-st.session_state[PARITY_KEY] = [p for p in st.session_state[PARITY_KEY] if p in parities]
-chosen_parities = controls[0].pills("Parity", parities, selection_mode="multi", key=PARITY_KEY)
+links.check(links.subset("parity", PARITY_KEY, parities, parities, "a parity"))
+earlier = st.session_state.get(PARITY_KEY, parities)
+if any(p not in parities for p in earlier):  # a parity of the last model
+    st.session_state[PARITY_KEY] = [p for p in earlier if p in parities]
+chosen_parities = controls[0].pills(
+    "Parity",
+    parities,
+    selection_mode="multi",
+    default=parities,
+    key=PARITY_KEY,
+    bind="query-params",
+)
 last_layer = max(ctx.card.n_layers - 1, 1)  # a one-layer model: a (disabled) slider 0-1
 layers_key = f"table_layers:{ctx.spec}"
 links.bind(links.whole_range("layers", layers_key, 0, last_layer, (0, last_layer), "layers"))

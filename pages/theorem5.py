@@ -24,42 +24,62 @@ st.caption(
     "absolute values ~ Gamma(k, scale |μ|), and A = 0. Sorted, the lobes become proportional "
     "(ratio r = |μ|/ν), so the profiles approach b = 2r/(1 + r²) as n grows."
 )
-# Every input is a URL parameter, read within the bounds the page accepts below.
-for link in (
-    links.number("mu", "t5_mu", -LOBE_SCALE, -0.01, PAPER["mu"], "a negative lobe scale", "μ ="),
-    links.number("nu", "t5_nu", 0.01, LOBE_SCALE, PAPER["nu"], "a positive lobe scale", "ν ="),
-    links.number("k", "t5_k", 0.1, LOBE_SCALE, PAPER["k"], "a gamma shape", "k ="),
+# Every input is a URL parameter bound by Streamlit (its key), a link's value first read within
+# the bounds the page accepts below.
+MU, NU, K, SPECTRA, SEED, SIZES = (
+    links.number("mu", "mu", -LOBE_SCALE, -0.01, PAPER["mu"], "a negative lobe scale", "μ ="),
+    links.number("nu", "nu", 0.01, LOBE_SCALE, PAPER["nu"], "a positive lobe scale", "ν ="),
+    links.number("k", "k", 0.1, LOBE_SCALE, PAPER["k"], "a gamma shape", "k ="),
     links.whole(
         "spectra",
-        "t5_spectra",
+        "spectra",
         1,
         theorem5.MAX_EIGENVALUES,
         PAPER["repetitions"],
         "a number of spectra per n",
         "spectra per n:",
     ),
-    links.whole("seed", "t5_seed", 0, 2**32 - 1, theorem5.SEED, "a seed", "seed"),
-    links.wholes(
-        "n", "t5_sizes", 1, theorem5.MAX_EIGENVALUES, MAX_SIZES, PAPER["sizes"], "values of n"
-    ),
-):
-    links.bind(link)
+    links.whole("seed", "seed", 0, 2**32 - 1, theorem5.SEED, "a seed", "seed"),
+    links.wholes("n", "n", 1, theorem5.MAX_EIGENVALUES, MAX_SIZES, PAPER["sizes"], "values of n"),
+)
+links.check(MU, NU, K, SPECTRA, SEED, SIZES)
 cols = st.columns(5)
 mu = cols[0].number_input(
-    "μ (negative lobe)", min_value=-LOBE_SCALE, max_value=-0.01, step=0.1, key="t5_mu"
+    "μ (negative lobe)",
+    min_value=-LOBE_SCALE,
+    max_value=-0.01,
+    value=MU.default,
+    step=0.1,
+    key="mu",
+    bind="query-params",
 )
-nu = cols[1].number_input("ν (positive lobe)", min_value=0.01, step=0.1, key="t5_nu")
-k = cols[2].number_input("gamma shape k", min_value=0.1, step=0.5, key="t5_k")
-reps = cols[3].number_input("spectra per n", min_value=1, step=10, key="t5_spectra")
-seed = cols[4].number_input("seed", min_value=0, step=1, key="t5_seed")
+nu = cols[1].number_input(
+    "ν (positive lobe)", min_value=0.01, value=NU.default, step=0.1, key="nu", bind="query-params"
+)
+k = cols[2].number_input(
+    "gamma shape k", min_value=0.1, value=K.default, step=0.5, key="k", bind="query-params"
+)
+reps = cols[3].number_input(
+    "spectra per n",
+    min_value=1,
+    value=SPECTRA.default,
+    step=10,
+    key="spectra",
+    bind="query-params",
+)
+seed = cols[4].number_input(
+    "seed", min_value=0, value=SEED.default, step=1, key="seed", bind="query-params"
+)
 sizes = st.multiselect(
     "eigenvalues per side n",
     sorted(
-        {16, 64, 256, 1024, 4096, *st.session_state["t5_sizes"]},
+        {16, 64, 256, 1024, 4096, *st.session_state.get("n", SIZES.default)},
         key=lambda n: (not isinstance(n, int), n if isinstance(n, int) else 0, str(n)),
     ),
-    key="t5_sizes",
+    default=SIZES.default,
+    key="n",
     accept_new_options=True,
+    bind="query-params",
 )
 checked = (
     guard.finite_number(mu, -LOBE_SCALE, -0.01),

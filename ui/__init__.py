@@ -59,14 +59,21 @@ Guards (:mod:`ui.guard`)
     server's slots in hosted mode), ``public_message`` (no server path in hosted mode).
 State (:mod:`ui.state`)
     Keys ``MODEL_KEY``, ``ROPE_KEY``, ``LAYER_KEY``, ``HEAD_KEY``, ``COLOR_KEY``,
-    ``OVERLAY_KEY`` (extra models on the simplex), ``FRAME_KEY`` (what the 3D view frames).
+    ``OVERLAY_KEY`` (extra models on the simplex), ``FRAME_KEY`` (what the 3D view frames);
+    ``ROPE_KEY`` and ``TOLERANCE_KEY`` are ``"rope"`` and ``"tol"``, parameters Streamlit binds.
     Change the selection only in callbacks: ``select_head(spec, layer, head, jump=False)``,
     ``select_from_customdata(point)``, ``step_head(step, n_layers, n_heads)``.
-The view in the URL (:mod:`ui.links`)
-    Bind each option before its widget: ``links.bind(links.choice(name, key, options, default,
-    what))`` (and ``flag``, ``whole``, ``number``, ``specs``, ``subset``, ...); the URL is written
-    at the end of the run from what was bound, a link's bad value is corrected with a notice
-    (:mod:`ui.notices`). End a page early with ``links.stop_page()``, not ``st.stop()``.
+The view in the URL (:mod:`ui.links`, kinds of parameter in :mod:`ui.link_kinds`)
+    Every option is a URL parameter whose names and values keep today's links. Where Streamlit
+    writes a widget's value as links do (numbers, texts, choices shown as written), the widget's
+    key is the parameter's name, with its default and ``bind="query-params"``; call
+    ``links.check(links.number(name, name, low, high, default, what, label))`` (or ``choice``,
+    ``subset``, ``wholes``, ...) before drawing it, so a link's bad value is corrected with a
+    notice (:mod:`ui.notices`) rather than dropped. Otherwise (a toggle, a labelled choice, a
+    range, a name other pages use for other facts) bind it with ``links`` before its widget:
+    ``links.bind(links.choice(name, key, options, default, what))`` (and ``flag``, ``whole``,
+    ``specs``, ...); the URL is written at the end of the run. End a page early with
+    ``links.stop_page()``, not ``st.stop()``.
 """
 
 from . import guard

@@ -53,7 +53,7 @@ from .widgets import show_figure
 if TYPE_CHECKING:
     from .sidebar import PageContext
 
-PROMPT_KEY = "hf_prompt"
+PROMPT_KEY = "prompt"  # bound by Streamlit: the parameter's name
 PRE_SOFTMAX_KEY = "hf_pre_softmax"
 LAYER_VIEW_KEY = "hf_layer_view"
 SHORT_NAMES = {
@@ -197,7 +197,9 @@ def prefetch(spec: str) -> None:
         if key in runnable.LOADED.keys():
             return
         store = ResultStore()
-        prompt = str(st.session_state[PROMPT_KEY])
+        prompt = str(
+            st.session_state.get(PROMPT_KEY, st.query_params.get(PROMPT_KEY, DEFAULT_PROMPT))
+        )
         if cache.pattern_key(key, prompt) in store and (
             cache.scores_key(key, DEFAULT_PROBE_LENGTH, DEFAULT_SEED) in store
         ):
@@ -226,9 +228,10 @@ def with_head_scores(table: pd.DataFrame, spec: str) -> pd.DataFrame:
 
 
 def bind_options() -> None:
-    """The Head page's options as URL parameters (``prompt``, ``scores``, ``layer_view``),
-    bound before their widgets (a link's prompt longer than the cap is cut, with a notice)."""
-    links.bind(
+    """The Head page's options as URL parameters (``prompt``, bound by Streamlit, and
+    ``scores``, ``layer_view``), before their widgets (a link's prompt longer than the cap is cut,
+    with a notice)."""
+    links.check(
         links.StateLink(
             "prompt",
             PROMPT_KEY,
@@ -322,15 +325,16 @@ def head_section(ctx: PageContext) -> None:
     pre-softmax scores), the layer's other heads one click away, and the head's scores."""
     bind_options()
     st.subheader("What this head does")
-    st.text_area(
+    prompt = st.text_area(
         "Prompt",
+        value=DEFAULT_PROMPT,
         key=PROMPT_KEY,
+        bind="query-params",
         height=80,
         max_chars=settings().prompt_characters,
         help="The model runs on this text (transformers, eager attention); the heatmap shows "
         "the tokens as its tokenizer makes them, special tokens included. Ctrl+Enter applies.",
     )
-    prompt = str(st.session_state[PROMPT_KEY])
     controls = st.columns([3, 1], vertical_alignment="bottom")
     with controls[0]:
         st.segmented_control(

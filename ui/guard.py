@@ -351,8 +351,10 @@ def harden_widget_states() -> None:
 
     Streamlit 1.67 deserialises every widget's value at the start of a run, before any page
     code: a forged ``NaN`` for an integer ``number_input`` (``int(nan)``), or a string for a
-    number, raises there. Each incoming value is now deserialised once on arrival; one that
-    raises (a browser never sends such a value) is logged and not stored.
+    number, raises there (binding a widget to the URL changes nothing to that:
+    tests/system/ui/test_streamlit_limits.py shows it, and fails once Streamlit stops raising).
+    Each incoming value is now deserialised once on arrival; one that raises (a browser never
+    sends such a value) is logged and not stored.
     """
     from streamlit.runtime.state import session_state as module
     from streamlit.runtime.state.common import unpack_widget_state_value
@@ -378,4 +380,5 @@ def harden_widget_states() -> None:
         original(self, widget_state)
 
     checked_set._headforms_checked = True  # type: ignore[attr-defined]
+    checked_set.__wrapped__ = original  # type: ignore[attr-defined]
     states.set_widget_from_proto = checked_set

@@ -234,8 +234,9 @@ def view_controls(view_at: Any, frame_at: Any) -> tuple[str, str]:
     return view, frame
 
 
-def bind_positions() -> None:
-    """The RoPE positions page's ``positions`` (a range a slider holds) bound to the URL."""
+def check_positions() -> None:
+    """The RoPE positions page's ``positions`` (a range a slider holds; its text input is bound
+    to the URL by Streamlit): a link's value checked."""
 
     def read(values: list[str]) -> str:
         text = values[-1].strip()
@@ -245,7 +246,7 @@ def bind_positions() -> None:
             raise links.Refused(f"is not a range of RoPE positions ({error})") from None
         return text
 
-    links.bind(
+    links.check(
         links.StateLink(
             "positions",
             state.POSITIONS_KEY,

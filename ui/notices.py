@@ -61,8 +61,10 @@ def show(container: Any) -> None:
 
 
 def _still_true(about: tuple[str, Any] | None) -> bool:
-    """Whether the value a notice is about is still the one it names."""
-    return about is None or st.session_state.get(about[0]) == about[1]
+    """Whether the value a notice is about is still the one it names (a widget the page has
+    not drawn yet holds no value: not changed either)."""
+    state = st.session_state
+    return about is None or about[0] not in state or state[about[0]] == about[1]
 
 
 def add(text: str, kind: str = "warning", about: tuple[str, Any] | None = None) -> None:

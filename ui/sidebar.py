@@ -153,22 +153,23 @@ def render_sidebar() -> PageContext | None:
         return None
     ss[LAST_SPEC_KEY] = spec
     rotary = base.card.rotary
-    links.bind(_rope_link(base.card))
-    rope = guard.whole_number(ss[state.ROPE_KEY], -MAX_ROPE_POSITION, MAX_ROPE_POSITION)
-    ss[state.ROPE_KEY] = rope if rotary and rope is not None else 0
-    sidebar.number_input(
+    links.check(_rope_link(base.card))
+    if not rotary and ss.get(state.ROPE_KEY, 0) != 0:  # the last model's
+        ss[state.ROPE_KEY] = 0
+    rope = sidebar.number_input(
         "RoPE relative position d",
         min_value=-MAX_ROPE_POSITION,
         max_value=MAX_ROPE_POSITION,
+        value=state.DEFAULTS[state.ROPE_KEY],
         step=1,
         key=state.ROPE_KEY,
+        bind="query-params",
         disabled=not rotary,
         help="The query sits d tokens after the key; d = 0 is the paper's setting "
         "(rotation = identity)."
         if rotary
         else f"Only for RoPE models; this model uses {base.card.positional} positions.",
     )
-    rope = int(ss[state.ROPE_KEY])
     analysis = base if rope == 0 else _load_or_fall_back(spec, rope, state.ROPE_KEY, 0, "d = 0")
     if analysis is None:
         ss[CONTEXT_KEY] = None
@@ -205,7 +206,7 @@ def render_sidebar() -> PageContext | None:
         format_func=state.COLOR_CHOICES.__getitem__,
         help="Colour of the heads on the simplex and the triangle (marker shape = parity).",
     )
-    links.bind(
+    links.check(
         links.number(
             "tol",
             state.TOLERANCE_KEY,
@@ -222,7 +223,9 @@ def render_sidebar() -> PageContext | None:
         max_value=1.0,
         step=0.005,
         format="%.3f",
+        value=state.DEFAULTS[state.TOLERANCE_KEY],
         key=state.TOLERANCE_KEY,
+        bind="query-params",
         help="Parity shares (Table 2, Figure 12, Overview and Compare) count a head as Type II "
         f"when c_S + d_S is at most this; the paper uses {PARITY_TYPE_II_TEXT} = "
         f"{PARITY_TYPE_II_THRESHOLD:.3f}. Markers on the plots keep the paper's "
@@ -309,7 +312,9 @@ def _leave_legacy_page_mode() -> None:
     Streamlit runs ``pages/*.py`` directly (its legacy multipage mode) while no run of this
     server process has called ``st.navigation`` yet: the first request of a fresh server when
     it opens a page URL, and every ``AppTest`` run. Leaving that mode and rerunning makes the
-    same page run inside ``app.py``, with the shared sidebar and the navigation menu.
+    same page run inside ``app.py``, with the shared sidebar, the navigation menu and the URL
+    written (tests/system/ui/test_streamlit_limits.py shows the mode, and fails once Streamlit
+    drops it).
     """
     from streamlit.runtime.pages_manager import PagesManager
 

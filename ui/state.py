@@ -4,7 +4,8 @@ One key per fact (the ``*_KEY`` constants). The sidebar widgets own these keys; 
 click callbacks change the selection only through :func:`select_head` / :func:`step_head`,
 which run as widget callbacks (before the sidebar widgets are drawn). The URL mirrors the
 state (:mod:`ui.links`: ``?model=...&layer=...&head=...`` and every option that is not at its
-default) so a copied link opens the same view.
+default) so a copied link opens the same view. The key of a widget Streamlit binds to the URL
+is the parameter's name (``rope``, ``tol``, ``positions``): :data:`STREAMLIT_BOUND`.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from headforms.forms import PARITY_TYPE_II_THRESHOLD
 from . import guard, links
 
 MODEL_KEY = "hf_model"
-ROPE_KEY = "hf_rope_position"
+ROPE_KEY = "rope"
 LAYER_KEY = "hf_layer"
 HEAD_KEY = "hf_head"
 COLOR_KEY = "hf_color_by"
 OVERLAY_KEY = "hf_overlay"
 JUMP_KEY = "hf_jump_on_click"
 FRAME_KEY = "hf_simplex_frame"
-TOLERANCE_KEY = "hf_type2_tolerance"
+TOLERANCE_KEY = "tol"
 PENDING_JUMP_KEY = "_hf_pending_jump"
-POSITIONS_KEY = "hf_rope_positions"
+POSITIONS_KEY = "positions"
 """The RoPE positions of the RoPE positions page (the Head page's curves follow them)."""
 MOTION_FIGURE_KEY = "hf_motion_figure"
 MOTION_FRAME_KEY = "hf_motion_frame"
@@ -61,6 +62,11 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+STREAMLIT_BOUND = frozenset({ROPE_KEY, TOLERANCE_KEY})
+"""Keys of the sidebar's widgets Streamlit binds to the URL: each widget holds its default
+(``DEFAULTS``) itself, so nothing fills these keys before it is drawn."""
+
+
 def init_state() -> None:
     """Fill missing keys with defaults; on a session's first run, read the URL
     (:func:`ui.links.capture`: its values are applied as the widgets are bound)."""
@@ -68,7 +74,7 @@ def init_state() -> None:
     links.capture()
     links.begin_run()  # also keeps the state of page widgets the visitor has left
     for key, value in DEFAULTS.items():
-        if key not in state:
+        if key not in state and key not in STREAMLIT_BOUND:
             state[key] = list(value) if isinstance(value, list) else value
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from servers import free_port, serving
@@ -73,6 +74,7 @@ def test_a_typed_prompt_draws_the_heads_heatmap_with_its_tokens(page, server: st
     )
     title = plot.evaluate("(gd) => gd._fullLayout.title.text")
     assert title.startswith("Layer 18 · Head 6: attention weights on")
+    assert parse_qs(urlparse(page.url).query)["prompt"] == [PROMPT]  # Streamlit binds the box
     assert plot.evaluate("(gd) => gd._fullData[0].type") == "heatmap"
 
 

@@ -222,7 +222,7 @@ def test_heads_table_filters_by_parity_layers_and_ranges(tiny_llama: str) -> Non
     at = run_app(
         "table",
         {"model": tiny_llama},
-        table_parity=[parity],
+        parity=[parity],
         table_range_columns=["energy"],
         **{
             f"table_layers:{tiny_llama}": (1, 1),

@@ -171,11 +171,12 @@ def link(at: AppTest) -> dict[str, str]:
 
 
 def test_the_head_pages_options_are_in_its_link(model_dir: str) -> None:
-    """A prompt, the pre-softmax switch and the layer view, set through their widgets, are URL
-    parameters; a new session opening that URL shows the same."""
-    at = head_page(model_dir)
+    """The pre-softmax switch and the layer view, set through their widgets, are URL parameters,
+    beside a link's prompt (its text area is bound by Streamlit: typing writes the URL in the
+    browser, tests/system/browser/test_behaviour_browser.py); a new session opening that URL
+    shows the same."""
     text = tiny_runnable.words([30, 31, 32, 30, 31, 32])
-    at.text_area(key=behaviour.PROMPT_KEY).input(text).run()
+    at = run_app("head", params={"model": model_dir, "layer": "1", "head": "2", "prompt": text})
     at.toggle(key=behaviour.PRE_SOFTMAX_KEY).set_value(True).run()
     at.toggle(key=behaviour.LAYER_VIEW_KEY).set_value(True).run()
     assert_clean(at)

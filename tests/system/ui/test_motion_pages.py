@@ -122,12 +122,6 @@ def query(at) -> dict[str, list[str]]:
 
 
 MOTION_CASES = {
-    "positions": (
-        "positions",
-        lambda at, _: at.text_input(key=state.POSITIONS_KEY).set_value("0:64:2"),
-        {"positions": ["0:64:2"]},
-        state.POSITIONS_KEY,
-    ),
     "figure": (
         "positions",
         lambda at, _: at.button_group(key=state.MOTION_FIGURE_KEY).set_value("triangle"),
@@ -173,6 +167,17 @@ def test_motion_options_go_into_the_url_and_a_link_brings_them_back(case, llama,
     assert not reopened.exception and not reopened.error
     assert reopened.session_state[key] == at.session_state[key]
     assert query(reopened) == written
+
+
+def test_a_link_sets_the_positions_streamlit_binds(llama) -> None:
+    """``positions`` is bound by Streamlit: a visitor's change is written to the URL by the
+    browser (tests/system/browser/test_links_browser.py); a link sets the text input and stays
+    in the URL."""
+    at = run_app("positions", {"model": llama, "positions": "0:64:2"})
+    assert not at.exception and not at.error
+    assert at.session_state[state.POSITIONS_KEY] == "0:64:2"
+    assert at.text_input(key=state.POSITIONS_KEY).value == "0:64:2"
+    assert query(at)["positions"] == ["0:64:2"]
 
 
 def test_a_link_names_model_b(run) -> None:

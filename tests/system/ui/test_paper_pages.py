@@ -54,7 +54,7 @@ def test_page_renders_without_exceptions(page):
 
 
 def test_spectra_page_with_a_chosen_k_and_selected_head():
-    at = _run_page("spectra", spectra_k=3, spectra_color="parity", **{state.LAYER_KEY: 2})
+    at = _run_page("spectra", spectra_k=3, heads_color="parity", **{state.LAYER_KEY: 2})
     assert not at.exception, [e.message for e in at.exception]
     clusters = at.dataframe[0].value
     assert len(clusters) == 3 and clusters["size"].sum() == 72
@@ -112,7 +112,7 @@ def test_comparison_figures_and_table(models):
 
 @pytest.mark.parametrize("k", [3, "best silhouette", 5])
 def test_spectra_page_projection_and_cluster_options(k):
-    at = _run_page("spectra", spectra_k=k, spectra_projection="pca", spectra_color="cluster")
+    at = _run_page("spectra", spectra_k=k, spectra_projection="pca", heads_color="cluster")
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     clusters = at.dataframe[0].value
