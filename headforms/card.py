@@ -30,7 +30,9 @@ QUANT_NOTES = {
 
 @dataclass
 class ModelCard:
-    """What the model is, as shown on the overview page and in exports."""
+    """What the model is, as shown on the overview page and in exports. ``qk_norm``,
+    ``has_qk_bias``: None when the source does not say (a published table); ``model_dim``: 0
+    when unknown."""
 
     spec: str
     name: str
@@ -45,9 +47,9 @@ class ModelCard:
     positional: str
     storage: str
     rope_position: int
-    qk_norm: bool
+    qk_norm: bool | None
     qk_norm_folded: bool
-    has_qk_bias: bool
+    has_qk_bias: bool | None
     rope: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fingerprint: str = ""
