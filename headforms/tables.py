@@ -59,7 +59,8 @@ from .settings import (
 )
 from .sources import TABLE_FORMAT, Located, Policy, files_fingerprint, locate, parse_spec
 from .sources.files import short_name
-from .sources.specs import table_spec
+from .sources.local import locate_table
+from .sources.specs import SEPARATOR, table_spec
 
 ALIASES = AUTHOR_COLUMNS
 """Column names of the author's published table -> this package's names."""
@@ -111,6 +112,38 @@ def expand_table_spec(spec: str, policy: Policy | None = None) -> list[str]:
 def table_models(located: Located) -> list[str]:
     """The models of a located table, in the order they first appear."""
     return list(_table(_table_path(located)).rows)
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One model of a table as ``headforms models FILE`` lists it: the spec that opens it, its
+    heads and layers, and its spectra file's name (None: there is none beside the table)."""
+
+    spec: str
+    heads: int
+    layers: int
+    spectra: str | None
+
+
+def table_listing(located: Located) -> list[TableEntry]:
+    """The models of a located table (its file or directory), without reading their spectra
+    (only whether each spectra file is there)."""
+    path = _table_path(located)
+    read = _table(path)
+    source = located.spec.rpartition(SEPARATOR)[0] or located.spec
+    entries = []
+    for model, rows in read.rows.items():
+        spectra = locate_table(path, table_spec(source, model), model)
+        layers = read.frame["layer"].to_numpy()[rows]
+        entries.append(
+            TableEntry(
+                table_spec(source, model),
+                len(rows),
+                int(layers.max()) + 1 if len(rows) else 0,
+                spectra.weights[1].name if len(spectra.weights) > 1 else None,
+            )
+        )
+    return entries
 
 
 def read_table(path: Path) -> pd.DataFrame:

@@ -27,7 +27,10 @@ COLUMNS = (
 """The columns of the author's head_statistics.csv, in its order."""
 
 
-def head_projections(model: torch.nn.Module) -> Iterator[tuple[int, int, int, np.ndarray, np.ndarray]]:
+Projection = tuple[int, int, int, np.ndarray, np.ndarray]
+
+
+def head_projections(model: torch.nn.Module) -> Iterator[Projection]:
     """``(layer, head, kv_head, Q_h, K_h)`` of every query head (``n x N`` float64), read from
     the model's parameters: GPT-2's ``c_attn`` (in x out, q | k | v) or ``q_proj``/``k_proj``
     (out x in; query head h uses key head h // (H / H_kv))."""

@@ -123,7 +123,8 @@ def _copy(published: dict, target: Path) -> Path:
 def test_a_table_that_disagrees_with_its_spectra_is_one_line(published, tmp_path: Path):
     directory = _copy(published, tmp_path / "edited")
     table = pd.read_csv(directory / "head_statistics.csv")
-    row = table.index[(table["model"] == "tiny-gpt2") & (table["layer"] == 1) & (table["head"] == 2)]
+    chosen = (table["model"] == "tiny-gpt2") & (table["layer"] == 1) & (table["head"] == 2)
+    row = table.index[chosen]
     table.loc[row, "c_sym"] += 0.01
     table.to_csv(directory / "head_statistics.csv", index=False)
     with pytest.raises(CorruptFileError) as caught:
