@@ -13,6 +13,9 @@ from .architectures import ROTARY, Shapes
 from .factors import ModelFacts
 from .options import AnalysisOptions
 
+TABLE_SOURCE = "table"
+"""The ``source_kind`` of a model read from a published per-head table."""
+
 QUANT_NOTES = {
     "Q4_0": "4-bit",
     "Q4_1": "4-bit",
@@ -63,8 +66,9 @@ class ModelCard:
 
     @property
     def rotary(self) -> bool:
-        """Whether positions enter the form as a RoPE rotation (a RoPE position applies)."""
-        return self.positional == ROTARY
+        """Whether a RoPE position applies: positions enter the form as a RoPE rotation, and the
+        source has the factors to turn (a published table holds its heads at d = 0 only)."""
+        return self.positional == ROTARY and self.source_kind != TABLE_SOURCE
 
     @property
     def baseline_shapes(self) -> Shapes:

@@ -39,7 +39,7 @@ import pandas as pd
 from .architectures import Shapes, architecture_for
 from .baseline import Baseline, gaussian_baseline
 from .bounded import ByteLRU
-from .card import ModelCard
+from .card import TABLE_SOURCE, ModelCard
 from .columns import AUTHOR_COLUMNS, METRIC_COLUMNS, TABLE_COLUMNS
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
 from .forms import parity_labels
@@ -71,7 +71,7 @@ REDUCED_DIM = "dim"
 REQUIRED = ("layer", "head", "a", "b", "c", "d", "b_sym", "c_sym", "d_sym")
 """Columns a table must have: the head's place, its profile and its symmetric profile."""
 
-SOURCE_KIND = "table"
+SOURCE_KIND = TABLE_SOURCE
 
 KNOWN_COLUMNS = frozenset(
     {"model", "head_dim", "model_dim", "parity", REDUCED_DIM, *REQUIRED, *TABLE_COLUMNS, *ALIASES}
