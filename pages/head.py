@@ -122,9 +122,10 @@ with right:
     )
 
 st.subheader("Spectral statistics")
+model_dim = card.model_dim or "unknown"  # a published table without N
 stats = {
-    f"positive / negative / zero eigenvalues of S (of N = {card.model_dim})": (
-        f"{int(row['n_pos'])} / {int(row['n_neg'])} / {int(row['n_zero'])}"
+    f"positive / negative / zero eigenvalues of S (of N = {model_dim})": (
+        " / ".join(number(row[c], 0) for c in ("n_pos", "n_neg", "n_zero"))
     ),
     "‖L‖ (Frobenius)": f"{row['norm_l']:.4g}",
     "balance 1 − |n₊ − n₋| / (n₊ + n₋)": number(row["balance"]),
@@ -156,8 +157,9 @@ if card.has_qk_bias:
 st.table({"statistic": list(stats), "value": list(stats.values())})
 st.caption(
     f"Per-head statistics of the spectrum of S. S is N × N of rank at most 2n = "
-    f"{2 * card.head_dim}, so at least N − 2n = {card.model_dim - 2 * card.head_dim} of its "
-    "eigenvalues are zero (Theorem 3: n positive and n negative for a generic head). "
+    f"{2 * card.head_dim}, so at least N − 2n"
+    + (f" = {card.model_dim - 2 * card.head_dim}" if card.model_dim else "")
+    + " of its eigenvalues are zero (Theorem 3: n positive and n negative for a generic head). "
     "Observation 5: ρ compares the lobes' norms; the departure is 0 when the sorted lobes are "
     "proportional, and then the pairing score reaches its bound and S's profile the Theorem 5 "
     "point."
