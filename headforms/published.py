@@ -99,10 +99,9 @@ def read_spectra_file(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
                     f"{human_bytes(max_bytes)} a table may have ({MAX_TABLE_BYTES_ENV}); "
                     "nothing was read"
                 )
-            arrays = {}
-            for array in ARRAYS:
-                with archive.open(f"{array}.npy") as handle:
-                    arrays[array] = np.lib.format.read_array(handle, allow_pickle=False)
+            arrays = {
+                array: _read_member(archive, members[f"{array}.npy"], name) for array in ARRAYS
+            }
     except CorruptFileError:
         raise
     except Exception as exc:  # zipfile and numpy raise many types for a malformed file
@@ -110,6 +109,32 @@ def read_spectra_file(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
             f"{name}: cannot read it as a spectra file ({type(exc).__name__})"
         ) from exc
     return arrays
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> np.ndarray:
+    """One ``.npy`` member of a spectra file, its header checked before its data is read: a
+    plain dtype (no objects, no pickles) and no more data than the member's declared size (an
+    array is never allocated from a header's word alone)."""
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
+    with archive.open(member) as handle:
+        version = np.lib.format.read_magic(handle)
+        if version not in readers:
+            raise CorruptFileError(f"{name}: {member.filename} is a .npy of version {version}")
+        shape, fortran, dtype = readers[version](handle)
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if dtype.hasobject or size > member.file_size:
+            raise CorruptFileError(
+                f"{name}: {member.filename} declares {shape} values of {dtype}, more than it holds"
+                if not dtype.hasobject
+                else f"{name}: {member.filename} holds Python objects, not numbers"
+            )
+        data = handle.read(size)
+    if len(data) != size:
+        raise CorruptFileError(f"{name}: {member.filename} ends before its data")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
 
 
 def published_spectra(

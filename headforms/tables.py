@@ -42,7 +42,7 @@ from .bounded import ByteLRU
 from .card import TABLE_SOURCE, ModelCard
 from .columns import AUTHOR_COLUMNS, METRIC_COLUMNS, TABLE_COLUMNS
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
-from .forms import parity_labels
+from .forms import parity_labels, proportional_profile
 from .model_analysis import ModelAnalysis
 from .options import DEFAULT_OPTIONS, AnalysisOptions
 from .presets import PaperModel, paper_model
@@ -64,6 +64,9 @@ from .sources.specs import SEPARATOR, table_spec
 
 ALIASES = AUTHOR_COLUMNS
 """Column names of the author's published table -> this package's names."""
+
+THEOREM5 = ("theorem5_b", "theorem5_c", "theorem5_d")
+"""The Theorem 5 point's columns (derived from ``rho`` when a table lacks them)."""
 
 REDUCED_DIM = "dim"
 """The author's column of the reduced form's size 2n (kept as ``reduced_dim``)."""
@@ -390,6 +393,10 @@ def open_table(
     spectra: dict[str, np.ndarray] = {}
     if len(located.weights) > 1 and located.weights[1].path is not None:
         spectra = _spectra(located.weights[1].path, rows, heads, reduced, model_dim, model)
+    elif "rho" in rows.columns and not any(c in rows.columns for c in THEOREM5):
+        # the Theorem 5 point is a function of the lobe ratio alone (forms.proportional_profile)
+        point = proportional_profile(rows["rho"].to_numpy(dtype=float))
+        heads[list(THEOREM5)] = np.column_stack(point)
     heads = heads[list(TABLE_COLUMNS)]
     for column in METRIC_COLUMNS:
         if column != "parity" and heads[column].dtype == object:

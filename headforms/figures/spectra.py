@@ -157,9 +157,9 @@ def cluster_spectra_figure(
     records = summary.to_dict("records")
     anchors = [_anchor(r, p) for r, p in zip(records, places, strict=True)]
     titles = [
-        f"<b>{r['name']}</b>: {parity_make_up(r)}<br>{r['size']} heads; histogram: the mean of "
-        f"its {r['n_extreme']} most<br>extreme · negative energy {r['negative_energy']:.2f} · "
-        f"Θ position {r['theta_position']:+.2f}"
+        f"<b>{r['name']}</b>:<br>{parity_make_up(r)} ({r['size']} heads)<br>"
+        f"histogram: mean of its {r['n_extreme']} most extreme<br>"
+        f"negative energy {r['negative_energy']:.2f} · Θ position {r['theta_position']:+.2f}"
         for r in records
     ]
     fig = make_subplots(
@@ -265,8 +265,8 @@ def cluster_spectra_figure(
         },
         barmode="overlay",
         bargap=0,
-        height=720,
-        margin={"t": 150},
+        height=740,
+        margin={"t": 160},
         legend={"orientation": "h", "y": -0.14},
     )
     return fig

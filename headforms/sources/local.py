@@ -119,21 +119,20 @@ def locate_table(path: Path, spec: str, model: str | None, guard: Guard = allow)
     second of ``weights``."""
     path = Path(path)
     guard(path)
-    if path.is_dir():
+    table = path
+    if stat.S_ISDIR(_table_status(path).st_mode):
         table = path / PUBLISHED_TABLE
         guard(table)
-        if not table.is_file():
+        if not os.path.isfile(table):
             raise ModelSpecError(
                 f"{short_name(path.name)} holds no {PUBLISHED_TABLE}: a directory of published "
                 f"files holds {PUBLISHED_TABLE} and <model>{SPECTRA_SUFFIX} files"
             )
-    else:
-        table = path
     files = [_table_file(table)]
     if model is not None and "/" not in model and model not in (".", ".."):
         spectra = table.parent / f"{model}{SPECTRA_SUFFIX}"
         guard(spectra)
-        if spectra.exists():
+        if os.path.lexists(spectra):  # (a name too long to look at: none)
             files.append(_table_file(spectra))
     return Located(
         spec=spec,
@@ -148,8 +147,17 @@ def locate_table(path: Path, spec: str, model: str | None, guard: Guard = allow)
 
 def _table_file(path: Path) -> LocatedFile:
     """A located regular file of a table source (its size), or one line saying why not."""
+    info = _table_status(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelSpecError(f"the table {short_name(path.name)} is not a regular file")
+    return LocatedFile(path.name, info.st_size, path)
+
+
+def _table_status(path: Path) -> os.stat_result:
+    """``os.stat`` of a table source's path, or one line saying why it cannot be opened (a
+    missing file, a name too long, ...)."""
     try:
-        info = os.stat(path)
+        return os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             raise ModelSpecError(
@@ -160,9 +168,6 @@ def _table_file(path: Path) -> LocatedFile:
             f"cannot open the table file {short_name(path.name)}: "
             f"{exc.strerror or type(exc).__name__}"
         ) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ModelSpecError(f"the table {short_name(path.name)} is not a regular file")
-    return LocatedFile(path.name, info.st_size, path)
 
 
 def _has_gguf_magic(path: Path) -> bool:

@@ -11,6 +11,7 @@ author's published files: ``head_statistics.csv`` and ``<model>_spectra.npz``).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,7 +73,7 @@ def split_spec(spec: str, probe: bool = False) -> tuple[Path, str | None] | None
 def published_directory(path: Path) -> bool:
     """Whether ``path`` is a directory of the author's published files: it holds
     :data:`PUBLISHED_TABLE` and is not a model directory (no config.json)."""
-    return (path / PUBLISHED_TABLE).is_file() and not (path / "config.json").exists()
+    return os.path.isfile(path / PUBLISHED_TABLE) and not os.path.lexists(path / "config.json")
 
 
 def table_spec(path: Path | str, model: str) -> str:

@@ -374,8 +374,8 @@ def test_clusters_have_their_own_palette_their_parity_make_up_and_type_ii_at_the
     titles = [a.text for a in fig4.layout.annotations if "cluster" in a.text]
     for (_, row), title in zip(summary.iterrows(), titles, strict=True):
         make_up = f"{row['heads I+']} I+, {row['heads II']} II, {row['heads I-']} I−"
-        assert f"<b>{row['name']}</b>: {make_up}" in title
-        assert f"the mean of its {row['n_extreme']} most" in title
+        assert f"<b>{row['name']}</b>:<br>{make_up} ({row['size']} heads)" in title
+        assert f"mean of its {row['n_extreme']} most extreme" in title
     anchors = {t.name: t.x[0] for t in fig4.data if t.name in set(summary["name"])}
     for row, place in zip(summary.itertuples(), clusters.places, strict=True):
         expected = 0.0 if place == "midpoint" else row.theta_position

@@ -5,6 +5,7 @@ from their weights; the spectra are checked against the table's own columns when
 
 from __future__ import annotations
 
+import io
 import zipfile
 from pathlib import Path
 
@@ -114,7 +115,7 @@ def test_the_directory_the_table_file_and_their_listing(published):
 
 
 def _copy(published: dict, target: Path) -> Path:
-    target.mkdir()
+    target.mkdir(parents=True)
     for path in published["dir"].iterdir():
         (target / path.name).write_bytes(path.read_bytes())
     return target
@@ -155,6 +156,8 @@ def _rewrite(path: Path, **changes: np.ndarray | None) -> None:
         ("text", "eigenvalues holds a value that is not a finite number (its type is <U"),
         ("garbage", "cannot read it as a spectra file (BadZipFile)"),
         ("large", "expands to"),
+        ("objects", "sigma_L.npy holds Python objects, not numbers"),
+        ("lying", "eigenvalues.npy declares (1000000000, 32) values of float64, more than it"),
     ],
 )
 def test_bad_spectra_files_are_one_line(published, tmp_path: Path, monkeypatch, case, message):
@@ -178,6 +181,19 @@ def test_bad_spectra_files_are_one_line(published, tmp_path: Path, monkeypatch, 
         _rewrite(path, eigenvalues=eigenvalues.astype(str))
     elif case == "garbage":
         path.write_bytes(b"not a zip archive")
+    elif case == "objects":
+        _rewrite(path, sigma_L=np.array([object()] * 8, dtype=object))
+    elif case == "lying":  # a header promising 256 GB over a few bytes: never allocated
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            header, {"descr": "<f8", "fortran_order": False, "shape": (10**9, 32)}
+        )
+        with zipfile.ZipFile(path) as archive:
+            members = {n: archive.read(n) for n in archive.namelist()}
+        members["eigenvalues.npy"] = header.getvalue() + b"\0" * 64
+        with zipfile.ZipFile(path, "w") as archive:
+            for member, content in members.items():
+                archive.writestr(member, content)
     elif case == "large":
         declared = sum(i.file_size for i in zipfile.ZipFile(path).infolist())
         limit = declared - 1  # above both files' sizes: only the expanded arrays exceed it
@@ -187,3 +203,24 @@ def test_bad_spectra_files_are_one_line(published, tmp_path: Path, monkeypatch, 
         analyze(f"{directory}::tiny-gpt2")
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert "tiny-gpt2_spectra.npz" in str(caught.value)
+
+
+def test_hosted_mode_holds_the_spectra_files_to_the_model_roots(
+    published, tmp_path: Path, monkeypatch
+):
+    """On a shared server the table and each spectra file must lie under the model roots: a
+    spectra file that is a symbolic link leaving them is refused before it is read."""
+    from headforms.errors import NotAllowedError
+    from headforms.hosted import policy_in_force
+
+    directory = _copy(published, tmp_path / "roots" / "survey")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    spectra = directory / "tiny-gpt2_spectra.npz"
+    spectra.rename(outside / spectra.name)
+    spectra.symlink_to(outside / spectra.name)
+    monkeypatch.setenv("HEADFORMS_HOSTED", "1")
+    monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(tmp_path / "roots"))
+    assert analyze(f"{directory}::tiny-mistral", policy=policy_in_force()).spectra
+    with pytest.raises(NotAllowedError, match="symbolic link"):
+        analyze(f"{directory}::tiny-gpt2", policy=policy_in_force())

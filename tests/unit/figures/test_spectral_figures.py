@@ -78,8 +78,8 @@ def test_figure4_names_clusters_neutrally_with_their_parity_and_extremes():
     for (_, row), title in zip(summary.iterrows(), titles, strict=True):
         parity = heads["parity"].to_numpy()[clusters.labels == row["cluster"]]
         counts = [int(np.sum(parity == p)) for p in ("I+", "II", "I-")]
-        assert f": {counts[0]} I+, {counts[1]} II, {counts[2]} I−" in title
-        assert f"the mean of its {sp.extreme_count(len(eig))} most" in title
+        assert f":<br>{counts[0]} I+, {counts[1]} II, {counts[2]} I−" in title
+        assert f"mean of its {sp.extreme_count(len(eig))} most extreme" in title
         assert "Type" not in title
     assert f"{sp.N_EXTREME} most extreme heads per {sp.HEADS_PER_EXTREME} heads" in (
         fig.layout.title.text

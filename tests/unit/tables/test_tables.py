@@ -185,3 +185,29 @@ def test_the_papers_models_get_their_public_facts(tmp_path: Path):
     other = analyze(f"{path}::gpt2-medium")
     assert other.card.model_dim == 0 and other.card.has_qk_bias is None
     assert other.card.positional == "unknown" and other.heads["n_zero"].isna().all()
+
+
+def test_the_theorem5_point_follows_from_a_tables_lobe_ratio(tmp_path: Path):
+    """A table with the author's rho but no spectra: the Theorem 5 point is its function,
+    b = 2r / (1 + r^2) and (1 - r)^2 / (1 + r^2) on the side of the larger lobe, r = min(rho,
+    1/rho); without rho it stays missing."""
+    table = author_table("m", 2, 3, 3, 8, 2)
+    rho = np.array([0.5, 2.0, 1.0, 0.1, 3.0, 0.8])
+    path = tmp_path / "t.csv"
+    table.assign(rho=rho).to_csv(path, index=False)
+    heads = analyze(f"{path}::m").heads
+    r = np.minimum(rho, 1 / rho)
+    np.testing.assert_allclose(heads["theorem5_b"], 2 * r / (1 + r**2))
+    np.testing.assert_allclose(heads["theorem5_c"], np.where(rho < 1, (1 - r) ** 2 / (1 + r**2), 0))
+    np.testing.assert_allclose(heads["theorem5_d"], np.where(rho > 1, (1 - r) ** 2 / (1 + r**2), 0))
+    table.to_csv(tmp_path / "u.csv", index=False)
+    assert analyze(f"{tmp_path / 'u.csv'}::m").heads["theorem5_b"].isna().all()
+
+
+def test_every_column_says_what_it_holds():
+    from headforms.columns import COLUMN_DESCRIPTIONS, TABLE_COLUMNS
+
+    assert set(COLUMN_DESCRIPTIONS) == set(TABLE_COLUMNS)
+    for name in ("participation_ratio", "stable_rank", "leading_share"):
+        assert "singular values h of L" in COLUMN_DESCRIPTIONS[name]
+        assert "eigenvalues λ of S" in COLUMN_DESCRIPTIONS[f"{name}_s"]
