@@ -150,7 +150,7 @@ errors_by_model = {
         lobe_fit_errors(name, 0 if name != ctx.spec else ctx.rope_position, analysis),
     )
     for name, analysis in analyses.items()
-    if analysis.spectra  # published tables have no spectra to fit
+    if analysis.spectra  # a published table without its spectra file has none to fit
 }
 unknown = [name for name, (size, _) in errors_by_model.items() if not size]
 show_figure(

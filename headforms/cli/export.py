@@ -30,6 +30,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..sources import locate
 
     check_output_path(args.html, HTML)
+    if args.no_frames and args.rope_positions:
+        raise OptionError("give --rope-positions A:B (the frames) or --no-frames, not both")
     policy = policy_in_force()
     use_cache = not args.no_cache
     with progress_bar(args.quiet) as progress:

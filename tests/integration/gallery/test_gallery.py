@@ -82,6 +82,9 @@ def test_export_writes_the_page_and_refuses_what_it_cannot_do(rope_model: Path, 
     assert page_data(out.read_text(encoding="utf-8"))["frames"] is None
     assert main(["export", str(rope_model), "--html", str(tmp_path / "x.csv")]) == 2
     assert "accepted: .html" in capsys.readouterr().err
+    both = ["--no-frames", "--rope-positions", "0:3"]
+    assert main(["export", str(rope_model), "--html", str(out), *both]) == 2
+    assert "not both" in capsys.readouterr().err
 
 
 def test_a_published_table_without_spectra_or_n_has_a_page_too(tmp_path: Path, capsys):
