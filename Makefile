@@ -22,12 +22,13 @@ install-dev:
 run: install
 	VENV=$(VENV) HOST=$(HOST) PORT=$(PORT) scripts/start.sh
 
-# ruff for Python; eslint (node_modules/, pinned by package-lock.json) for ui/*.js and ui/*.css.
+# ruff for Python; eslint (node_modules/, pinned by package-lock.json) for ui/*.js and ui/*.css
+# and the gallery page's headforms/gallery/*.js and *.css.
 ESLINT := node_modules/.bin/eslint
 
 lint: install-dev
 	$(PY) -m ruff check .
-	$(ESLINT) ui
+	$(ESLINT) ui headforms/gallery
 
 # The whole suite in two runs: everything but the browser and the Docker image on two xdist
 # workers (whole files each, as the fast lane), then those two serially (Chromium's software
@@ -35,7 +36,7 @@ lint: install-dev
 HEAVY := browser or image
 test: install-dev
 	$(PY) -m ruff check .
-	$(ESLINT) ui
+	$(ESLINT) ui headforms/gallery
 	$(PY) -m pytest -m "not ($(HEAVY))" -n 2 --dist loadfile --durations=20
 	$(PY) -m pytest -m "$(HEAVY)" --durations=10
 
@@ -46,7 +47,7 @@ test: install-dev
 FAST := not (browser or image or package or fuzz or slow)
 check: install-dev
 	$(PY) -m ruff check .
-	$(ESLINT) ui
+	$(ESLINT) ui headforms/gallery
 	$(PY) -m pytest -m "$(FAST)" -n 2 --dist loadfile $(CHECK_ARGS)
 
 # Unit tests only: pure functions on synthetic data (no model package, subprocess or server).

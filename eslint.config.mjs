@@ -1,5 +1,7 @@
-// eslint for the dashboard's browser code (`make lint`): the clickable plot component's
-// JavaScript (ui/*.js, an ES module run in the browser) and its CSS (ui/*.css).
+// eslint for the browser code (`make lint`): the dashboard's clickable plot component
+// (ui/*.js, an ES module run in the browser, and ui/*.css) and the gallery page written by
+// `headforms export` (headforms/gallery/*.js, a classic script beside the embedded plotly.js,
+// and its CSS).
 import css from "@eslint/css";
 import js from "@eslint/js";
 import globals from "globals";
@@ -21,7 +23,22 @@ export default [
     },
   },
   {
-    files: ["ui/**/*.css"],
+    files: ["headforms/gallery/**/*.js"],
+    ...js.configs.recommended,
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: "script",
+      globals: { ...globals.browser, Plotly: "readonly" },
+    },
+    rules: {
+      ...js.configs.recommended.rules,
+      eqeqeq: "error",
+      "no-var": "error",
+      "prefer-const": "error",
+    },
+  },
+  {
+    files: ["ui/**/*.css", "headforms/gallery/**/*.css"],
     plugins: { css },
     language: "css/css",
     rules: css.configs.recommended.rules,

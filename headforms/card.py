@@ -13,6 +13,9 @@ from .architectures import ROTARY, Shapes
 from .factors import ModelFacts
 from .options import AnalysisOptions
 
+TABLE_SOURCE = "table"
+"""The ``source_kind`` of a model read from a published per-head table."""
+
 QUANT_NOTES = {
     "Q4_0": "4-bit",
     "Q4_1": "4-bit",
@@ -30,7 +33,9 @@ QUANT_NOTES = {
 
 @dataclass
 class ModelCard:
-    """What the model is, as shown on the overview page and in exports."""
+    """What the model is, as shown on the overview page and in exports. ``qk_norm``,
+    ``has_qk_bias``: None when the source does not say (a published table); ``model_dim``: 0
+    when unknown."""
 
     spec: str
     name: str
@@ -45,9 +50,9 @@ class ModelCard:
     positional: str
     storage: str
     rope_position: int
-    qk_norm: bool
+    qk_norm: bool | None
     qk_norm_folded: bool
-    has_qk_bias: bool
+    has_qk_bias: bool | None
     rope: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fingerprint: str = ""
@@ -61,8 +66,9 @@ class ModelCard:
 
     @property
     def rotary(self) -> bool:
-        """Whether positions enter the form as a RoPE rotation (a RoPE position applies)."""
-        return self.positional == ROTARY
+        """Whether a RoPE position applies: positions enter the form as a RoPE rotation, and the
+        source has the factors to turn (a published table holds its heads at d = 0 only)."""
+        return self.positional == ROTARY and self.source_kind != TABLE_SOURCE
 
     @property
     def baseline_shapes(self) -> Shapes:

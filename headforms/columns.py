@@ -31,9 +31,13 @@ METRIC_COLUMNS = (
     "n_zero",
     "norm_l",
     "balance",
+    "trace_ratio",
     "participation_ratio",
     "stable_rank",
     "leading_share",
+    "participation_ratio_s",
+    "stable_rank_s",
+    "leading_share_s",
     "rho",
     "lobe_departure",
     "pairing_bound",
@@ -46,6 +50,51 @@ METRIC_COLUMNS = (
 
 TABLE_COLUMNS = ("layer", "head", "kv_head", *METRIC_COLUMNS, "q_bias_norm", "k_bias_norm")
 """Columns of a model's per-head table."""
+
+COLUMN_DESCRIPTIONS: dict[str, str] = {
+    "layer": "layer index, from 0",
+    "head": "query head index within the layer, from 0",
+    "kv_head": "key head the query head uses (grouped-query attention: h // (H / H_kv))",
+    "a": "antisymmetric share ‖A‖²/‖L‖²",
+    "b": "hyperbolic share: matched positive/negative eigenvalue pairs of S, 2⟨λ₊, λ₋⟩/‖L‖²",
+    "c": "excess positive eigenvalues of S (PSD share), ‖(λ₊ − λ₋)₊‖²/‖L‖²",
+    "d": "excess negative eigenvalues of S (NSD share), ‖(λ₋ − λ₊)₊‖²/‖L‖²",
+    "b_sym": "b of S alone (divided by ‖S‖²)",
+    "c_sym": "c of S alone",
+    "d_sym": "d of S alone",
+    "energy": "symmetric energy ‖S‖²/‖L‖² (the author's symmetric_energy)",
+    "pairing": "pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
+    "parity": "II if c_S + d_S ≤ the Type II tolerance, else I+ if c_S > d_S, else I−",
+    "n_pos": "positive eigenvalues of S",
+    "n_neg": "negative eigenvalues of S",
+    "n_zero": "zero eigenvalues of S, of N (at least N − 2n)",
+    "norm_l": "Frobenius norm ‖L‖",
+    "balance": "1 − |n₊ − n₋|/(n₊ + n₋)",
+    "trace_ratio": "|tr L|/‖L‖ (the author's)",
+    "participation_ratio": "(Σh²)²/Σh⁴ of the singular values h of L (the author's)",
+    "stable_rank": "Σh²/h₁² of the singular values h of L (the author's)",
+    "leading_share": "h₁²/Σh² of the singular values h of L (the author's)",
+    "participation_ratio_s": "(Σλ²)²/Σλ⁴ of the eigenvalues λ of S",
+    "stable_rank_s": "‖S‖²/max λ² of the eigenvalues λ of S",
+    "leading_share_s": "max λ²/‖S‖² of the eigenvalues λ of S",
+    "rho": "lobe ratio ρ = ‖λ₋‖/‖λ₊‖",
+    "lobe_departure": "‖λ₋ − ρλ₊‖/‖λ₋‖: 0 when the sorted lobes are proportional",
+    "pairing_bound": "1 − |1 − ρ|/√(1 + ρ²), the pairing score's bound at ρ",
+    "pairing_gap": "pairing bound − pairing score",
+    "theorem5_b": "b_S of proportional lobes with ratio ρ (Theorem 5)",
+    "theorem5_c": "c_S of proportional lobes with ratio ρ (Theorem 5)",
+    "theorem5_d": "d_S of proportional lobes with ratio ρ (Theorem 5)",
+    "q_bias_norm": "norm of the query bias (excluded from L)",
+    "k_bias_norm": "norm of the key bias (excluded from L)",
+}
+"""What each per-head column holds (the table page's column help, the docs): the one place a
+column's meaning is written. A column under one of the author's names means the author's
+quantity; the same statistic of S's spectrum ends in ``_s``."""
+
+AUTHOR_COLUMNS: dict[str, str] = {"symmetric_energy": "energy"}
+"""Columns of the author's published ``head_statistics.csv`` that this package names otherwise
+(the others have the same name and meaning; its ``dim`` is 2n, read by
+:mod:`headforms.tables`)."""
 
 BASELINE_PREFIX = "rand_"
 """Prefix of the baseline's columns and spectra when they are joined to a model's

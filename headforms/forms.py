@@ -13,7 +13,14 @@ of ``O(N n^2)`` per head (forming ``G``) instead of ``O(N^3)``. Because the metr
 directly (see :func:`wishart_factor`).
 
 All metric definitions live here (docs/MATH.md states them): profile ``(a, b, c, d)``,
-symmetric profile, parity, symmetric energy, pairing score, and the author's extra statistics.
+symmetric profile, parity, symmetric energy, pairing score, and the author's extra statistics
+(those of the singular values of L under the author's names; the same statistics of S's spectrum
+under names of their own, ``*_s``).
+
+The singular values of L come from the same factor: ``U = W F^T`` with W orthonormal columns, so
+``L = K^T Q = W F_top^T F_bot W^T`` and, with ``F_top^T = Q_r R_r`` (thin QR; ``R_r = F_11^T``
+when F is lower triangular), the non-zero singular values of L are those of the ``n x 2n``
+matrix ``Y = R_r F_bot``: their squares are the eigenvalues of the ``n x n`` matrix ``Y Y^T``.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ class FormBatch:
     ``lobe_pos`` / ``lobe_neg``: lambda_+ and lambda_- (absolute values), each sorted decreasing and
     zero-padded to length ``2n``. ``sv_a``: singular values of A (each appears twice), decreasing.
     ``eig_l_abs``: moduli of the ``n`` possibly non-zero eigenvalues of L, decreasing.
+    ``sv_l``: the ``n`` singular values of L that can be non-zero, decreasing; ``trace_l``:
+    ``tr L`` (= ``tr S``).
     """
 
     model_dim: int
@@ -58,6 +67,8 @@ class FormBatch:
     lobe_neg: np.ndarray
     sv_a: np.ndarray
     eig_l_abs: np.ndarray
+    sv_l: np.ndarray
+    trace_l: np.ndarray
 
     @property
     def n_pos(self) -> np.ndarray:
@@ -172,7 +183,11 @@ def forms_from_factor(
         eig_l_abs = np.empty((*gkq.shape[:-2], 0))
     trace_g = np.trace(gram, axis1=-2, axis2=-1)
     sym = (cross + np.swapaxes(cross, -1, -2)) / 2.0
-    return form_batch(model_dim, sym, norm_l2, trace_ll, trace_g, singular_a, eig_l_abs)
+    if f_top[..., n:].any():  # not lower triangular: R_r from a QR of F_top^T (module doc)
+        rows = np.linalg.qr(np.swapaxes(f_top, -1, -2), mode="r") @ f_bot
+    else:  # F_top = [F_11, 0]: Y = F_11^T F_bot, the first n rows of X
+        rows = cross[..., :n, :]
+    return form_batch(model_dim, sym, norm_l2, trace_ll, trace_g, rows, singular_a, eig_l_abs)
 
 
 def symmetric_spectrum(sym: np.ndarray, trace_g: np.ndarray, uplo: str = "L") -> np.ndarray:
@@ -185,12 +200,24 @@ def symmetric_spectrum(sym: np.ndarray, trace_g: np.ndarray, uplo: str = "L") ->
     return np.where(np.abs(eig_s) <= tol, 0.0, eig_s)
 
 
+def l_singular_values(rows: np.ndarray) -> np.ndarray:
+    """The singular values of L, decreasing, from ``Y`` (``(..., n, 2n)``) with L orthogonally
+    equivalent to ``[Y; 0]`` (module doc): the square roots of the eigenvalues of ``Y Y^T``.
+    Their squares (all the author's statistics need) are exact to rounding relative to the
+    largest; a singular value far below the largest carries an absolute error of about
+    ``sqrt(eps)`` times it."""
+    rows = np.asarray(rows, dtype=np.float64)
+    squares = np.linalg.eigvalsh(rows @ np.swapaxes(rows, -1, -2))[..., ::-1]
+    return np.sqrt(np.clip(squares, 0.0, None))
+
+
 def form_batch(
     model_dim: int,
     sym: np.ndarray,
     norm_l2: np.ndarray,
     trace_ll: np.ndarray,
     trace_g: np.ndarray,
+    l_rows: np.ndarray,
     sv_a: np.ndarray | None = None,
     eig_l_abs: np.ndarray | None = None,
     uplo: str = "L",
@@ -198,9 +225,10 @@ def form_batch(
     """The :class:`FormBatch` of forms whose S has the non-zero eigenvalues of ``sym`` (``(X +
     X^T)/2``, :func:`symmetric_spectrum`), with ``||L||^2`` (``norm_l2``), ``tr(L^2)``
     (``trace_ll``) and ``trace(G)``: the one place the norms and the spectrum of S become a batch
-    (the single-position analysis and the sweep over positions both go through it). ``sv_a`` /
-    ``eig_l_abs``: those spectra if computed (else empty); ``uplo``: the triangle of ``sym``
-    that holds it."""
+    (the single-position analysis and the sweep over positions both go through it). ``l_rows``:
+    ``Y`` of :func:`l_singular_values`. ``sv_a`` / ``eig_l_abs``: those spectra if computed
+    (else empty); ``uplo``: the triangle of ``sym`` that holds it (its diagonal gives ``tr L``:
+    the trace of S is that of L)."""
     empty = np.empty((*np.shape(sym)[:-2], 0))
     eig_s = symmetric_spectrum(sym, trace_g, uplo)
     lobe_pos, lobe_neg = lobes(eig_s)
@@ -214,6 +242,8 @@ def form_batch(
         lobe_neg=np.ascontiguousarray(lobe_neg),
         sv_a=empty if sv_a is None else sv_a,
         eig_l_abs=empty if eig_l_abs is None else np.ascontiguousarray(eig_l_abs),
+        sv_l=np.ascontiguousarray(l_singular_values(l_rows)),
+        trace_l=np.trace(sym, axis1=-2, axis2=-1),
     )
 
 
@@ -338,6 +368,20 @@ def share(values: np.ndarray) -> np.ndarray:
     return np.clip(values, 0.0, 1.0) + 0.0
 
 
+def energy_statistics(energies: np.ndarray, total: np.ndarray) -> dict[str, np.ndarray]:
+    """The author's statistics of a spectrum's energies ``e_i`` (squared singular values of L,
+    or squared eigenvalues of S; rows: heads) summing to ``total``: participation ratio
+    ``total^2 / sum e^2``, stable rank ``total / max e`` and leading share ``max e / total``
+    (rank one: 1, 1, 1; a flat spectrum of r values: r, r, 1/r). NaN for a vanishing form."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        largest = np.max(energies, axis=-1)
+        return {
+            "participation_ratio": total**2 / np.sum(energies**2, axis=-1),
+            "stable_rank": total / largest,
+            "leading_share": share(largest / total),
+        }
+
+
 def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
     """Per-head scalars: profile, symmetric profile, parity, energy, pairing, counts and extras."""
     a, b, c, d = profile_from_lobes(batch.lobe_pos, batch.lobe_neg, batch.norm_a2, batch.norm_l2)
@@ -345,16 +389,13 @@ def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
         batch.lobe_pos, batch.lobe_neg, np.zeros_like(batch.norm_s2), batch.norm_s2
     )
     n_pos, n_neg = batch.n_pos, batch.n_neg
-    eig2 = batch.eig_s**2
     with np.errstate(invalid="ignore", divide="ignore"):
         energy = batch.norm_s2 / batch.norm_l2
         pairing = 1.0 - np.linalg.norm(batch.lobe_pos - batch.lobe_neg, axis=-1) / np.sqrt(
             batch.norm_s2
         )
         balance = 1.0 - np.abs(n_pos - n_neg) / (n_pos + n_neg)
-        participation = np.sum(eig2, axis=-1) ** 2 / np.sum(eig2**2, axis=-1)
-        stable_rank = batch.norm_s2 / np.max(eig2, axis=-1)
-        leading_share = np.max(eig2, axis=-1) / batch.norm_s2
+        trace_ratio = np.abs(batch.trace_l) / np.sqrt(batch.norm_l2)
     lobes = lobe_metrics(batch.lobe_pos, batch.lobe_neg)
     pairing = share(pairing)
     return {
@@ -373,9 +414,12 @@ def form_metrics(batch: FormBatch) -> dict[str, np.ndarray]:
         "n_zero": batch.n_zero,
         "norm_l": np.sqrt(batch.norm_l2),
         "balance": share(balance),
-        "participation_ratio": participation,
-        "stable_rank": stable_rank,
-        "leading_share": share(leading_share),
+        "trace_ratio": trace_ratio,
+        **energy_statistics(batch.sv_l**2, batch.norm_l2),
+        **{
+            f"{name}_s": value
+            for name, value in energy_statistics(batch.eig_s**2, batch.norm_s2).items()
+        },
         **lobes,
         "pairing_gap": share(lobes["pairing_bound"] - pairing),
     }

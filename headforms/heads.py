@@ -10,7 +10,8 @@ of the per-head table and the spectra asked for.
 With ``U = [K^T, Q^T]`` and ``G = U^T U = F F^T`` (``F = [F_top; F_bot]``, computed once per
 head), the Gram matrix of ``L_d`` is ``D G D^T`` with ``D = diag(I, R_d)``, so ``D F`` is a factor
 of it and ``X_d = F_top^T R_d F_bot`` plays the part of ``X`` in :mod:`headforms.forms`: S_d
-corresponds to ``(X_d + X_d^T)/2``, ``||L_d||^2 = ||X_d||^2`` and ``tr(L_d^2) = tr(X_d^2)``.
+corresponds to ``(X_d + X_d^T)/2``, ``||L_d||^2 = ||X_d||^2``, ``tr(L_d^2) = tr(X_d^2)``, and
+the first n rows of X_d (its only non-zero ones) give the singular values of L_d.
 ``R_d`` only turns pairs of rows of ``F_bot`` (the pairs ``(i, i + r/2)`` by ``d theta_i``), so each
 position costs one small product (the part of ``F_top^T`` that meets rotated rows, turned by the
 cosines and sines of ``d theta_i``, times those rows) and one ``2n x 2n`` eigenvalue problem.
@@ -149,7 +150,7 @@ def layer_sweep(
         norm_l2 = np.einsum("hpij,hpij->hp", y, y)
         trace_ll = np.einsum("hpij,hpji->hp", y[..., :n], y[..., :n])  # tr(X^2) = tr(X_11^2)
         sym = _upper_symmetric(y, n)
-        batch = form_batch(model_dim, sym, norm_l2, trace_ll, trace_g[:, None], uplo="U")
+        batch = form_batch(model_dim, sym, norm_l2, trace_ll, trace_g[:, None], y, uplo="U")
         metrics = form_metrics(batch)
         parts.append({name: metrics[name].T for name in METRIC_COLUMNS})  # (positions, heads)
         if options.spectra:

@@ -4,15 +4,21 @@ A per-head table (CSV, parquet, or JSON records) holds one row per head of one o
 the columns of a survey (``model``, ``head_dim``, ``model_dim`` and
 :data:`headforms.columns.TABLE_COLUMNS`), or those of the author's published
 ``head_statistics.csv`` (``model, layer, head, kv_head, dim, symmetric_energy, balance,
-pairing, ..., a, b, c, d, b_sym, c_sym, d_sym``). Each model becomes a :class:`TableAnalysis`:
-its per-head table and a card of what the table says (layers, heads, kv heads, head dim), but
-no spectra, and a Gaussian baseline only when the table gives the model dim N.
+pairing, ..., a, b, c, d, b_sym, c_sym, d_sym, trace_ratio, participation_ratio, ...``), whose
+``dim`` is the size 2n of the author's reduced form (the head dim n is ``dim / 2``) and whose
+``n_zero`` counts zeros among those 2n (here: out of N, when N is known). Each model becomes a
+:class:`PublishedTableAnalysis`: its per-head table and a card of what the table says (layers,
+heads, kv heads, head dim; the paper's fourteen models add their public facts,
+:mod:`headforms.presets`, so N and their Gaussian baseline are known), with the spectra of the
+author's ``<model>_spectra.npz`` beside the table when there is one (:mod:`headforms.published`:
+read, and checked against the table's columns). What the table does not say is unknown (None or
+NaN), never guessed.
 
-Spec syntax: ``FILE::MODEL`` (FILE ending in .csv, .parquet or .json), or a bare ``FILE`` ending
-in .csv or .parquet when the table holds exactly one model (:func:`expand_table_spec` lists a
-table's models as specs). A table is one more source kind: :func:`headforms.sources.locate`
-finds its file under the caller's policy (a shared server's: only under its model roots) and
-this module reads what was located.
+Spec syntax: ``FILE::MODEL`` (FILE ending in .csv, .parquet or .json), ``DIR::MODEL`` (a directory
+of the author's files), or a bare ``FILE`` (.csv or .parquet) or ``DIR`` when the table holds
+exactly one model (:func:`expand_table_spec` lists a table's models as specs). A table is one more
+source kind: :func:`headforms.sources.locate` finds its file under the caller's policy (a shared
+server's: only under its model roots) and this module reads what was located.
 
 A table is bounded before it is parsed (:class:`TableLimits`): its file's size, its rows (a
 parquet file's metadata: rows, columns and uncompressed size, before any data is read; a CSV
@@ -30,14 +36,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .architectures import Shapes, architecture_for
 from .baseline import Baseline, gaussian_baseline
 from .bounded import ByteLRU
-from .card import ModelCard
-from .columns import METRIC_COLUMNS, TABLE_COLUMNS
+from .card import TABLE_SOURCE, ModelCard
+from .columns import AUTHOR_COLUMNS, METRIC_COLUMNS, TABLE_COLUMNS
 from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
-from .forms import parity_labels
+from .forms import parity_labels, proportional_profile
 from .model_analysis import ModelAnalysis
 from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .presets import PaperModel, paper_model
+from .published import check_table, published_spectra, read_spectra_file
 from .settings import (
     DEFAULT_MAX_TABLE_BYTES,
     DEFAULT_MAX_TABLE_MODELS,
@@ -50,18 +59,25 @@ from .settings import (
 )
 from .sources import TABLE_FORMAT, Located, Policy, files_fingerprint, locate, parse_spec
 from .sources.files import short_name
-from .sources.specs import table_spec
+from .sources.local import locate_table
+from .sources.specs import SEPARATOR, table_spec
 
-ALIASES = {"symmetric_energy": "energy", "dim": "head_dim"}
+ALIASES = AUTHOR_COLUMNS
 """Column names of the author's published table -> this package's names."""
+
+THEOREM5 = ("theorem5_b", "theorem5_c", "theorem5_d")
+"""The Theorem 5 point's columns (derived from ``rho`` when a table lacks them)."""
+
+REDUCED_DIM = "dim"
+"""The author's column of the reduced form's size 2n (kept as ``reduced_dim``)."""
 
 REQUIRED = ("layer", "head", "a", "b", "c", "d", "b_sym", "c_sym", "d_sym")
 """Columns a table must have: the head's place, its profile and its symmetric profile."""
 
-SOURCE_KIND = "table"
+SOURCE_KIND = TABLE_SOURCE
 
 KNOWN_COLUMNS = frozenset(
-    {"model", "head_dim", "model_dim", "parity", *REQUIRED, *TABLE_COLUMNS, *ALIASES}
+    {"model", "head_dim", "model_dim", "parity", REDUCED_DIM, *REQUIRED, *TABLE_COLUMNS, *ALIASES}
 )
 """The columns read from a table file (any other is never used, so never parsed)."""
 
@@ -99,6 +115,38 @@ def expand_table_spec(spec: str, policy: Policy | None = None) -> list[str]:
 def table_models(located: Located) -> list[str]:
     """The models of a located table, in the order they first appear."""
     return list(_table(_table_path(located)).rows)
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One model of a table as ``headforms models FILE`` lists it: the spec that opens it, its
+    heads and layers, and its spectra file's name (None: there is none beside the table)."""
+
+    spec: str
+    heads: int
+    layers: int
+    spectra: str | None
+
+
+def table_listing(located: Located) -> list[TableEntry]:
+    """The models of a located table (its file or directory), without reading their spectra
+    (only whether each spectra file is there)."""
+    path = _table_path(located)
+    read = _table(path)
+    source = located.spec.rpartition(SEPARATOR)[0] or located.spec
+    entries = []
+    for model, rows in read.rows.items():
+        spectra = locate_table(path, table_spec(source, model), model)
+        layers = read.frame["layer"].to_numpy()[rows]
+        entries.append(
+            TableEntry(
+                table_spec(source, model),
+                len(rows),
+                int(layers.max()) + 1 if len(rows) else 0,
+                spectra.weights[1].name if len(spectra.weights) > 1 else None,
+            )
+        )
+    return entries
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -226,6 +274,8 @@ def check_model_names(names: np.ndarray, table: str) -> None:
 def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
     """Rename the author's columns, check the required ones, add ``model`` and ``parity``."""
     renames = {k: v for k, v in ALIASES.items() if k in raw.columns and v not in raw.columns}
+    if REDUCED_DIM in raw.columns:
+        renames[REDUCED_DIM] = "reduced_dim"
     table = raw.rename(columns=renames)
     table = table.loc[:, ~table.columns.duplicated()]
     missing = [c for c in REQUIRED if c not in table.columns]
@@ -251,6 +301,15 @@ def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
         if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
             raise CorruptFileError(f"{name}: column {column} must hold non-negative integers")
         table[column] = values.astype(np.int64)
+    if "reduced_dim" in table.columns:  # the author's dim is 2n: the head dim is half of it
+        reduced = table["reduced_dim"].to_numpy(dtype=float)
+        if np.any(~np.isfinite(reduced) | (reduced <= 0) | (reduced % 2 != 0)):
+            raise CorruptFileError(
+                f"{name}: column dim (the size 2n of the reduced form) must hold positive even "
+                "integers"
+            )
+        if "head_dim" not in table.columns:
+            table["head_dim"] = reduced / 2
     if "energy" not in table.columns:  # E = ||S||^2/||L||^2 = 1 - a
         table["energy"] = 1.0 - table["a"]
     if "parity" not in table.columns:
@@ -259,7 +318,8 @@ def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
 
 
 class PublishedTableAnalysis(ModelAnalysis):
-    """One model of a published table: no spectra; a baseline only if the table gives N and n."""
+    """One model of a published table: spectra when its spectra file is beside the table; a
+    baseline only when N and n are known (the table's, or the paper's facts)."""
 
     @cached_property
     def baseline(self) -> Baseline:
@@ -275,8 +335,8 @@ class PublishedTableAnalysis(ModelAnalysis):
 def open_table(
     located: Located, options: AnalysisOptions = DEFAULT_OPTIONS
 ) -> PublishedTableAnalysis:
-    """The analysis of one model of a located published table (``FILE::MODEL``, or a
-    one-model FILE)."""
+    """The analysis of one model of a located published table (``FILE::MODEL``, ``DIR::MODEL``,
+    or a one-model FILE or DIR), with its spectra file's spectra when one was located."""
     spec = located.spec
     if options.rope_position:
         raise OptionError(
@@ -299,7 +359,7 @@ def open_table(
             f"{short_name(path.name)} has no model {model!r}; it holds: {_listing(models)}"
         )
     rows = table.iloc[read.rows[model]]
-    rows = rows.sort_values(["layer", "head"], kind="stable")
+    rows = rows.sort_values(["layer", "head"], kind="stable").reset_index(drop=True)
     n_layers, n_heads = int(rows["layer"].max()) + 1, int(rows["head"].max()) + 1
     if len(rows) != n_layers * n_heads or rows.duplicated(["layer", "head"]).any():
         raise CorruptFileError(
@@ -317,40 +377,118 @@ def open_table(
     head_dim = _constant(rows, "head_dim", path.name, model)
     model_dim = _constant(rows, "model_dim", path.name, model)
     n_kv = int(heads["kv_head"].max()) + 1
-    card = ModelCard(
-        spec=spec,
-        name=model,
-        source_kind=SOURCE_KIND,
-        family="unknown",
-        model_type="",
-        n_layers=n_layers,
-        model_dim=model_dim,
-        n_heads=n_heads,
-        n_kv_heads=n_kv,
-        head_dim=head_dim,
-        positional="unknown",
-        storage="table",
-        rope_position=0,
-        qk_norm=False,
-        qk_norm_folded=False,
-        has_qk_bias=bool(np.isfinite(heads["q_bias_norm"].to_numpy(dtype=float)).any()),
-        notes=[
-            f"Read from the published per-head table {path.name}: profiles and per-head scores "
-            "only; the eigenvalue spectra are not in it."
-            + (
-                ""
-                if model_dim
-                else " The model dim N is not in it either, so there is no Gaussian baseline."
-            )
-        ],
-        fingerprint=files_fingerprint([path]) + f":{model}",
-        weight_bytes=0,
-    )
+    facts = paper_model(model)
+    if facts is not None and (facts.n_layers, facts.n_heads, facts.head_dim) != (
+        n_layers,
+        n_heads,
+        head_dim,
+    ):
+        facts = None  # named like a paper model, but another one: its facts are not these
+    if facts is not None:
+        model_dim = model_dim or facts.model_dim
+    reduced = _constant(rows, "reduced_dim", path.name, model)
+    if reduced:  # the author's n_zero counts zeros of the 2n-dimensional reduced form
+        counted = heads["n_pos"].to_numpy(dtype=float) + heads["n_neg"].to_numpy(dtype=float)
+        heads["n_zero"] = model_dim - counted if model_dim else np.nan
+    spectra: dict[str, np.ndarray] = {}
+    if len(located.weights) > 1 and located.weights[1].path is not None:
+        spectra = _spectra(located.weights[1].path, rows, heads, reduced, model_dim, model)
+    elif "rho" in rows.columns and not any(c in rows.columns for c in THEOREM5):
+        # the Theorem 5 point is a function of the lobe ratio alone (forms.proportional_profile)
+        point = proportional_profile(rows["rho"].to_numpy(dtype=float))
+        heads[list(THEOREM5)] = np.column_stack(point)
     heads = heads[list(TABLE_COLUMNS)]
     for column in METRIC_COLUMNS:
         if column != "parity" and heads[column].dtype == object:
             heads[column] = pd.to_numeric(heads[column], errors="coerce")
-    return PublishedTableAnalysis(card, heads, {})
+    shapes = Shapes(n_layers, model_dim, n_heads, n_kv, head_dim)
+    card = _card(spec, model, located, heads, spectra, facts, shapes)
+    return PublishedTableAnalysis(card, heads, spectra)
+
+
+def _spectra(
+    path: Path,
+    rows: pd.DataFrame,
+    heads: pd.DataFrame,
+    reduced: int,
+    model_dim: int,
+    model: str,
+) -> dict[str, np.ndarray]:
+    """A model's spectra from its spectra file, checked against its table's ``rows``; the
+    metrics the table lacks (its columns of NaN in ``heads``) filled from them."""
+    where = f"{short_name(path.name)}: model {model!r}"
+    if not reduced:
+        raise CorruptFileError(
+            f"{where}: its table has no dim column (2n), which its spectra need to be read"
+        )
+    limits = TableLimits.from_env()
+    _checked_file(path, limits)
+    arrays = read_spectra_file(path, limits.max_bytes)
+    layer, head = rows["layer"].to_numpy(), rows["head"].to_numpy()
+    published = published_spectra(arrays, layer, head, reduced, model_dim, where)
+    check_table(rows, published.metrics, where)
+    for column in METRIC_COLUMNS:
+        if column not in rows.columns and column not in ("parity", "n_zero"):
+            heads[column] = published.metrics[column]
+    return published.spectra
+
+
+def _card(
+    spec: str,
+    model: str,
+    located: Located,
+    heads: pd.DataFrame,
+    spectra: dict[str, np.ndarray],
+    facts: PaperModel | None,
+    shapes: Shapes,
+) -> ModelCard:
+    """The card of a table's model of ``shapes`` (N = 0: unknown): what the table (and the
+    paper's facts, for its models) says; unknown facts are None or 'unknown'."""
+    biases = np.isfinite(heads["q_bias_norm"].to_numpy(dtype=float)).any()
+    files = " and ".join(short_name(f.name) for f in located.weights)
+    held = (
+        "profiles, per-head scores and the spectra of S and A (the moduli of the eigenvalues "
+        "of L are not in them)"
+        if spectra
+        else "profiles and per-head scores only; the eigenvalue spectra are not in it"
+    )
+    notes = [f"Read from the published files {files}: {held}."]
+    if facts is not None:
+        architecture = architecture_for(facts.model_type)
+        family, model_type, positional = (
+            architecture.family,
+            facts.model_type,
+            architecture.positional,
+        )
+        notes.append(
+            f"{model} is one of the paper's models ({facts.hub_id}): its shapes and N are its "
+            "public facts."
+        )
+    else:
+        family, model_type, positional = "unknown", "", "unknown"
+        if not shapes.model_dim:
+            notes.append("The model dim N is not in the table, so there is no Gaussian baseline.")
+    return ModelCard(
+        spec=spec,
+        name=model,
+        source_kind=SOURCE_KIND,
+        family=family,
+        model_type=model_type,
+        n_layers=shapes.n_layers,
+        model_dim=shapes.model_dim,
+        n_heads=shapes.n_heads,
+        n_kv_heads=shapes.n_kv_heads,
+        head_dim=shapes.head_dim,
+        positional=positional,
+        storage="table",
+        rope_position=0,
+        qk_norm=False if facts is not None else None,
+        qk_norm_folded=False,
+        has_qk_bias=True if biases else (facts.qk_bias if facts is not None else None),
+        notes=notes,
+        fingerprint=files_fingerprint([f.path for f in located.weights]) + f":{model}",
+        weight_bytes=0,
+    )
 
 
 def _constant(rows: pd.DataFrame, column: str, name: str, model: str) -> int:

@@ -132,13 +132,15 @@ shared = heatmaps.heatmap_range(
 payload = cached(
     "compare_heatmaps",
     (*key, column, shared, ctx.selected),
-    lambda: PlotPayload.of(heatmaps.heatmap_models_figure(models, column, ctx.selected, shared)),
+    lambda: PlotPayload.of(
+        heatmaps.heatmap_models_figure(models, column, ctx.selected, shared, baselines)
+    ),
 )
 clickable_plot(payload, key="compare_heatmaps", on_click=select_from_customdata)
 st.caption(
-    f"{HEATMAPS[column]} of each model side by side, on one diverging scale that also covers "
-    f"their Gaussian baselines: white at 1/2, {shared[0]:.3f} (blue) to {shared[1]:.3f} (red). "
-    "The Heatmaps page shows the sidebar's model beside its baseline. Click a cell to open "
+    f"{HEATMAPS[column]} of each model, each beside its Gaussian baseline (independent K, Q "
+    "of the same n and N; a published table without N has none), on one diverging scale: "
+    f"white at 1/2, {shared[0]:.3f} (blue) to {shared[1]:.3f} (red). Click a cell to open "
     "that head."
 )
 
@@ -148,7 +150,7 @@ errors_by_model = {
         lobe_fit_errors(name, 0 if name != ctx.spec else ctx.rope_position, analysis),
     )
     for name, analysis in analyses.items()
-    if analysis.spectra  # published tables have no spectra to fit
+    if analysis.spectra  # a published table without its spectra file has none to fit
 }
 unknown = [name for name, (size, _) in errors_by_model.items() if not size]
 show_figure(

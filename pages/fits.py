@@ -64,6 +64,13 @@ try:
 except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
     links.stop_page()
+if len(obs6) < len(fits.OBSERVATION6):
+    st.info(
+        "The moduli of the eigenvalues of L are not in the author's published spectra (they "
+        "follow from neither the spectra of S and A nor the singular values of L): only σ(A) is "
+        "fitted here.",
+        icon=":material/info:",
+    )
 obs6_errors = cached(
     "fits_obs6_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, obs6))
 )

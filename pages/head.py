@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from headforms import HeadformsError
@@ -31,7 +33,11 @@ prefetch(ctx.spec)  # the model for "What this head does" loads while the spectr
 card, row = ctx.card, ctx.head_row
 spectra = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA).spectra  # + sv_a
 baseline = load_baseline(ctx.analysis)
-base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
+if baseline is None:  # a published table without N: the head alone (load_baseline said why)
+    base_row = pd.Series({c: "—" if c == "parity" else np.nan for c in row.index})
+    base_spectra = {name: [None] * len(ctx.heads) for name in spectra}
+else:
+    base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
 
 nav = st.columns([5, 1.5, 1.2], vertical_alignment="bottom")  # "Previous" whole at 1280 px
 nav[0].title(ctx.label)
@@ -116,15 +122,22 @@ with right:
     )
 
 st.subheader("Spectral statistics")
+model_dim = card.model_dim or "unknown"  # a published table without N
 stats = {
-    f"positive / negative / zero eigenvalues of S (of N = {card.model_dim})": (
-        f"{int(row['n_pos'])} / {int(row['n_neg'])} / {int(row['n_zero'])}"
+    f"positive / negative / zero eigenvalues of S (of N = {model_dim})": (
+        " / ".join(number(row[c], 0) for c in ("n_pos", "n_neg", "n_zero"))
     ),
     "‖L‖ (Frobenius)": f"{row['norm_l']:.4g}",
     "balance 1 − |n₊ − n₋| / (n₊ + n₋)": number(row["balance"]),
-    "participation ratio of S": number(row["participation_ratio"], 2),
-    "stable rank of S": number(row["stable_rank"], 2),
-    "leading share λ²_max / ‖S‖²": number(row["leading_share"]),
+    "|tr L| / ‖L‖ (trace ratio)": number(row["trace_ratio"]),
+    "singular values h of L: participation ratio, stable rank, leading share": (
+        f"{number(row['participation_ratio'], 2)}, {number(row['stable_rank'], 2)}, "
+        f"{number(row['leading_share'])}"
+    ),
+    "eigenvalues λ of S: participation ratio, stable rank, leading share": (
+        f"{number(row['participation_ratio_s'], 2)}, {number(row['stable_rank_s'], 2)}, "
+        f"{number(row['leading_share_s'])}"
+    ),
     "lobe ratio ρ = ‖λ₋‖ / ‖λ₊‖": f"{number(row['rho'])} (baseline {number(base_row['rho'])})",
     "lobe departure ‖λ₋ − ρλ₊‖ / ‖λ₋‖": (
         f"{number(row['lobe_departure'])} (baseline {number(base_row['lobe_departure'])})"
@@ -144,8 +157,9 @@ if card.has_qk_bias:
 st.table({"statistic": list(stats), "value": list(stats.values())})
 st.caption(
     f"Per-head statistics of the spectrum of S. S is N × N of rank at most 2n = "
-    f"{2 * card.head_dim}, so at least N − 2n = {card.model_dim - 2 * card.head_dim} of its "
-    "eigenvalues are zero (Theorem 3: n positive and n negative for a generic head). "
+    f"{2 * card.head_dim}, so at least N − 2n"
+    + (f" = {card.model_dim - 2 * card.head_dim}" if card.model_dim else "")
+    + " of its eigenvalues are zero (Theorem 3: n positive and n negative for a generic head). "
     "Observation 5: ρ compares the lobes' norms; the departure is 0 when the sorted lobes are "
     "proportional, and then the pairing score reaches its bound and S's profile the Theorem 5 "
     "point."

@@ -51,8 +51,8 @@ baselines = baselines_of(analyses)
 missing = [name for name in models if name not in baselines]
 if missing:
     st.info(
-        f"No Gaussian baseline for {', '.join(missing)}: a published table does not give the "
-        "model dim N.",
+        f"No Gaussian baseline for {', '.join(missing)}: a published table that does not give "
+        "the model dim N (the paper's models have it).",
         icon=":material/info:",
     )
 

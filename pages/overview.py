@@ -33,10 +33,16 @@ with left:
         "positional encoding": card.positional,
         "RoPE position d": f"{card.rope_position}" if card.rotary else "—",
         "Q/K storage": card.storage,
-        "QK-norm": ("folded" if card.qk_norm_folded else "present, not folded")
+        "QK-norm": "unknown"
+        if card.qk_norm is None
+        else ("folded" if card.qk_norm_folded else "present, not folded")
         if card.qk_norm
         else "none",
-        "Q/K biases": "present (excluded from L)" if card.has_qk_bias else "none",
+        "Q/K biases": "unknown"
+        if card.has_qk_bias is None
+        else "present (excluded from L)"
+        if card.has_qk_bias
+        else "none",
         "weight files": f"{card.weight_bytes / 2**20:.1f} MiB" if card.weight_bytes else "unknown",
         "parameters (all tensors)": f"{card.n_parameters:,}"
         if card.n_parameters is not None
@@ -107,7 +113,7 @@ dl[1].download_button(
     mime="application/octet-stream",
     icon=":material/download:",
     on_click="ignore",
-    disabled=not ctx.analysis.spectra,  # a published table has none
+    disabled=not ctx.analysis.spectra,  # a published table without its spectra file has none
 )
 st.caption(
     "The CSV has one row per query head (layer-major) with every metric and, as `rand_*`, the "

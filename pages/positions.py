@@ -39,8 +39,14 @@ st.title("Every RoPE position at once")
 card = ctx.card
 if not card.rotary:
     st.info(
-        f"{guard.plain(card.name)} has no rotation: it uses {card.positional} positions, so its "
-        "heads do not move with the relative position d. Pick a RoPE model in the sidebar.",
+        (
+            f"{guard.plain(card.name)} comes from a published table, which holds its heads at "
+            "d = 0 only, so they do not move with the relative position d here."
+            if card.source_kind == "table"
+            else f"{guard.plain(card.name)} has no rotation: it uses {card.positional} "
+            "positions, so its heads do not move with the relative position d."
+        )
+        + " Pick a RoPE model in the sidebar.",
         icon=":material/info:",
     )
     links.stop_page()

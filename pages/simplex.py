@@ -14,6 +14,7 @@ from headforms.figures import simplex as figures
 from headforms.figures.camera import FRAMED_SHARE, FRAMES
 from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geometry_reference
 from headforms.forms import PARITY_TYPE_II_TEXT
+from headforms.gallery import gallery_html
 from ui import (
     PlotPayload,
     cached,
@@ -28,7 +29,8 @@ from ui import (
     select_from_customdata,
     state,
 )
-from ui.loading import baselines_of, load_models
+from ui.loading import baselines_of, ensure_baseline, load_models
+from ui.motion import chosen_positions, sweep_at_hand
 
 BASELINE_KEY = "simplex_baseline"
 
@@ -160,6 +162,24 @@ st.markdown(
     f"{row['c']:.3f}, {row['d']:.3f})"
 )
 st.page_link("pages/head.py", label="Open the head page", icon=":material/arrow_forward:")
+frames = sweep_at_hand(ctx.spec, chosen_positions()) if ctx.card.rotary else None
+st.download_button(
+    "Gallery: this model in one HTML file",
+    data=lambda: cached(
+        "gallery",
+        (ctx.spec, ctx.rope_position, None if frames is None else frames.values),
+        guard.new_computation(
+            "analyses", lambda: gallery_html(ctx.analysis, frames, ensure_baseline(ctx.analysis))
+        ),
+    ),
+    file_name=f"{ctx.card.name.split(' ')[0].replace('/', '_')}_gallery.html",
+    mime="text/html",
+    icon=":material/download:",
+    on_click="ignore",
+    help="The simplex, the triangle, the heatmaps beside their baseline, parity by layer and "
+    "a head table in one page that opens offline, as `headforms export MODEL --html FILE` "
+    "writes it; a RoPE model's positions animate once they are computed (RoPE positions page).",
+)
 
 with st.expander("Reading the simplex: a short geometry reference (Figures 1 and 7, Tables 1, 3)"):
     st.markdown(

@@ -1,14 +1,17 @@
 """Spectra page: mean eigenvalue distribution (Fig 3), the unit spectra on their uncentred SVD
-components with the O/E level sets (Fig 5), and the three clusters attached to Theta (Fig 4).
-Clicking a head in the projections selects it."""
+components with the O/E level sets (Fig 5), the three clusters attached to Theta (Fig 4) and by
+layer, and the spectrum of S against that of A (the author's spectral geometry). Clicking a head
+in the projections selects it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from headforms.analyses import spectra as sp
+from headforms.analyses.spectral_geometry import geometry_summary, spectral_geometry
 from headforms.analyses.theta import theta_frame
 from headforms.figures import spectra as figures
+from headforms.figures import spectral_geometry as geometry_figures
 from headforms.figures.style import PARITY_NAMES
 from ui import (
     PlotPayload,
@@ -21,7 +24,7 @@ from ui import (
     select_from_customdata,
     show_figure,
 )
-from ui.loading import load_baseline
+from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.tables import require_spectra
 
 AUTO = "best silhouette"
@@ -138,7 +141,7 @@ projection_plot = cached(
     plot_key,
     lambda: PlotPayload.of(
         figures.projection_figure(
-            frame, ctx.spec, projection, plane, levels, color_by, ctx.selected, clusters.types
+            frame, ctx.spec, projection, plane, levels, color_by, ctx.selected
         )
     ),
 )
@@ -175,19 +178,19 @@ show_figure(
             means,
             ctx.spec,
             theta_frame(ctx.heads).assign(cluster=clusters.labels),
-            clusters.types,
+            clusters.places,
         ),
     ),
     f"Fig 4: k-means with k = {clusters.k} on the unit spectra; clusters ordered by decreasing "
-    "mean signed asymmetry (positive minus negative energy) and, for k = 3, given the author's "
-    "rank names “Type I+”, “Type II”, “Type I−” in that order. They are clusters of spectra, "
-    "not the parity classes: each panel gives its parity make-up, and they are drawn in their "
-    "own colours and shapes, never the parity ones. Each "
-    f"histogram is the mean sorted unit spectrum of up to {sp.extreme_count(len(eig_s))} of the "
-    f"cluster's most extreme heads ({sp.N_EXTREME} per {sp.HEADS_PER_EXTREME} heads, at least "
-    f"{sp.N_EXTREME}; a smaller cluster gives all its heads; column n_extreme below; largest "
-    "projection of x − mean on the cluster's direction), hung from their mean position on Θ "
-    "(the “Type II” cluster from Θ's midpoint, as the paper's caption attaches it), unfolded "
+    "mean signed asymmetry (positive minus negative energy), named by that rank and, for k = 3, "
+    "by where the caption attaches them to Θ (the author calls them Type I+, II, I−, a rank: "
+    "they are clusters of spectra, not the parity classes; each title gives its parity make-up, "
+    "and they are drawn in their own colours and shapes, never the parity ones). Each "
+    f"histogram averages the sorted unit spectra of up to {sp.extreme_count(len(eig_s))} of "
+    f"the cluster's most extreme heads ({sp.N_EXTREME} per {sp.HEADS_PER_EXTREME} heads of the "
+    f"model, at least {sp.N_EXTREME}, as the author's code does; a smaller cluster gives all its "
+    "heads; column n_extreme below; largest projection of x − mean on the cluster's direction), "
+    "hung from their mean position on Θ (the middle cluster from Θ's midpoint), unfolded "
     "above: vertex c = 1, midpoint, vertex d = 1; ticks: every head's position, by cluster.",
 )
 st.dataframe(
@@ -211,6 +214,19 @@ st.caption(
     "their mean spectrum, mean Θ position, mean profile, pairing and majority parity; then how "
     "many of all the cluster's heads have each parity type."
 )
+show_figure(
+    cached(
+        "spectra_by_layer",
+        (*model_key, k),
+        lambda: figures.clusters_by_layer_figure(
+            sp.clusters_by_layer(ctx.heads["layer"].to_numpy(), clusters.labels, clusters.k),
+            clusters.names,
+            ctx.spec,
+        ),
+    ),
+    "The clusters by layer (the author's grid): the percent of each layer's heads in each "
+    "cluster of Fig 4, one scale from white (0%) to black (100%).",
+)
 
 baseline = load_baseline(ctx.analysis)  # Fig 3 draws it beside the heads
 show_figure(
@@ -219,7 +235,7 @@ show_figure(
         model_key,
         lambda: figures.mean_spectrum_figure(
             sp.mean_unit_spectrum(eig_s),
-            sp.mean_unit_spectrum(baseline.spectra["eig_s"]),
+            None if baseline is None else sp.mean_unit_spectrum(baseline.spectra["eig_s"]),
             ctx.spec,
         ),
     ),
@@ -236,4 +252,25 @@ show_figure(
     f"coordinates of X): "
     + (f"the best is k = {best}" if best is not None else "no k separates these heads")
     + f"; shown: k = {clusters.k}.",
+)
+
+st.subheader("The spectrum of S against that of A")
+with_sv_a = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA)  # + sv_a
+geometry = cached("spectra_geometry", model_key, lambda: spectral_geometry(with_sv_a.spectra))
+show_figure(
+    cached(
+        "spectra_geometry_fig",
+        model_key,
+        lambda: geometry_figures.spectral_geometry_figure(geometry, ctx.spec),
+    ),
+    "The author's spectral geometry (scripts/spectral_geometry.py): gamma laws fitted with the "
+    "origin at 0 to each head's λ₊, |λ₋| and the n distinct singular values σ of A; the mode "
+    "τ of σ against the geometric mean √(|μ|ν) of the lobes' modes, and the shapes likewise "
+    "(heads where a fitted shape is at most 1 have no mode and are left out of both); the "
+    "correlation of the sorted σ(A) with the sorted |λ(S)|; and ‖σ − √(λ₊λ₋)‖/‖σ‖, index by "
+    "index (0 for a rank-one form).",
+)
+st.dataframe(
+    cached("spectra_geometry_summary", model_key, lambda: geometry_summary({ctx.spec: geometry})),
+    hide_index=True,
 )

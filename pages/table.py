@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms.columns import BASELINE_PREFIX, METRIC_COLUMNS
+from headforms.columns import BASELINE_PREFIX, COLUMN_DESCRIPTIONS, METRIC_COLUMNS
 from headforms.forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, ZERO_FORM_LABEL
 from ui import guard, jump_toggle, links, page_context, select_head, state
 from ui.behaviour import with_head_scores
@@ -28,19 +28,8 @@ SORT_KEY = "table_sort"
 DESCENDING_KEY = "table_sort_descending"
 INTEGER_COLUMNS = ("layer", "head", "kv_head", "n_pos", "n_neg", "n_zero")
 COLUMN_HELP = {
-    "a": "antisymmetric share ‖A‖²/‖L‖²",
-    "b": "hyperbolic share: matched positive/negative eigenvalue pairs of S",
-    "c": "excess positive eigenvalues of S (PSD share)",
-    "d": "excess negative eigenvalues of S (NSD share)",
-    "b_sym": "b of S alone (divided by ‖S‖²)",
-    "c_sym": "c of S alone",
-    "d_sym": "d of S alone",
-    "energy": "symmetric energy ‖S‖²/‖L‖²",
-    "pairing": "pairing score 1 − ‖λ₊ − λ₋‖/‖S‖",
-    "parity": f"II if c_S + d_S ≤ {PARITY_TYPE_II_TEXT}, else I+ if c_S > d_S, else I−",
-    "norm_l": "Frobenius norm of L",
-    "balance": "1 − |n₊ − n₋|/(n₊ + n₋)",
-    "leading_share": "λ²_max / ‖S‖²",
+    **COLUMN_DESCRIPTIONS,
+    "parity": COLUMN_DESCRIPTIONS["parity"] + f" (the paper's {PARITY_TYPE_II_TEXT})",
 }
 
 ctx = page_context()

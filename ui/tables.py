@@ -79,12 +79,13 @@ def first_model(spec: str) -> str:
 
 
 def require_spectra(analysis: ModelAnalysis, page: str) -> None:
-    """Stop the page with one line when the model has no spectra (a published table)."""
+    """Stop the page with one line when the model has no spectra (a published table without
+    its spectra file)."""
     if not analysis.spectra:
         st.info(
             f"The {page} page needs the eigenvalue spectra of S; {guard.plain(analysis.card.name)} "
-            "comes from a "
-            "published per-head table, which has only the profiles and scores.",
+            "comes from a published per-head table without its spectra file "
+            "(<model>_spectra.npz beside the table), so it has only the profiles and scores.",
             icon=":material/info:",
         )
         links.stop_page()

@@ -200,16 +200,17 @@ def fit_observation6(
     spectra: dict[str, np.ndarray], families: Sequence[str] = FAMILIES
 ) -> dict[str, LobeFits]:
     """Fit every family to each head's |eigenvalues of L| and singular values of A
-    (:data:`OBSERVATION6`; the analysis needs ``spectra=columns.ALL_SPECTRA``)."""
-    missing = [key for key, _ in OBSERVATION6.values() if key not in spectra]
-    if missing:
+    (:data:`OBSERVATION6`), those of them the analysis has (a weights analysis needs
+    ``spectra=columns.ALL_SPECTRA``; the author's published spectra have no eigenvalues of L)."""
+    present = {label: kind for label, kind in OBSERVATION6.items() if kind[0] in spectra}
+    if not present:
         raise HeadformsError(
-            f"this analysis has no {', '.join(missing)} spectra: analyse it with "
+            "this analysis has neither eig_l_abs nor sv_a spectra: analyse it with "
             "spectra=columns.ALL_SPECTRA"
         )
     return {
         label: fit_lobe(spectra[key][:, ::step], label, families)
-        for label, (key, step) in OBSERVATION6.items()
+        for label, (key, step) in present.items()
     }
 
 

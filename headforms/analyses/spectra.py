@@ -15,9 +15,11 @@ their unit spectra stack into a matrix X (heads x 2n), which is averaged, projec
   correlation positive). A centred PCA (:func:`spectral_pca`) is kept as an option: its PC1-3
   are essentially the SVD's components 2-4 (centring removes the common shape).
 - Fig 4 *clusters*: k-means with k = 3 on the rows of X, clusters numbered by decreasing mean
-  signed asymmetry and named Type I+, Type II, Type I- (the paper's convention: a name says
-  where the cluster ranks, not that its heads pass the parity test); each is portrayed by its
-  most extreme members (:func:`extreme_heads`). Choosing k by silhouette is an option.
+  signed asymmetry (the author names them Type I+, II, I-, a rank, not the parity test; here
+  they are named neutrally, by rank and by where the caption attaches them to Θ,
+  :data:`CLUSTER_NAMES`, and their parity make-up is counted); each is portrayed by its most
+  extreme members (:func:`extreme_heads`). Choosing k by silhouette is an option. Per layer,
+  the share of its heads in each cluster: :func:`clusters_by_layer`.
 - Moments (the right panel of Fig 5): ``O = sum x/(1 - x^2)`` and ``E = sum x^2/(1 - x^2)``.
 
 *Signed asymmetry* of x: ``sum_{x_i > 0} x_i^2 - sum_{x_i < 0} x_i^2`` (positive minus negative
@@ -26,6 +28,7 @@ energy, in [-1, 1]). *Spectral effective rank*: ``exp(-sum p_i log p_i)`` with `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,19 +48,15 @@ RANDOM_STATE = 0
 PAPER_K = 3
 """The paper's number of clusters."""
 
-CLUSTER_TYPES = ("I+", "II", "I-")
-"""The author's rank names of the k = 3 clusters, in order of decreasing mean signed asymmetry.
-They rank k-means clusters of spectra and are not parity classes (a cluster's parity make-up is
-counted with :data:`headforms.forms.PARITY_LABELS` in :func:`cluster_summary`), so they are
-their own fact here, not derived from the parity labels they borrow their names from."""
+CLUSTER_PLACES = ("c", "midpoint", "d")
+"""Where the caption of Figure 4 attaches the k = 3 clusters, by rank (decreasing mean signed
+asymmetry): the first toward the vertex c = 1 of Θ, the second at Θ's midpoint, the third toward
+d = 1. The author names them Type I+, II, I-; they are k-means clusters of spectra, not the
+parity classes (their parity make-up is counted in :func:`cluster_summary`), so they get neutral
+names here."""
 
-CLUSTER_NAMES = tuple(
-    f"cluster {j + 1} (“Type {name.replace('-', '−')}” by rank)"
-    for j, name in enumerate(CLUSTER_TYPES)
-)
-"""Names of the k = 3 clusters: each says it is a cluster, with the author's rank name beside
-it. The clusters are k-means clusters of spectra, not the parity classes (their parity make-up
-is in :func:`cluster_summary`)."""
+CLUSTER_NAMES = ("cluster 1 (toward c)", "cluster 2 (Θ midpoint)", "cluster 3 (toward d)")
+"""Names of the k = 3 clusters: their rank and where Figure 4 hangs them on Θ."""
 
 DEFAULT_K_RANGE = range(2, 9)
 """Cluster counts tried by the silhouette criterion."""
@@ -268,9 +267,9 @@ class Clustering:
     """KMeans clusters of the unit spectra, numbered by decreasing mean signed asymmetry.
 
     ``labels``: cluster per head (0 = most positive asymmetry); ``centers``: (k, 2n) mean unit
-    spectrum per cluster; ``asymmetry``: mean signed asymmetry per cluster; ``names``: Type I+,
-    Type II, Type I- for k = 3, else ``cluster 1..k``; ``types``: parity keys for k = 3 (for
-    markers and colours), else None per cluster.
+    spectrum per cluster; ``asymmetry``: mean signed asymmetry per cluster; ``names``:
+    :data:`CLUSTER_NAMES` for k = 3, else ``cluster 1..k``; ``places``: where Figure 4 attaches
+    each cluster to Θ (:data:`CLUSTER_PLACES` for k = 3, else None per cluster).
     """
 
     labels: np.ndarray
@@ -278,7 +277,7 @@ class Clustering:
     centers: np.ndarray
     asymmetry: np.ndarray
     names: tuple[str, ...]
-    types: tuple[str | None, ...]
+    places: tuple[str | None, ...]
 
 
 def _kmeans(features: np.ndarray, k: int) -> KMeans:
@@ -360,7 +359,7 @@ def cluster_spectra(eig_s: np.ndarray, k: int | None = PAPER_K) -> Clustering:
         centers=np.stack([spectra[labels == j].mean(axis=0) for j in range(k)]),
         asymmetry=np.array([means[j] for j in order]),
         names=CLUSTER_NAMES if paper else tuple(f"cluster {j + 1}" for j in range(k)),
-        types=CLUSTER_TYPES if paper else (None,) * k,
+        places=CLUSTER_PLACES if paper else (None,) * k,
     )
 
 
@@ -438,6 +437,27 @@ def cluster_summary(
         )
         means.append(mean)
     return pd.DataFrame(rows), np.vstack(means)
+
+
+def clusters_by_layer(layers: np.ndarray, labels: np.ndarray, k: int) -> pd.DataFrame:
+    """Per layer (rows, every layer from 0 to the last), the percent of its heads in each of
+    the ``k`` clusters (columns 0..k-1): the author's clusters-by-layer grid."""
+    layers = np.asarray(layers, dtype=int)
+    counts = np.zeros((int(layers.max()) + 1 if layers.size else 0, k))
+    np.add.at(counts, (layers, np.asarray(labels, dtype=int)), 1.0)
+    totals = counts.sum(axis=1, keepdims=True)
+    shares = np.divide(100.0 * counts, totals, out=np.zeros_like(counts), where=totals > 0)
+    frame = pd.DataFrame(shares, columns=range(k))
+    frame.index.name = "layer"
+    return frame
+
+
+def parity_make_up(summary_row: Mapping[str, object]) -> str:
+    """A cluster's parity make-up from its :func:`cluster_summary` row: '31 I+, 105 II, 22 I−'
+    (how many of its heads have each parity type)."""
+    return ", ".join(
+        f"{summary_row.get(f'heads {p}', '?')} {p.replace('-', '−')}" for p in PARITY_LABELS
+    )
 
 
 def projection_frame(

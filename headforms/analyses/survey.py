@@ -32,11 +32,14 @@ def survey_rows(model: str, heads: pd.DataFrame, head_dim: int, model_dim: int) 
     return rows
 
 
-def summary_table(models: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per model: layers, heads, % I+ / II / I-, mean profile, energy, pairing, balance."""
+def summary_table(
+    models: Mapping[str, pd.DataFrame], tolerance: float | None = None
+) -> pd.DataFrame:
+    """One row per model: layers, heads, % I+ / II / I- (Type II ``tolerance``, default the
+    paper's), mean profile, energy, pairing, balance."""
     if not models:
         return pd.DataFrame(columns=["model"]).set_index("model")
-    table = parity_table(models)
+    table = parity_table(models, tolerance)
     layers = {name: int(heads["layer"].max()) + 1 for name, heads in models.items()}
     table.insert(0, "layers", pd.Series(layers))
     for column in MEAN_COLUMNS:

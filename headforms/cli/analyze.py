@@ -22,18 +22,30 @@ from .common import (
     print_points,
     progress_bar,
     quiet_flag,
+    tolerance_of,
+    type2_tolerance_option,
+    with_parity,
     write_table,
     wrote,
 )
 
 
-def summary(columns: Mapping[str, np.ndarray], name: str, baseline: Mapping | None = None) -> str:
-    """The text summary of an analysis: parity shares (Table 2) and metric statistics."""
+def summary(
+    columns: Mapping[str, np.ndarray],
+    name: str,
+    baseline: Mapping | None = None,
+    tolerance: float | None = None,
+) -> str:
+    """The text summary of an analysis: parity shares (Table 2, Type II ``tolerance``: default
+    the paper's) and metric statistics."""
     from ..columns import BASELINE_PREFIX
-    from ..forms import parity_counts
+    from ..forms import parity_counts, parity_labels
 
-    counts = parity_counts(columns["parity"])
-    total = len(columns["parity"])
+    labels = columns["parity"]
+    if tolerance is not None:
+        labels = parity_labels(columns["c_sym"], columns["d_sym"], tolerance)
+    counts = parity_counts(labels)
+    total = len(labels)
     shares = [100.0 * counts[p] / total if total else float("nan") for p in counts]
     parity = format_table({name: [*shares, total]}, [*(f"{p} %" for p in counts), "heads"], 1)
     metrics = ["a", "b", "c", "d", "energy", "pairing"]
@@ -65,8 +77,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_output_path(args.out)
+    tolerance = tolerance_of(args)
     if args.rope_positions is not None:
-        return _analyze_positions(args)
+        return _analyze_positions(args, tolerance)
     options = options_of(args)
     with progress_bar(args.quiet) as progress:
         result = analyze(
@@ -78,7 +91,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         )
     card = result.card
     if args.out is not None:
-        columns = result.table_columns(baseline=args.baseline)
+        columns = with_parity(result.table_columns(baseline=args.baseline), tolerance)
         write_table(columns, args.out)
         wrote(f"wrote {len(columns['layer'])} heads to {args.out}")
     else:
@@ -87,11 +100,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             f"({card.n_kv_heads} kv), N={card.model_dim}, n={card.head_dim}, {card.storage}"
         )
         base = result.baseline.columns if args.baseline else None
-        print(summary(result.columns, card.name, base))
+        print(summary(result.columns, card.name, base, tolerance))
     return 0
 
 
-def _analyze_positions(args: argparse.Namespace) -> int:
+def _analyze_positions(args: argparse.Namespace, tolerance: float | None) -> int:
     """``analyze MODEL --rope-positions A:B``: every head at every position, one sweep."""
     from ..engine import sweep
     from ..options import SweepOptions
@@ -114,7 +127,7 @@ def _analyze_positions(args: argparse.Namespace) -> int:
         )
     card = result.card
     if args.out is not None:
-        columns = result.columns
+        columns = with_parity(result.columns, tolerance)
         if args.baseline:
             columns = _with_baseline(columns, result)
         write_table(columns, args.out)
@@ -128,7 +141,7 @@ def _analyze_positions(args: argparse.Namespace) -> int:
         f"{len(result.positions)} RoPE positions ({result.positions[0]} to "
         f"{result.positions[-1]})"
     )
-    print_points(result, "d")
+    print_points(result, "d", tolerance)
     return 0
 
 
@@ -147,11 +160,32 @@ def _with_baseline(columns: dict[str, np.ndarray], result: Any) -> dict[str, np.
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    """The bundled models, or (``models FILE``) the models of a published table."""
+    if args.source is not None:
+        return _table_listing(args.source)
     from ..sources import BUNDLED_MODELS, DEFAULT_MODEL
 
     for name, model in BUNDLED_MODELS.items():
         mark = " (default)" if name == DEFAULT_MODEL else ""
         print(f"{name:<14} {model.title}{mark}\n{'':<14} {model.description}")
+    return 0
+
+
+def _table_listing(source: str) -> int:
+    """One line per model of a published table: its spec, heads, and whether its spectra file
+    is beside the table (nothing but the table is read)."""
+    from ..sources import locate, parse_spec
+    from ..tables import table_listing
+
+    parsed = parse_spec(source, policy_in_force())
+    if parsed.kind != "table":
+        raise OptionError(
+            f"{source!r} is not a published table; `headforms models FILE` lists the models of a "
+            "table file (.csv, .parquet, .json) or of a directory holding head_statistics.csv"
+        )
+    for entry in table_listing(locate(parsed)):
+        spectra = f"spectra: {entry.spectra}" if entry.spectra else "no spectra file"
+        print(f"{entry.spec}\n    {entry.heads} heads ({entry.layers} layers), {spectra}")
     return 0
 
 
@@ -162,9 +196,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "analyze",
         help="per-head table of a model",
-        parents=[analysis_options(), out_option(), no_cache_flag(), quiet_flag()],
+        parents=[
+            analysis_options(),
+            type2_tolerance_option(),
+            out_option(),
+            no_cache_flag(),
+            quiet_flag(),
+        ],
     )
-    p.add_argument("model", help="bundled name, local dir, .gguf file, or hub id[@revision]")
+    p.add_argument(
+        "model",
+        help="bundled name, local dir, .gguf file, hub id[@revision], or a published table: "
+        "FILE::MODEL, DIR::MODEL (the author's head_statistics.csv and <model>_spectra.npz)",
+    )
     p.add_argument(
         "--rope-positions",
         metavar="A:B",
@@ -186,5 +230,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "all: both), as the dashboard does: a later dashboard visit is then a cache read",
     )
     p.set_defaults(func=cmd_analyze)
-    m = sub.add_parser("models", help="list the bundled (offline) models")
+    m = sub.add_parser(
+        "models",
+        help="list the bundled (offline) models, or the models of a published table",
+    )
+    m.add_argument(
+        "source",
+        nargs="?",
+        metavar="FILE",
+        help="a published table (.csv, .parquet, .json) or a directory of the author's files "
+        "(head_statistics.csv, <model>_spectra.npz): list its models",
+    )
     m.set_defaults(func=cmd_models)

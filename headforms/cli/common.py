@@ -109,6 +109,54 @@ def parse_bytes(text: str) -> int:
     return int(number * units[unit])
 
 
+def type2_tolerance_option() -> argparse.ArgumentParser:
+    """``--type2-tolerance T``: the Type II tolerance of the parity the command reports."""
+    from ..forms import PARITY_TYPE_II_TEXT
+
+    parent = _parent()
+    parent.add_argument(
+        "--type2-tolerance",
+        metavar="T",
+        help="a head is Type II when c_S + d_S <= T (a number or a fraction like 1/50; default "
+        f"the paper's {PARITY_TYPE_II_TEXT}); the parity shares printed and the parity column "
+        "written use it",
+    )
+    return parent
+
+
+def tolerance_of(args: argparse.Namespace) -> float | None:
+    """The ``--type2-tolerance`` of a command as a number in [0, 1] (None: the paper's); a
+    value that is not one is one line."""
+    from fractions import Fraction
+
+    from ..analyses.parity import check_tolerance
+
+    text = getattr(args, "type2_tolerance", None)
+    if text is None:
+        return None
+    try:
+        value = float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise OptionError(
+            f"--type2-tolerance {text!r} is not a number; accepted: a number or a fraction in "
+            "[0, 1] like 0.02 or 1/50"
+        ) from None
+    return check_tolerance(value)
+
+
+def with_parity(table: Any, tolerance: float | None) -> Any:
+    """A per-head table (a DataFrame, or a mapping of numpy columns) with its parity column at
+    ``tolerance`` (None: as it is); columns stay columns, so no pandas is imported for them."""
+    from ..forms import parity_labels
+
+    if tolerance is None:
+        return table
+    labels = parity_labels(table["c_sym"], table["d_sym"], tolerance)
+    if isinstance(table, Mapping):
+        return {**table, "parity": labels}
+    return table.assign(parity=labels)
+
+
 def options_of(args: argparse.Namespace) -> Any:
     """The :class:`headforms.options.AnalysisOptions` of a command's flags."""
     from ..columns import EXTRA_SPECTRA
@@ -269,14 +317,15 @@ def print_frame(table: Any, **to_string: Any) -> None:
         print(table.to_string(**to_string))
 
 
-def print_points(paths: Any, label: str) -> None:
-    """A few points of a sweep or series (parity shares and means per point), then how many
-    heads change parity along it."""
+def print_points(paths: Any, label: str, tolerance: float | None = None) -> None:
+    """A few points of a sweep or series (parity shares at the Type II ``tolerance`` and means
+    per point), then how many heads change parity along it."""
     from ..analyses.motion import changes_by_head
     from ..analyses.survey import summary_table
 
     shown = sorted(set(np.linspace(0, paths.n_points - 1, SHOWN_POINTS).round().astype(int)))
-    table = summary_table({f"{label} = {paths.values[i]}": paths.heads_at(i) for i in shown})
+    points = {f"{label} = {paths.values[i]}": paths.heads_at(i) for i in shown}
+    table = summary_table(points, tolerance)
     table.index.name = paths.axis
     columns = [c for c in table.columns if c not in ("layers",)][:9]
     print_frame(table[columns].round(3))

@@ -20,6 +20,9 @@ from .common import (
     progress_bar,
     quiet_flag,
     runs_options,
+    tolerance_of,
+    type2_tolerance_option,
+    with_parity,
     write_table,
     wrote,
 )
@@ -34,6 +37,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     out = args.out
     check_output_path(out)
     options = AnalysisOptions(args.rope_position, not args.no_fold_qk_norm)
+    tolerance = tolerance_of(args)
     policy = policy_in_force()
     checkpoints = open_series(args.checkpoints, policy)
 
@@ -56,21 +60,22 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     for outcome in result.failed:
         print(f"failed: {outcome.spec}: {outcome.error}", file=sys.stderr)
     if len(result.table):
-        table = trajectory_table(checkpoints, result.table)
+        table = with_parity(trajectory_table(checkpoints, result.table), tolerance)
         write_table(table, out)
         wrote(f"wrote {len(table)} rows ({table['step'].nunique()} checkpoints) to {out}")
-        _print_trajectory(table)
+        _print_trajectory(table, tolerance)
     return SURVEY_EXIT_FAILED if result.failed else 0
 
 
-def _print_trajectory(table: object) -> None:
-    """Parity shares and mean profile at each step (evenly spread) of a trajectory table."""
+def _print_trajectory(table: object, tolerance: float | None) -> None:
+    """Parity shares (Type II ``tolerance``) and mean profile at each step (evenly spread) of a
+    trajectory table."""
     from ..analyses.survey import summary_table
 
     steps = list(dict.fromkeys(table["step"]))
     shown = sorted(set(np.linspace(0, len(steps) - 1, SHOWN_POINTS).round().astype(int)))
     by_step = {f"step {steps[i]}": table[table["step"] == steps[i]] for i in shown}
-    summary_rows = summary_table(by_step)
+    summary_rows = summary_table(by_step, tolerance)
     summary_rows.index.name = "step"
     columns = [c for c in summary_rows.columns if c != "layers"][:9]
     print_frame(summary_rows[columns].round(3))
@@ -120,6 +125,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             out_option(required=True),
             runs_options(),
             analysis_options(),
+            type2_tolerance_option(),
             quiet_flag("report failed checkpoints only"),
         ],
     )

@@ -16,6 +16,9 @@ from .common import (
     print_frame,
     quiet_flag,
     runs_options,
+    tolerance_of,
+    type2_tolerance_option,
+    with_parity,
     write_table,
     wrote,
 )
@@ -33,6 +36,7 @@ def cmd_survey(args: argparse.Namespace) -> int:
     if args.preset is not None:
         models += preset(args.preset)
     options = options_of(args)
+    tolerance = tolerance_of(args)
     policy = policy_in_force()
     specs = survey.survey_specs(models, policy)
 
@@ -55,14 +59,20 @@ def cmd_survey(args: argparse.Namespace) -> int:
         policy=policy,
     )
     if len(result.table):
-        write_table(result.table, out)
+        table, summary = result.table, result.summary
+        if tolerance is not None:
+            from ..analyses.survey import split_survey, summary_table
+
+            table = with_parity(table, tolerance)
+            summary = summary_table(split_survey(table), tolerance)
+        write_table(table, out)
         summary_out = survey_summary_path(out)
-        write_table(result.summary.reset_index(), summary_out)
+        write_table(summary.reset_index(), summary_out)
         wrote(
-            f"wrote {len(result.table)} heads of {len(result.summary)} models to {out}, the "
+            f"wrote {len(table)} heads of {len(summary)} models to {out}, the "
             f"summary to {summary_out}"
         )
-        print_frame(result.summary.round(3))
+        print_frame(summary.round(3))
     for outcome in result.failed:
         print(f"failed: {outcome.spec}: {outcome.error}", file=sys.stderr)
     return SURVEY_EXIT_FAILED if result.failed else 0
@@ -88,6 +98,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             out_option(required=True, what="the per-head table"),
             runs_options(),
             analysis_options(),
+            type2_tolerance_option(),
             quiet_flag("report failed models only"),
         ],
     )

@@ -102,17 +102,34 @@ def heatmap_models_figure(
     column: str,
     selected: Selected = None,
     color_range: tuple[float, float] | None = None,
+    baselines: Mapping[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """Figures 13/14 across models: one layer x head grid of ``column`` per model, side by side,
-    on one diverging colour scale (white at 1/2; ``color_range`` default: every model's)."""
+    each followed by its Gaussian baseline's grid when ``baselines`` has it (same rows), on one
+    diverging colour scale (white at 1/2; ``color_range`` default: every grid's)."""
+    baselines = baselines or {}
+    panels = []
     for name, heads in models.items():
         if column not in heads.columns:
             raise FigureInputError(f"{name} has no column {column!r}")
-    panels = [
-        HeatmapPanel(name, name, name, heads, heads[column].to_numpy(float))
-        for name, heads in models.items()
-    ]
-    title = f"{COLUMN_TITLES.get(column, column)}: trained heads, one scale"
+        panels.append(HeatmapPanel(name, name, name, heads, heads[column].to_numpy(float)))
+        base = baselines.get(name)
+        if base is not None:
+            if len(base) != len(heads):
+                raise FigureInputError(
+                    f"the baseline of {name} has {len(base)} rows for {len(heads)} heads"
+                )
+            panels.append(
+                HeatmapPanel(
+                    f"{name} baseline",
+                    "Gaussian baseline",
+                    name,
+                    heads,
+                    base[column].to_numpy(float),
+                )
+            )
+    with_baselines = " beside their Gaussian baselines" if len(panels) > len(models) else ""
+    title = f"{COLUMN_TITLES.get(column, column)}: trained heads{with_baselines}, one scale"
     return heatmap_panels_figure(panels, column, title, selected, color_range)
 
 

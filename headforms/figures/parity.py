@@ -4,7 +4,7 @@ layer (Figure 12: a type x layer grid per model, one shared scale white 0% to bl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -93,26 +93,45 @@ def parity_by_layer_figure(
 ) -> go.Figure:
     """Figure 12 for one or several models: per model, a type x layer grid of the percent of
     each layer's heads of each parity type, one shared scale from white (0%) to black (100%).
+    ``frames``: model name -> :func:`headforms.analyses.parity.parity_by_layer`."""
+    return layer_shares_figure(
+        {
+            name: frame.reindex(columns=list(PARITY_LABELS), fill_value=0.0)
+            for name, frame in frames.items()
+        },
+        [PARITY_NAMES[p] for p in PARITY_LABELS],
+        "parity type",
+        "Parity by layer (Figure 12)<br><sup>percent of each layer's heads of each type, one "
+        "shared scale from white (0%) to black (100%); Type II: c_S + d_S ≤ "
+        f"{_tolerance_text(tolerance)}</sup>",
+    )
+
+
+def layer_shares_figure(
+    frames: Mapping[str, pd.DataFrame], categories: Sequence[str], axis_title: str, title: str
+) -> go.Figure:
+    """Per model, a category x layer grid of percents (``frames``: model name -> a frame of
+    layers x categories, in the order of ``categories``' names), one shared scale from white
+    (0%) to black (100%): Figure 12's grid, and the clusters-by-layer grid.
 
     Cells are rectangles (vector in an SVG export, unlike a heatmap's image), with the percent
     written in them when there is room; an invisible marker per cell carries the hover text and
-    the colour bar. ``frames``: model name -> :func:`headforms.analyses.parity.parity_by_layer`.
+    the colour bar.
     """
     names = list(frames)
     rows = max(len(names), 1)
-    height = 170 + 200 * rows
+    height = 170 + (65 + 45 * len(categories)) * rows
     fig = make_subplots(
         rows=rows,
         cols=1,
         subplot_titles=names,
         vertical_spacing=min(0.3, 95 / (height - 170)) if rows > 1 else 0.0,
     )
-    types = [PARITY_NAMES[p] for p in PARITY_LABELS]
     for i, name in enumerate(names, start=1):
-        frame = frames[name].reindex(columns=list(PARITY_LABELS), fill_value=0.0)
-        values = frame.to_numpy(dtype=float).T  # types x layers
+        frame = frames[name]
+        values = frame.to_numpy(dtype=float).T  # categories x layers
         layers = frame.index.to_numpy()
-        x, y = np.meshgrid(layers, np.arange(len(types)))
+        x, y = np.meshgrid(layers, np.arange(len(categories)))
         suffix = "" if i == 1 else str(i)
         written = len(layers) <= 24
         fig.add_trace(
@@ -132,7 +151,7 @@ def parity_by_layer_figure(
                     "color": ["white" if v > 50 else "black" for v in values.ravel()],
                 },
                 name=name,
-                customdata=np.repeat(types, len(layers)),
+                customdata=np.repeat(list(categories), len(layers)),
                 hovertemplate=f"{name}<br>layer %{{x}}, %{{customdata}}: "
                 "%{marker.color:.1f}%<extra></extra>",
                 showlegend=False,
@@ -165,10 +184,10 @@ def parity_by_layer_figure(
             col=1,
         )
         fig.update_yaxes(
-            title_text="parity type",
-            tickvals=list(range(len(types))),
-            ticktext=types,
-            range=[len(types) - 0.5, -0.5],
+            title_text=axis_title,
+            tickvals=list(range(len(categories))),
+            ticktext=list(categories),
+            range=[len(categories) - 0.5, -0.5],
             showgrid=False,
             zeroline=False,
             row=i,
@@ -176,11 +195,7 @@ def parity_by_layer_figure(
         )
     fig.update_layout(
         template=TEMPLATE,
-        title={
-            "text": "Parity by layer (Figure 12)"
-            "<br><sup>percent of each layer's heads of each type, one shared scale from white "
-            f"(0%) to black (100%); Type II: c_S + d_S ≤ {_tolerance_text(tolerance)}</sup>"
-        },
+        title={"text": title},
         coloraxis={
             "colorscale": GREY_SCALE,
             "cmin": 0,

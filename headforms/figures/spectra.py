@@ -15,14 +15,20 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analyses.spectra import MomentLevels, SpectralProjection
+from ..analyses.spectra import (
+    HEADS_PER_EXTREME,
+    N_EXTREME,
+    MomentLevels,
+    SpectralProjection,
+    parity_make_up,
+)
 from ..forms import PARITY_LABELS
 from .head import lobe_bars
+from .parity import layer_shares_figure
 from .style import (
     BASELINE_COLOR,
     CLUSTER_COLORS,
     CLUSTER_SYMBOLS,
-    CLUSTER_SYMBOLS_3D,
     MARKER_SIZE_2D,
     MARKER_SIZE_3D,
     PARITY_COLORS,
@@ -36,6 +42,7 @@ from .style import (
     UIREVISION,
     Selected,
     head_customdata,
+    head_name,
     selected_marker,
     selected_row,
 )
@@ -103,30 +110,21 @@ THETA_RANGE = (1.1, -1.1)
 """x range of the unfolded Theta strip of Fig 4: the vertex c = 1 (+1) on the left."""
 
 
-def _cluster_style(index: int, three_d: bool = False) -> dict:
-    """Marker colour and symbol of the ``index``-th cluster: the cluster palette, never a parity
-    colour or glyph (a cluster is not a parity class, whatever its rank name)."""
-    symbols = CLUSTER_SYMBOLS_3D if three_d else CLUSTER_SYMBOLS
+def _cluster_style(index: int) -> dict:
+    """Marker colour and symbol of the ``index``-th cluster, the same in every panel (2D and
+    3D): the cluster palette, never a parity colour or glyph (a cluster is not a parity class,
+    whatever its author's rank name)."""
     return {
         "color": CLUSTER_COLORS[index % len(CLUSTER_COLORS)],
-        "symbol": symbols[index % len(symbols)],
+        "symbol": CLUSTER_SYMBOLS[index % len(CLUSTER_SYMBOLS)],
     }
 
 
-def _make_up(record: Mapping[str, object]) -> str:
-    """A cluster's parity make-up from its summary record: 'parity I+ 22 · II 105 · I− 31'."""
-    counts = " · ".join(
-        f"{PARITY_NAMES[p].removeprefix('Type ')} {record.get(f'heads {p}', '?')}"
-        for p in PARITY_LABELS
-    )
-    return f"parity {counts}"
-
-
-def _anchor(record: Mapping[str, object], cluster_type: str | None) -> float:
-    """Where a cluster's histogram hangs on the unfolded Theta: the caption attaches the Type II
+def _anchor(record: Mapping[str, object], place: str | None) -> float:
+    """Where a cluster's histogram hangs on the unfolded Theta: the caption attaches the middle
     cluster to Theta's midpoint (0) and the others to their branches (their extreme heads' mean
     position)."""
-    return 0.0 if cluster_type == "II" else float(record["theta_position"])
+    return 0.0 if place == "midpoint" else float(record["theta_position"])
 
 
 def _to_paper(value: float, domain: Sequence[float], span: Sequence[float]) -> float:
@@ -139,7 +137,7 @@ def cluster_spectra_figure(
     means: np.ndarray,
     model_name: str = "",
     positions: pd.DataFrame | None = None,
-    types: Sequence[str | None] | None = None,
+    places: Sequence[str | None] | None = None,
     bins: int = 40,
 ) -> go.Figure:
     """Fig 4: per cluster (ordered by decreasing mean signed asymmetry), the histogram of the mean
@@ -148,17 +146,18 @@ def cluster_spectra_figure(
     Top: Theta unfolded into one segment, vertex c = 1 (left) - midpoint a = b = 1/2 - vertex
     d = 1 (right), by the position ``c - d`` of each head's nearest point of Theta
     (``positions``: columns ``position`` and ``cluster``, drawn as a rug); each histogram hangs
-    from its cluster's extreme heads' mean position, the cluster ranked Type II from the
-    midpoint, as the caption attaches it. ``types``: the clusters' rank names (``"I+"``, ...).
-    Clusters are drawn in the cluster palette (never parity colours or glyphs); each panel
-    title gives the cluster's parity make-up.
+    from its cluster's extreme heads' mean position, the middle one (``places``: where the
+    caption attaches each, :data:`headforms.analyses.spectra.CLUSTER_PLACES`) from the
+    midpoint. Clusters are named neutrally and drawn in the cluster palette (never parity
+    colours or glyphs); each panel title gives the cluster's parity make-up and how many of its
+    most extreme heads the histogram averages.
     """
     k = len(summary)
-    types = list(types) if types is not None else [None] * k
+    places = list(places) if places is not None else [None] * k
     records = summary.to_dict("records")
-    anchors = [_anchor(r, t) for r, t in zip(records, types, strict=True)]
+    anchors = [_anchor(r, p) for r, p in zip(records, places, strict=True)]
     titles = [
-        f"<b>{r['name']}</b><br>{r['size']} heads: {_make_up(r)}<br>"
+        f"<b>{r['name']}</b>:<br>{parity_make_up(r)} ({r['size']} heads)<br>"
         f"histogram: mean of its {r['n_extreme']} most extreme<br>"
         f"negative energy {r['negative_energy']:.2f} · Θ position {r['theta_position']:+.2f}"
         for r in records
@@ -259,14 +258,15 @@ def cluster_spectra_figure(
         title={
             "text": f"Eigenvalue distributions of the clusters, attached to Θ: {model_name}"
             "<br><sup>k-means clusters of the unit spectra (not the parity classes), by "
-            "decreasing mean signed asymmetry<br>each histogram: the mean sorted unit spectrum "
-            "of the cluster's most extreme heads, hung<br>from their mean position on Θ (a "
-            "“Type II” cluster from Θ's midpoint)</sup>"
+            "decreasing mean signed asymmetry; parity make-up in each title<br>each histogram: "
+            f"the mean sorted unit spectrum of the cluster's {N_EXTREME} most extreme heads per "
+            f"{HEADS_PER_EXTREME} heads (at least {N_EXTREME}),<br>hung from their mean position "
+            "on Θ (the middle cluster from Θ's midpoint)</sup>"
         },
         barmode="overlay",
         bargap=0,
-        height=720,
-        margin={"t": 150},
+        height=740,
+        margin={"t": 160},
         legend={"orientation": "h", "y": -0.14},
     )
     return fig
@@ -279,9 +279,9 @@ def _group_traces(
     axes: Sequence[str],
     titles: Sequence[str],
     three_d: bool,
-    types: Sequence[str | None] | None = None,
 ) -> list[go.BaseTraceType]:
-    """One trace per cluster or parity type, points carrying [model, layer, head]."""
+    """One trace per cluster or parity type, points carrying [model, layer, head]; a cluster's
+    name gives its parity make-up, and its marker is the same in 2D and 3D."""
     trace = go.Scatter3d if three_d else go.Scatter
     if color_by == "parity":
         groups = [(p, frame[frame["parity"] == p]) for p in (*PARITY_LABELS, "zero")]
@@ -299,13 +299,17 @@ def _group_traces(
                 "symbol": symbols.get(key, "circle"),
             }
         else:
-            name = f"{part['cluster_name'].iloc[0]} ({len(part)} heads)"
-            marker = _cluster_style(int(key), three_d)
+            counts = part["parity"].value_counts()
+            make_up = parity_make_up({f"heads {p}": int(counts.get(p, 0)) for p in PARITY_LABELS})
+            name = f"{part['cluster_name'].iloc[0]}: {make_up}"
+            marker = _cluster_style(int(key))
         marker["size"] = MARKER_SIZE_3D if three_d else MARKER_SIZE_2D
         if not three_d:
             marker["line"] = {"width": PARITY_LINE_WIDTH if color_by == "parity" else 0.5}
             if color_by != "parity":
-                marker["line"]["color"] = "white"
+                outline = "open" in marker["symbol"] or marker["symbol"] == "x"
+                marker["line"] = {"width": 1.5 if outline else 0.5}
+                marker["line"]["color"] = marker["color"] if outline else "white"
         coords = dict(zip(("x", "y", "z"), (part[a].to_numpy() for a in axes), strict=False))
         out.append(
             trace(
@@ -336,6 +340,35 @@ def _selected_marker(
     return [selected_marker(row, model, coordinates)]
 
 
+def _selected_label(
+    frame: pd.DataFrame, model_name: str, selected: Selected, axes: Sequence[str]
+) -> list[dict]:
+    """The selected head's name as a 3D scene annotation with an arrow: drawn over the WebGL
+    scene, so no marker hides it."""
+    found = selected_row({model_name: frame}, selected, axes)
+    if found is None:
+        return []
+    row, _ = found
+    x, y, z = (float(row[a].iloc[0]) for a in axes)
+    return [
+        {
+            "x": x,
+            "y": y,
+            "z": z,
+            "text": f"<b>{head_name(row['layer'].iloc[0], row['head'].iloc[0])}</b>",
+            "showarrow": True,
+            "arrowhead": 0,
+            "arrowcolor": SELECTED_COLOR,
+            "ax": 36,
+            "ay": -30,
+            "font": {"size": 13, "color": SELECTED_COLOR},
+            "bgcolor": "rgba(255,255,255,0.85)",
+            "bordercolor": SELECTED_COLOR,
+            "borderwidth": 1,
+        }
+    ]
+
+
 PROJECTION_NAMES = {"svd": "uncentred SVD (the paper's)", "pca": "centred PCA"}
 """The projections of the unit spectra (kinds of :func:`headforms.analyses.spectra.project`) by
 the names the dashboard's picker and the figure's subtitle give them."""
@@ -349,12 +382,13 @@ def projection_figure(
     levels: MomentLevels | None = None,
     color_by: str = "cluster",
     selected: Selected = None,
-    types: Sequence[str | None] | None = None,
 ) -> go.Figure:
     """Fig 5: each head's sorted unit spectrum on components 1-3 of ``projection`` (left, a
     rotatable 3D scene) and on the two components of ``plane`` (right, 1-based; the paper's 2
     and 3), with the level sets of the moments O (solid) and E (dotted) of the unit spectrum when
-    ``levels`` is given. Points by cluster or parity, clickable (frame columns c1, c2, c3)."""
+    ``levels`` is given. Points by cluster (one marker per cluster in both panels, one legend
+    entry) or parity, clickable (frame columns c1, c2, c3); the selected head is ringed after
+    every other trace in both panels, its name a scene annotation over the 3D view."""
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -395,15 +429,16 @@ def projection_figure(
     space = ("c1", "c2", "c3")
     plane_axes = tuple(f"c{i}" for i in plane)
     plane_titles = [projection.axis_title(i - 1) for i in plane]
-    for three_d, axes, axis_titles, col in (
-        (True, space, titles, 1),
-        (False, plane_axes, plane_titles, 2),
-    ):
-        for trace in _group_traces(frame, model_name, color_by, axes, axis_titles, three_d, types):
+    panels = ((True, space, titles, 1), (False, plane_axes, plane_titles, 2))
+    for three_d, axes, axis_titles, col in panels:
+        for trace in _group_traces(frame, model_name, color_by, axes, axis_titles, three_d):
             trace.update(legendgroup=trace.name, showlegend=three_d)
             fig.add_trace(trace, row=1, col=col)
+    for three_d, axes, _, col in panels:  # the selected head over every head of both panels
         for trace in _selected_marker(frame, model_name, selected, axes, three_d):
             trace.update(showlegend=False)
+            if three_d:
+                trace.update(mode="markers")  # its name: a scene annotation, drawn on top
             fig.add_trace(trace, row=1, col=col)
     fig.update_xaxes(title_text=plane_titles[0], row=1, col=2)
     fig.update_yaxes(title_text=plane_titles[1], row=1, col=2)
@@ -430,6 +465,7 @@ def projection_figure(
                 "center": {"x": -0.15, "y": -0.15, "z": -0.2},
             },
             "domain": {"x": [0.0, 0.46], "y": [0.0, 1.0]},
+            "annotations": _selected_label(frame, model_name, selected, space),
         },
         legend={"itemsizing": "constant", "orientation": "h", "y": -0.12, "yanchor": "top"},
         margin={"l": 40, "r": 10, "b": 90, "t": 90},
@@ -468,3 +504,19 @@ def silhouette_figure(silhouette: Mapping[int, float], chosen: int) -> go.Figure
         height=320,
     )
     return fig
+
+
+def clusters_by_layer_figure(
+    shares: pd.DataFrame, names: Sequence[str], model_name: str = ""
+) -> go.Figure:
+    """The clusters by layer (the author's grid): per layer, the percent of its heads in each
+    k-means cluster of Figure 4 (``shares``: :func:`headforms.analyses.spectra.clusters_by_layer`;
+    ``names``: the clusters' neutral names), white 0% to black 100% like Figure 12."""
+    return layer_shares_figure(
+        {model_name: shares},
+        list(names),
+        "spectral cluster",
+        f"Spectral clusters by layer: {model_name}<br><sup>percent of each layer's heads in each "
+        "k-means cluster of the unit spectra (Figure 4's; not the parity classes), white 0% to "
+        "black 100%</sup>",
+    )

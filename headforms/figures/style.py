@@ -66,17 +66,10 @@ CLUSTER_COLORS: tuple[str, ...] = ("#CC79A7", "#8c564b", "#bcbd22", "#7f7f7f", "
 """Palette of k-means clusters (Figures 4, 5): none of the parity colours, nor Theta's red, so a
 cluster never reads as a parity type (the clusters are not the parity classes)."""
 
-CLUSTER_SYMBOLS: tuple[str, ...] = (
-    "square",
-    "triangle-up",
-    "pentagon",
-    "star",
-    "hexagon",
-    "bowtie",
-)
-CLUSTER_SYMBOLS_3D: tuple[str, ...] = ("square", "square-open", "diamond-open", "circle")
-"""Cluster markers in 2D and 3D: none of the parity glyphs (+, open circle, dash) in 2D; in 3D,
-where glyphs are few, clusters are told apart by colour first."""
+CLUSTER_SYMBOLS: tuple[str, ...] = ("square", "x", "circle", "square-open", "diamond-open")
+"""Cluster markers, one per cluster for every panel, 2D and 3D alike (symbols a 3D scene has):
+none of the parity glyphs (+, open circle, dash, and the 3D diamond), so a cluster never reads
+as a parity type; colour tells clusters apart first."""
 
 
 def model_color(index: int) -> str:

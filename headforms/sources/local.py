@@ -1,5 +1,6 @@
 """Local models: a directory (config.json + safetensors or .bin, single or sharded), a .gguf, or
-a published per-head table file (a source of metrics, :mod:`headforms.tables` reads it).
+a published per-head table file or directory of the author's published files (a source of
+metrics and spectra, :mod:`headforms.tables` reads it).
 
 Only regular files are read (see :func:`headforms.sources.files.open_regular`); weights are
 never opened here: the config, a shard index and the first MiB of each chosen file (its
@@ -30,6 +31,7 @@ from .files import (
 )
 from .located import TABLE_FORMAT, Located, LocatedFile
 from .policy import Guard, allow
+from .specs import PUBLISHED_TABLE, SPECTRA_SUFFIX, published_directory
 
 ACCEPTED_LOCAL = (
     "accepted: a directory with config.json and *.safetensors or pytorch_model.bin (single or "
@@ -60,6 +62,8 @@ def locate_path(
         )
     config_path = path / "config.json"
     if not config_path.exists():
+        if published_directory(path):  # the author's published files, named bare
+            return locate_table(path, spec, None, guard)
         ggufs = sorted(path.glob("*.gguf"))
         if len(ggufs) == 1:
             guard(ggufs[0])
@@ -108,33 +112,62 @@ def parse_config(data: bytes, label: str) -> dict[str, Any]:
 
 
 def locate_table(path: Path, spec: str, model: str | None, guard: Guard = allow) -> Located:
-    """Locate a published per-head table file; ``model``: the model named in it (None: its only
-    one, or, for listing, all of them)."""
+    """Locate a published per-head table: a table file, or a directory of the author's
+    published files (its :data:`~.specs.PUBLISHED_TABLE`); ``model``: the model named in it
+    (None: its only one, or, for listing, all of them). The model's spectra file
+    (``<model>_spectra.npz`` beside the table), when there is one, is located with it: the
+    second of ``weights``."""
     path = Path(path)
     guard(path)
+    table = path
+    if stat.S_ISDIR(_table_status(path).st_mode):
+        table = path / PUBLISHED_TABLE
+        guard(table)
+        if not os.path.isfile(table):
+            raise ModelSpecError(
+                f"{short_name(path.name)} holds no {PUBLISHED_TABLE}: a directory of published "
+                f"files holds {PUBLISHED_TABLE} and <model>{SPECTRA_SUFFIX} files"
+            )
+    files = [_table_file(table)]
+    if model is not None and "/" not in model and model not in (".", ".."):
+        spectra = table.parent / f"{model}{SPECTRA_SUFFIX}"
+        guard(spectra)
+        if os.path.lexists(spectra):  # (a name too long to look at: none)
+            files.append(_table_file(spectra))
+    return Located(
+        spec=spec,
+        kind="table",
+        display_name=model or table.stem,
+        format=TABLE_FORMAT,
+        fingerprint=files_fingerprint([f.path for f in files]) + f":{model or ''}",
+        weights=tuple(files),
+        extra={"model": model},
+    )
+
+
+def _table_file(path: Path) -> LocatedFile:
+    """A located regular file of a table source (its size), or one line saying why not."""
+    info = _table_status(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelSpecError(f"the table {short_name(path.name)} is not a regular file")
+    return LocatedFile(path.name, info.st_size, path)
+
+
+def _table_status(path: Path) -> os.stat_result:
+    """``os.stat`` of a table source's path, or one line saying why it cannot be opened (a
+    missing file, a name too long, ...)."""
     try:
-        info = os.stat(path)
+        return os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             raise ModelSpecError(
                 f"no such table file: {path}; a published table is a .csv, .parquet or .json "
-                "file with one row per head"
+                f"file with one row per head, or a directory holding {PUBLISHED_TABLE}"
             ) from None
         raise ModelSpecError(
             f"cannot open the table file {short_name(path.name)}: "
             f"{exc.strerror or type(exc).__name__}"
         ) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ModelSpecError(f"the table {short_name(path.name)} is not a regular file")
-    return Located(
-        spec=spec,
-        kind="table",
-        display_name=model or path.stem,
-        format=TABLE_FORMAT,
-        fingerprint=files_fingerprint([path]) + f":{model or ''}",
-        weights=(LocatedFile(path.name, info.st_size, path),),
-        extra={"model": model},
-    )
 
 
 def _has_gguf_magic(path: Path) -> bool:

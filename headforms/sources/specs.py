@@ -3,12 +3,15 @@
 A spec is a bundled model's short name (``smollm2-135m``), a local path (a directory with
 ``config.json`` and weights, or a ``.gguf`` file), a hub id with an optional revision
 (``gpt2``, ``org/name@revision``), or a published per-head table (``FILE.csv::MODEL``, or a bare
-``FILE.csv`` / ``FILE.parquet``). :func:`parse_spec` checks it under the caller's policy
-(:mod:`.policy`) and gives the :class:`Spec` that travels on.
+``FILE.csv`` / ``FILE.parquet``; ``DIR::MODEL`` or a bare ``DIR`` for a directory of the
+author's published files: ``head_statistics.csv`` and ``<model>_spectra.npz``).
+:func:`parse_spec` checks it under the caller's policy (:mod:`.policy`) and gives the
+:class:`Spec` that travels on.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,18 +43,37 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".json")
 BARE_SUFFIXES = (".csv", ".parquet")
 
 
-def split_spec(spec: str) -> tuple[Path, str | None] | None:
-    """``(file, model or None)`` if ``spec``'s text names a published per-head table (or a
-    model in one, ``FILE::MODEL``), else None."""
+PUBLISHED_TABLE = "head_statistics.csv"
+"""The per-head table of the author's published files (``scripts/survey_results/``); a
+directory holding it (and ``<model>_spectra.npz`` files) is a table source."""
+
+SPECTRA_SUFFIX = "_spectra.npz"
+"""The author's spectra file of a model: ``<model>_spectra.npz`` beside the table."""
+
+
+def split_spec(spec: str, probe: bool = False) -> tuple[Path, str | None] | None:
+    """``(file or directory, model or None)`` if ``spec``'s text names a published per-head
+    table or a model in one (``FILE::MODEL``, ``DIR::MODEL``: a directory of the author's
+    files), else None. ``probe``: a bare directory holding :data:`PUBLISHED_TABLE` (and no
+    config.json) is a table too (looked at on disk)."""
     spec = spec.strip()
     if SEPARATOR in spec:
         path, _, model = spec.rpartition(SEPARATOR)
-        if Path(path).suffix.lower() in TABLE_SUFFIXES:
+        suffix = Path(path).suffix.lower()
+        if suffix in TABLE_SUFFIXES or not suffix:
             return Path(path).expanduser(), model.strip() or None
         return None
     if Path(spec).suffix.lower() in BARE_SUFFIXES:
         return Path(spec).expanduser(), None
+    if probe and published_directory(Path(spec).expanduser()):
+        return Path(spec).expanduser(), None
     return None
+
+
+def published_directory(path: Path) -> bool:
+    """Whether ``path`` is a directory of the author's published files: it holds
+    :data:`PUBLISHED_TABLE` and is not a model directory (no config.json)."""
+    return os.path.isfile(path / PUBLISHED_TABLE) and not os.path.lexists(path / "config.json")
 
 
 def table_spec(path: Path | str, model: str) -> str:
@@ -102,7 +124,7 @@ def _classify(spec: str, probe: bool) -> Spec:
         raise ModelSpecError(f"model spec contains a NUL byte; {ACCEPTED}")
     if text in BUNDLED_MODELS:
         return Spec(text, "bundled", text)
-    table = split_spec(text)
+    table = split_spec(text, probe)
     if table is not None:
         return Spec(text, "table", str(table[0]), model=table[1])
     looks_like_path = (

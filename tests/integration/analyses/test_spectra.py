@@ -175,17 +175,19 @@ def test_three_clusters_are_found_and_named_by_signed_asymmetry(planted):
     clusters = sp.cluster_spectra(eig)
     assert clusters.k == 3
     assert adjusted_rand_score(labels, clusters.labels) == 1.0
-    # Planted shape j was built to be I+, II, I- in that order: the rank names follow it, in a
-    # name that says it is a cluster
-    for j, rank in enumerate(("Type I+", "Type II", "Type I−")):
+    # Planted shape j was built to lean positive, balance, lean negative in that order: the
+    # neutral names follow it (rank, and where Figure 4 hangs the cluster on Theta), never a
+    # parity type's name
+    for j, place in enumerate(("toward c", "Θ midpoint", "toward d")):
         found = np.unique(clusters.labels[labels == j])
         assert len(found) == 1
-        assert clusters.names[found[0]].startswith(f"cluster {j + 1}") and rank in clusters.names[j]
+        assert clusters.names[found[0]] == f"cluster {j + 1} ({place})"
+        assert "Type" not in clusters.names[j] and "I+" not in clusters.names[j]
     asymmetry = _asymmetry(_dense_unit(eig))
     expected = [asymmetry[clusters.labels == c].mean() for c in range(3)]
     np.testing.assert_allclose(clusters.asymmetry, expected, rtol=1e-12)
     assert np.all(np.diff(clusters.asymmetry) < 0)
-    assert clusters.types == ("I+", "II", "I-")
+    assert clusters.places == ("c", "midpoint", "d")
     assert sp.cluster_spectra(eig).labels.tolist() == clusters.labels.tolist()  # seeded
 
 
@@ -211,7 +213,7 @@ def test_silhouette_option_and_other_k(planted):
     five = sp.cluster_spectra(eig, 5)
     assert five.k == 5 and len(set(five.labels)) == 5
     assert five.names == tuple(f"cluster {i}" for i in range(1, 6))
-    assert five.types == (None,) * 5
+    assert five.places == (None,) * 5
     with pytest.raises(HeadformsError, match="clusters"):
         sp.cluster_spectra(eig[:4], k=9)
     with pytest.raises(HeadformsError, match="silhouette"):
@@ -283,9 +285,7 @@ def test_fig4_and_fig5_figures(planted):
     levels = sp.moment_levels(eig, svd, resolution=30)
     selected = ("toy", 3, 4)
     for color_by in ("cluster", "parity"):
-        fig = projection_figure(
-            frame, "toy", svd, (2, 3), levels, color_by, selected, clusters.types
-        )
+        fig = projection_figure(frame, "toy", svd, (2, 3), levels, color_by, selected)
         assert fig.layout.title.text and fig.layout.scene.xaxis.title.text
         assert fig.layout.xaxis.title.text.startswith("component 2")
         assert fig.layout.yaxis.title.text.startswith("component 3")
@@ -297,13 +297,19 @@ def test_fig4_and_fig5_figures(planted):
         assert sum(len(t.x) for t in points if t.type == "scatter3d") == len(frame)
         assert sum(len(t.x) for t in points if t.type == "scatter") == len(frame)
         assert all(t.customdata[0][0] == "toy" for t in points)
-    by_cluster = projection_figure(frame, "toy", svd, types=clusters.types)
+    by_cluster = projection_figure(frame, "toy", svd)
     names = {t.name for t in by_cluster.data if t.type == "scatter3d" and t.name != "selected"}
+    parity = heads["parity"].to_numpy()
     assert names == {
-        f"{n} ({int((clusters.labels == i).sum())} heads)" for i, n in enumerate(clusters.names)
+        f"{n}: "
+        + ", ".join(
+            f"{int(np.sum(parity[clusters.labels == i] == p))} {p.replace('-', '−')}"
+            for p in PARITY_LABELS
+        )
+        for i, n in enumerate(clusters.names)
     }
     positions = pd.DataFrame({"position": np.linspace(-1, 1, len(eig)), "cluster": clusters.labels})
-    fig4 = cluster_spectra_figure(summary, means, "toy", positions, clusters.types)
+    fig4 = cluster_spectra_figure(summary, means, "toy", positions, clusters.places)
     assert fig4.layout.title.text
     assert len(fig4.layout.shapes) >= 3  # one connector per cluster (plus the zero lines)
     connectors = [s for s in fig4.layout.shapes if s.xref == "paper"]
@@ -350,14 +356,14 @@ def test_clusters_have_their_own_palette_their_parity_make_up_and_type_ii_at_the
     parity_glyphs = {*style.PARITY_SYMBOLS.values(), *style.PARITY_SYMBOLS_3D.values()}
     assert not parity_colours & {c.lower() for c in style.CLUSTER_COLORS}
     frame = sp.projection_frame(heads, sp.project(eig, "svd"), clusters)
-    fig5 = projection_figure(frame, "m", sp.project(eig, "svd"), types=clusters.types)
+    fig5 = projection_figure(frame, "m", sp.project(eig, "svd"))
     theta = sp.theta_projection(heads[["a", "b", "c", "d"]].to_numpy(float))[2]
     fig4 = cluster_spectra_figure(
         summary,
         means,
         "m",
         pd.DataFrame({"position": theta, "cluster": clusters.labels}),
-        clusters.types,
+        clusters.places,
     )
     for fig in (fig4, fig5):
         for trace in fig.data:
@@ -367,8 +373,10 @@ def test_clusters_have_their_own_palette_their_parity_make_up_and_type_ii_at_the
                 assert trace.marker.symbol not in parity_glyphs, trace.name
     titles = [a.text for a in fig4.layout.annotations if "cluster" in a.text]
     for (_, row), title in zip(summary.iterrows(), titles, strict=True):
-        assert f"I+ {row['heads I+']} · II {row['heads II']} · I− {row['heads I-']}" in title
+        make_up = f"{row['heads I+']} I+, {row['heads II']} II, {row['heads I-']} I−"
+        assert f"<b>{row['name']}</b>:<br>{make_up} ({row['size']} heads)" in title
+        assert f"mean of its {row['n_extreme']} most extreme" in title
     anchors = {t.name: t.x[0] for t in fig4.data if t.name in set(summary["name"])}
-    for row, rank in zip(summary.itertuples(), clusters.types, strict=True):
-        expected = 0.0 if rank == "II" else row.theta_position
+    for row, place in zip(summary.itertuples(), clusters.places, strict=True):
+        expected = 0.0 if place == "midpoint" else row.theta_position
         assert anchors[row.name] == pytest.approx(expected)

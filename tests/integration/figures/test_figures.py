@@ -831,7 +831,7 @@ def test_2d_figures_export_as_vector_svg_and_3d_ones_as_high_resolution_png(smol
     eig_s = smollm.spectra["eig_s"]
     clusters = sp.cluster_spectra(eig_s, 3)
     summary, means = sp.cluster_summary(smollm.heads, eig_s, clusters)
-    figures["fig4"] = FSP.cluster_spectra_figure(summary, means, "m", None, clusters.types)
+    figures["fig4"] = FSP.cluster_spectra_figure(summary, means, "m", None, clusters.places)
     figures["fig3"] = FSP.mean_spectrum_figure(sp.mean_unit_spectrum(eig_s))
     for name, fig in figures.items():
         assert FE.exports_as_vector(fig) == (name != "simplex"), name

@@ -54,7 +54,8 @@ def test_pages_needing_spectra_say_so_in_one_line(table_file: Path, page: str, n
     notes = [i.value for i in at.info]
     assert notes == [
         f"The {name} page needs the eigenvalue spectra of S; pub-a comes from a published "
-        "per-head table, which has only the profiles and scores."
+        "per-head table without its spectra file (<model>_spectra.npz beside the table), so it "
+        "has only the profiles and scores."
     ]
 
 

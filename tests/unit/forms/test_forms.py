@@ -164,3 +164,60 @@ def test_parity_rule_and_ties() -> None:
     d = np.array([0.1, 0.01, 0.5, 0.1, 0.0])
     assert list(parity_labels(c, d)) == ["I+", "II", "I-", "I-", "II"]
     assert parity_labels(np.array([np.nan]), np.array([np.nan]))[0] == "zero"
+
+
+def _dense_author_statistics(form: np.ndarray) -> dict[str, float]:
+    """The author's statistics of a dense form, straight from their definitions: from the
+    singular values h of L, and the same of the eigenvalues of S (the ``_s`` columns)."""
+    h2 = np.linalg.svd(form, compute_uv=False) ** 2
+    lam2 = np.linalg.eigvalsh((form + form.T) / 2) ** 2
+    out = {"trace_ratio": abs(np.trace(form)) / np.linalg.norm(form)}
+    for suffix, e in (("", h2), ("_s", lam2)):
+        out[f"participation_ratio{suffix}"] = e.sum() ** 2 / (e**2).sum()
+        out[f"stable_rank{suffix}"] = e.sum() / e.max()
+        out[f"leading_share{suffix}"] = e.max() / e.sum()
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=shapes, seed=seeds)
+def test_singular_values_of_l_and_the_authors_statistics_match_dense(
+    shape: tuple[int, int], seed: int
+) -> None:
+    n, N = shape
+    q, k = _random_head(seed, n, N)
+    batch = head_forms(q[None], k[None])
+    form = k.T @ q
+    singular = np.linalg.svd(form, compute_uv=False)
+    np.testing.assert_allclose(batch.sv_l[0], singular[:n], rtol=0, atol=1e-7 * singular[0])
+    np.testing.assert_allclose(batch.sv_l[0] ** 2, singular[:n] ** 2, atol=1e-12 * singular[0] ** 2)
+    metrics = _single(q, k)
+    for name, value in _dense_author_statistics(form).items():
+        np.testing.assert_allclose(metrics[name], value, rtol=1e-9, err_msg=name)
+
+
+def test_singular_values_of_l_from_a_factor_that_is_not_triangular() -> None:
+    """A singular Gram matrix's factor is an eigen square root (not triangular): the singular
+    values of L come from a QR of its top block, and still match dense algebra."""
+    rng = np.random.default_rng(5)
+    n, N = 3, 4  # N < 2n: G is singular
+    q, k = rng.standard_normal((n, N)), rng.standard_normal((n, N))
+    gram = gram_matrices(q[None], k[None])
+    batch = forms_from_gram(gram, N)
+    singular = np.linalg.svd(k.T @ q, compute_uv=False)[:n]
+    np.testing.assert_allclose(batch.sv_l[0], singular, atol=1e-7 * singular[0])
+
+
+def test_rank_one_and_flat_spectra_give_the_authors_extremes() -> None:
+    """Rank one: participation ratio, stable rank and leading share all 1; an orthogonal-like
+    L = K^T Q with orthonormal rows (all n singular values 1): n, n and 1/n."""
+    rng = np.random.default_rng(2)
+    k, q = rng.standard_normal((1, 9)), rng.standard_normal((1, 9))
+    one = _single(np.repeat(q, 3, 0) * [[1], [0], [0]], np.repeat(k, 3, 0) * [[1], [0], [0]])
+    for name in ("participation_ratio", "stable_rank", "leading_share"):
+        assert abs(one[name] - 1) < 1e-12, name
+    basis = np.linalg.qr(rng.standard_normal((9, 4)))[0].T  # 4 orthonormal rows
+    flat = _single(basis, basis)  # L = K^T Q = projection: singular values 1 (four of them)
+    assert abs(flat["participation_ratio"] - 4) < 1e-12 and abs(flat["stable_rank"] - 4) < 1e-12
+    assert abs(flat["leading_share"] - 0.25) < 1e-12
+    assert abs(flat["trace_ratio"] - 2) < 1e-12  # tr P / ||P|| = 4 / 2

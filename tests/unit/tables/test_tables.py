@@ -3,8 +3,8 @@
 Tables are written here from random profiles (Dirichlet) with the author's column names
 (``symmetric_energy``, ``dim``, no ``parity``) or the survey's; the reader must keep every
 value, derive parity by the Table 2 rule (recomputed here with numpy), build the card from
-the table's shape, refuse malformed tables in one line, and give a Gaussian baseline only
-when the table has the model dim N.
+the table's shape (its ``dim`` is 2n: the head dim is half of it), refuse malformed tables in
+one line, and give a Gaussian baseline only when the table has the model dim N.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def published(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
 
 def test_author_columns_open_as_read_only_models(published):
     path, table = published
-    for model, shape in (("org/alpha", (3, 4, 2, 16)), ("beta", (2, 6, 6, 8))):
+    for model, shape in (("org/alpha", (3, 4, 2, 8)), ("beta", (2, 6, 6, 4))):  # n = dim / 2
         result = analyze(f"{path}::{model}")
         card = result.card
         assert (card.n_layers, card.n_heads, card.n_kv_heads, card.head_dim) == shape
@@ -68,7 +68,7 @@ def test_model_dim_column_gives_the_gaussian_baseline(tmp_path: Path):
     table.to_parquet(path)
     result = analyze(str(path))  # one model: the bare file is enough
     baseline = result.baseline
-    assert (baseline.shapes.head_dim, baseline.shapes.model_dim) == (8, 64)
+    assert (baseline.shapes.head_dim, baseline.shapes.model_dim) == (4, 64)  # n = dim / 2
     # Gaussian K, Q: E[energy] = (N + 1) / (2N) (SPEC fact 4), here within sampling error
     assert abs(baseline.heads["energy"].mean() - 65 / 128) < 0.02
 
@@ -148,3 +148,66 @@ def test_hosted_mode_reads_tables_only_under_the_model_roots(published, tmp_path
         analyze(f"{path}::beta", policy=policy_in_force())
     monkeypatch.setenv("HEADFORMS_MODEL_ROOTS", str(path.parent))
     assert analyze(f"{path}::beta", policy=policy_in_force()).card.n_heads == 6
+
+
+def test_the_papers_models_get_their_public_facts(tmp_path: Path):
+    """A table model named like one of the paper's (tag or hub id) with its shapes gets N, its
+    family, positions and biases from headforms.presets; the author's n_zero (zeros among 2n)
+    becomes zeros out of N; a model of that name with other shapes gets none of them."""
+    from headforms.architectures import Shapes
+    from headforms.presets import PAPER_MODEL_FACTS
+
+    assert sum(m.total_heads for m in PAPER_MODEL_FACTS) == 9512  # the paper's count
+    table = pd.concat(
+        [
+            author_table("gpt2", 12, 12, 12, 128, 4),
+            author_table("mistralai/Mistral-Small-24B-Base-2501", 40, 32, 8, 256, 5),
+            author_table("gpt2-medium", 2, 2, 2, 128, 6),
+        ],
+        ignore_index=True,
+    ).assign(n_pos=63, n_neg=64, n_zero=1)
+    path = tmp_path / "head_statistics.csv"
+    table.to_csv(path, index=False)
+    gpt2 = analyze(f"{path}::gpt2")
+    card = gpt2.card
+    assert (card.model_dim, card.head_dim, card.family, card.positional) == (
+        768,
+        64,
+        "gpt2",
+        "learned absolute",
+    )
+    assert card.has_qk_bias is True and card.qk_norm is False
+    assert card.baseline_shapes == Shapes(12, 768, 12, 12, 64)
+    assert (gpt2.heads["n_zero"] == 768 - 127).all()
+    mistral = analyze(f"{path}::mistralai/Mistral-Small-24B-Base-2501").card
+    assert (mistral.model_dim, mistral.n_kv_heads, mistral.positional) == (5120, 8, "rotary")
+    assert mistral.has_qk_bias is False
+    other = analyze(f"{path}::gpt2-medium")
+    assert other.card.model_dim == 0 and other.card.has_qk_bias is None
+    assert other.card.positional == "unknown" and other.heads["n_zero"].isna().all()
+
+
+def test_the_theorem5_point_follows_from_a_tables_lobe_ratio(tmp_path: Path):
+    """A table with the author's rho but no spectra: the Theorem 5 point is its function,
+    b = 2r / (1 + r^2) and (1 - r)^2 / (1 + r^2) on the side of the larger lobe, r = min(rho,
+    1/rho); without rho it stays missing."""
+    table = author_table("m", 2, 3, 3, 8, 2)
+    rho = np.array([0.5, 2.0, 1.0, 0.1, 3.0, 0.8])
+    path = tmp_path / "t.csv"
+    table.assign(rho=rho).to_csv(path, index=False)
+    heads = analyze(f"{path}::m").heads
+    r = np.minimum(rho, 1 / rho)
+    np.testing.assert_allclose(heads["theorem5_b"], 2 * r / (1 + r**2))
+    np.testing.assert_allclose(heads["theorem5_c"], np.where(rho < 1, (1 - r) ** 2 / (1 + r**2), 0))
+    np.testing.assert_allclose(heads["theorem5_d"], np.where(rho > 1, (1 - r) ** 2 / (1 + r**2), 0))
+    table.to_csv(tmp_path / "u.csv", index=False)
+    assert analyze(f"{tmp_path / 'u.csv'}::m").heads["theorem5_b"].isna().all()
+
+
+def test_every_column_says_what_it_holds():
+    from headforms.columns import COLUMN_DESCRIPTIONS, TABLE_COLUMNS
+
+    assert set(COLUMN_DESCRIPTIONS) == set(TABLE_COLUMNS)
+    for name in ("participation_ratio", "stable_rank", "leading_share"):
+        assert "singular values h of L" in COLUMN_DESCRIPTIONS[name]
+        assert "eigenvalues λ of S" in COLUMN_DESCRIPTIONS[f"{name}_s"]
