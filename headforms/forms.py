@@ -30,6 +30,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .errors import OptionError
+
 PARITY_TYPE_II_FRACTION = Fraction(1, 50)
 """Type II if ``c_S + d_S`` is at most this (Table 2): the paper's tolerance."""
 PARITY_TYPE_II_THRESHOLD = float(PARITY_TYPE_II_FRACTION)
@@ -281,6 +283,18 @@ def profile_from_lobes(
         c = np.sum(np.clip(lobe_pos - lobe_neg, 0.0, None) ** 2, axis=-1) / norm
         d = np.sum(np.clip(lobe_neg - lobe_pos, 0.0, None) ** 2, axis=-1) / norm
     return a, b, c, d
+
+
+MAX_TOLERANCE = 1.0
+"""Largest Type II tolerance (``c_S + d_S <= 1`` always holds: every head is Type II)."""
+
+
+def check_tolerance(tolerance: float) -> float:
+    """The tolerance as a float, or a one-line error if it is not in ``[0, 1]``."""
+    value = float(tolerance)
+    if not 0.0 <= value <= MAX_TOLERANCE:
+        raise OptionError(f"Type II tolerance must be between 0 and 1 (c_S + d_S), got {value}")
+    return value
 
 
 def parity_labels(

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import OptionError
-from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD, parity_labels
+from ..forms import PARITY_LABELS, PARITY_TYPE_II_THRESHOLD, check_tolerance, parity_labels
 
 PAPER_TABLE2: dict[str, tuple[float, float, float]] = {
     "distilgpt2": (34.7, 26.4, 38.9),
@@ -35,17 +34,6 @@ PAPER_TABLE2_HEADS: dict[str, int] = {
     "facebook/opt-350m": 384,
 }
 """The head counts of the paper's Table 2 rows."""
-
-MAX_TOLERANCE = 1.0
-"""Largest Type II tolerance (``c_S + d_S <= 1`` always holds: every head is Type II)."""
-
-
-def check_tolerance(tolerance: float) -> float:
-    """The tolerance as a float, or a one-line error if it is not in ``[0, 1]``."""
-    value = float(tolerance)
-    if not 0.0 <= value <= MAX_TOLERANCE:
-        raise OptionError(f"Type II tolerance must be between 0 and 1 (c_S + d_S), got {value}")
-    return value
 
 
 def parities(heads: pd.DataFrame, tolerance: float | None = None) -> pd.Series:

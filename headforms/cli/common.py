@@ -129,7 +129,7 @@ def tolerance_of(args: argparse.Namespace) -> float | None:
     value that is not one is one line."""
     from fractions import Fraction
 
-    from ..analyses.parity import check_tolerance
+    from ..forms import check_tolerance
 
     text = getattr(args, "type2_tolerance", None)
     if text is None:
