@@ -28,7 +28,7 @@ from ui import (
     select_from_customdata,
     state,
 )
-from ui.loading import baselines_of, load_models
+from ui.loading import baselines_of, load_models, models_key
 
 BASELINE_KEY = "simplex_baseline"
 
@@ -90,7 +90,7 @@ status = st.container()  # overlay progress and errors: the plots below never mo
 analyses = load_models(ctx.spec, ctx.analysis, extra, where=status)  # tables: all their models
 models = {spec: analysis.heads for spec, analysis in analyses.items()}
 baselines = baselines_of(analyses) if show_baseline else {}
-key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
+key = (models_key(analyses), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",
     (*key, frame),

@@ -62,6 +62,7 @@ def _of_present(statistic: Any, values: np.ndarray) -> float:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from ..engine import analyze
+    from ..model_analysis import model_baseline
 
     if args.out is not None:
         check_output_path(args.out)
@@ -78,7 +79,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         )
     card = result.card
     if args.out is not None:
-        table = result.table(baseline=args.baseline)
+        table = result.table(model_baseline(card) if args.baseline else None)
         write_table(table, args.out)
         wrote(f"wrote {len(table)} heads to {args.out}")
     else:
@@ -86,7 +87,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
             f"({card.n_kv_heads} kv), N={card.model_dim}, n={card.head_dim}, {card.storage}"
         )
-        base = result.baseline.columns if args.baseline else None
+        base = model_baseline(card).columns if args.baseline else None
         print(summary(result.columns, card.name, base))
     return 0
 

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from headforms.behaviour import attention
 from ui import behaviour, state
+from ui.gateway import kinds
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +130,8 @@ def test_a_failure_inside_the_forward_pass_is_one_line_and_the_geometry_stays(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a kernel failed\nwith a second line")
 
-    monkeypatch.setattr(behaviour, "attention", broken)
-    monkeypatch.setattr(behaviour, "head_type_scores", broken)
+    monkeypatch.setattr(kinds, "attention", broken)  # the forward passes the gateway runs
+    monkeypatch.setattr(kinds, "head_type_scores", broken)
     at = run_app("head", **{state.MODEL_KEY: str(model), state.LAYER_KEY: 1, state.HEAD_KEY: 2})
     assert not at.exception, [e.message for e in at.exception]
     errors = [e.value for e in at.error]
