@@ -4,7 +4,7 @@
 # Needs BuildKit (the default builder since Docker 23; DOCKER_BUILDKIT=1 on older engines).
 # Offline or behind a mirror: a CPU torch wheel in wheels/ is used alone (wheels/README.md), and
 # --build-arg BASE_IMAGE=... names another Debian-based Python 3.11 image with `python3 -m venv`.
-# Hosted mode is on, with the safe defaults below (README: "Docker and hosted mode").
+# Hosted mode is on, with the safe defaults below (docs/hosting.md).
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE} AS deps
 

@@ -16,10 +16,11 @@ Both compute the same spectra (the headforms tests check them against dense ``ei
 
 ``--checkout DIR`` (repeatable) measures the headforms routes of other working trees side by
 side in the same run, interleaved (e.g. ``git worktree add --detach /tmp/main main``): their
-medians and this tree's time over theirs.
+medians and this tree's time over theirs. ``--out csv`` (or json, parquet) has the headforms
+routes write the per-head table to a file, as ``analyze MODEL --out heads.csv`` does.
 
 Run: ``.venv/bin/python benchmarks/bench_end_to_end.py [--models smollm2-135m ...]
-[--checkout DIR ...]``.
+[--checkout DIR ...] [--out csv]``.
 """
 
 from __future__ import annotations
@@ -101,7 +102,12 @@ def model_path(name: str) -> str:
 
 
 def measured_routes(
-    name: str, checkouts: list[Path], env: dict[str, str], gguf: Path | None, repeat: int
+    name: str,
+    checkouts: list[Path],
+    env: dict[str, str],
+    gguf: Path | None,
+    repeat: int,
+    out: str | None = None,
 ) -> dict[tuple[Path, str], Measured]:
     """Median ``--no-cache`` and from-an-empty-store runs of ``name`` per checkout, the runs of
     every checkout interleaved (so a drift of the machine's load hits all alike)."""
@@ -117,6 +123,8 @@ def measured_routes(
                         os.link(gguf, Path(cache) / "models" / gguf.name)
                     child = {**env, "HEADFORMS_CACHE_DIR": cache, "PYTHONPATH": str(checkout)}
                     flags = ["--no-cache"] if route == "no-cache" else []
+                    if out is not None:
+                        flags += ["--out", str(Path(cache) / f"heads.{out}")]
                     cmd = [PYTHON, "-m", "headforms", "analyze", name, *flags, "--quiet"]
                     run = run_measured(cmd, child, cwd=checkout)
                 if run.returncode != 0:
@@ -152,6 +160,11 @@ def main() -> int:
         default=[],
         help="another working tree whose headforms routes are measured side by side",
     )
+    parser.add_argument(
+        "--out",
+        choices=["csv", "json", "parquet"],
+        help="the headforms routes write the per-head table in this format",
+    )
     parser.add_argument("--transformers-route", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.transformers_route:
@@ -168,7 +181,7 @@ def main() -> int:
         for name in args.models:
             path = model_path(name)  # untimed: Gemma's assembly from its part packages
             gguf = Path(path) if name.startswith("gemma") else None
-            routes = measured_routes(name, checkouts, env, gguf, args.repeat)
+            routes = measured_routes(name, checkouts, env, gguf, args.repeat, args.out)
             ours = routes[(ROOT, "no-cache")]
             if args.baseline_repeat > 0:
                 route = [PYTHON, __file__, "--transformers-route", path]

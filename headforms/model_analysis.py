@@ -82,9 +82,16 @@ class ModelAnalysis:
         ``rand_*`` columns."""
         if baseline is None:
             return self.heads
+        return frame(self.table_columns(baseline))
+
+    def table_columns(self, baseline: Baseline | None = None) -> dict[str, np.ndarray]:
+        """:meth:`table` as numpy columns (no pandas needed)."""
         columns = dict(self.columns)
-        columns.update({BASELINE_PREFIX + name: baseline.columns[name] for name in METRIC_COLUMNS})
-        return frame(columns)
+        if baseline is not None:
+            columns.update(
+                {BASELINE_PREFIX + name: baseline.columns[name] for name in METRIC_COLUMNS}
+            )
+        return columns
 
     def arrays(self, baseline: Baseline | None = None) -> dict[str, np.ndarray]:
         """The spectra, rows aligned with the table; a ``baseline`` adds its spectra as

@@ -135,7 +135,7 @@ def usable_cpus() -> int:
 
 @dataclass(frozen=True)
 class Settings:
-    """The ``HEADFORMS_*`` variables of one moment (see the README's tables for each)."""
+    """The ``HEADFORMS_*`` variables of one moment (docs/configuration.md lists each)."""
 
     environ: Mapping[str, str] = field(repr=False)
 

@@ -39,7 +39,8 @@ MiB = 1 << 20
 BASE_BYTES = 512 * MiB
 """Estimated memory of a worker that reads a config.json model (Python, numpy, pandas, scipy,
 transformers' config classes, torch and, for RoPE models, transformers' RoPE functions):
-measured up to about 400 MiB (tests/integration/survey/test_survey.py checks the estimates bound the peaks)."""
+measured up to about 400 MiB (tests/integration/survey/test_survey.py checks the estimates bound
+the peaks)."""
 
 BASE_GGUF_BYTES = 250 * MiB
 """Estimated memory of a worker that reads a GGUF file (no transformers): measured 180 MiB."""

@@ -1,6 +1,6 @@
 """``headforms analyze MODEL`` (one position, or every RoPE position of a range at once) and
-``headforms models``. The summary printed by ``analyze`` needs no pandas; pandas is imported only
-to write a table file."""
+``headforms models``. Neither the summary printed by ``analyze`` nor its CSV or JSON file needs
+pandas (the tables are held as numpy columns); pandas is imported only to write parquet."""
 
 from __future__ import annotations
 
@@ -79,9 +79,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         )
     card = result.card
     if args.out is not None:
-        table = result.table(model_baseline(card) if args.baseline else None)
-        write_table(table, args.out)
-        wrote(f"wrote {len(table)} heads to {args.out}")
+        columns = result.table_columns(model_baseline(card) if args.baseline else None)
+        write_table(columns, args.out)
+        wrote(f"wrote {len(columns['layer'])} heads to {args.out}")
     else:
         print(
             f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
@@ -115,12 +115,12 @@ def _analyze_positions(args: argparse.Namespace) -> int:
         )
     card = result.card
     if args.out is not None:
-        table = result.table
+        columns = result.columns
         if args.baseline:
-            table = _with_baseline(table, result)
-        write_table(table, args.out)
+            columns = _with_baseline(columns, result)
+        write_table(columns, args.out)
         wrote(
-            f"wrote {len(table)} rows ({len(result.positions)} RoPE positions x "
+            f"wrote {len(columns['layer'])} rows ({len(result.positions)} RoPE positions x "
             f"{card.total_heads} heads) to {args.out}"
         )
         return 0
@@ -133,17 +133,18 @@ def _analyze_positions(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_baseline(table: Any, result: Any) -> Any:
-    """A sweep's long table with the Gaussian baseline's metrics (which no position changes) as
-    ``rand_*`` columns beside every position's row of the same head."""
+def _with_baseline(columns: dict[str, np.ndarray], result: Any) -> dict[str, np.ndarray]:
+    """A sweep's long table (numpy columns) with the Gaussian baseline's metrics (which no
+    position changes) as ``rand_*`` columns beside every position's row of the same head."""
     from ..baseline import gaussian_baseline
     from ..columns import BASELINE_PREFIX, METRIC_COLUMNS
 
     base = gaussian_baseline(result.card.baseline_shapes).columns
-    table = table.copy()
-    for name in METRIC_COLUMNS:
-        table[BASELINE_PREFIX + name] = np.tile(np.asarray(base[name]), result.n_points)
-    return table
+    tiled = {
+        BASELINE_PREFIX + name: np.tile(np.asarray(base[name]), result.n_points)
+        for name in METRIC_COLUMNS
+    }
+    return {**columns, **tiled}
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -149,24 +148,29 @@ def check_output_path(path: Path, formats: Sequence[str] = TABLE_FORMATS) -> str
     return suffix
 
 
-def _json_records(table: Any) -> str:
-    """JSON records with every float exact (shortest round-trip repr; NaN -> null).
-
-    ``DataFrame.to_json`` keeps at most 15 decimals, which loses small values' digits.
-    """
-    records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
-    return json.dumps(records, indent=1, allow_nan=False, default=lambda v: v.item())
-
-
 def write_table(table: Any, path: Path) -> None:
-    """Write a table (a ``DataFrame``) by extension: csv, json records or parquet, atomically."""
+    """Write a table by extension, atomically: csv, json records or parquet.
+
+    ``table`` is a ``DataFrame`` or a mapping of numpy columns; the columns' CSV and JSON are
+    written without pandas (the same bytes, :mod:`headforms.cli.column_files`), so a command
+    that holds its table as columns never imports it for them. Parquet is pandas' and pyarrow's.
+    """
+    from .column_files import csv_text, json_records, json_records_of_frame, plain_columns
+
     suffix = check_output_path(path)
+    if isinstance(table, Mapping) and (suffix == ".parquet" or not plain_columns(table)):
+        from ..columns import frame
+
+        table = frame(table)
 
     def write(tmp: Path) -> None:
-        if suffix == ".csv":
+        if isinstance(table, Mapping):
+            text = csv_text(table) if suffix == ".csv" else json_records(table)
+            tmp.write_text(text, encoding="utf-8", newline="")
+        elif suffix == ".csv":
             table.to_csv(tmp, index=False)
         elif suffix == ".json":
-            tmp.write_text(_json_records(table))
+            tmp.write_text(json_records_of_frame(table))
         else:
             table.to_parquet(tmp, index=False)
 

@@ -306,6 +306,53 @@ def test_analyze_out_writes_the_head_table(
         pd.testing.assert_frame_equal(table, minilm_heads)
 
 
+NO_PANDAS_RUN = (
+    "import sys; from headforms.cli import main; code = main(sys.argv[1:]); "
+    "print('pandas imported' if 'pandas' in sys.modules else 'no pandas'); sys.exit(code)"
+)
+"""``headforms ARGS`` in a fresh interpreter that says at the end whether pandas was imported."""
+
+
+@pytest.mark.parametrize(
+    ("suffix", "positions"), [(".csv", None), (".json", None), (".csv", "0:8:4")]
+)
+def test_analyze_writes_csv_and_json_without_pandas(
+    tmp_path: Path, suffix: str, positions: str | None
+) -> None:
+    """The cold command line's table file, from a .gguf with its Gaussian baseline (at one RoPE
+    position, or every position of a range), in a fresh process: pandas is never imported, and
+    the bytes are those pandas writes for the library's table (NaN bias norms, ints, parity
+    strings, floats' shortest reprs, ``rand_*`` columns)."""
+    from headforms.cli.column_files import json_records_of_frame
+    from headforms.columns import METRIC_COLUMNS
+    from headforms.engine import sweep
+
+    gguf = BUNDLED_MODELS["smollm2-135m"].locate()
+    out = tmp_path / f"heads{suffix}"
+    sweep_args = ["--rope-positions", positions] if positions else []
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_PANDAS_RUN, "analyze", str(gguf), *sweep_args, "--baseline"]
+        + ["--out", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "no pandas"
+    result = analyze(str(gguf))
+    if positions is None:
+        table = result.table(model_baseline(result.card))
+    else:  # every position's row of a head beside that head's baseline metrics
+        table = sweep(str(gguf), positions).table.copy()
+        base = model_baseline(result.card).heads
+        for name in METRIC_COLUMNS:
+            table[f"rand_{name}"] = np.tile(base[name].to_numpy(), 3)
+    assert table["q_bias_norm"].isna().all() and "rand_energy" in table.columns
+    expected = table.to_csv(index=False) if suffix == ".csv" else json_records_of_frame(table)
+    assert out.read_bytes() == expected.encode()
+
+
 def test_analyze_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     """The summary's parity shares and statistics are those of the table, uniformly rounded."""
     code, out, err = run_main("analyze", "minilm-l6", "--baseline", capsys=capsys)

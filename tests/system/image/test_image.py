@@ -4,9 +4,10 @@
 cannot be pulled; the local CPU torch wheel when pip finds one), then containers of it are
 checked: a CPU torch and no build leftovers inside; Docker's health status turns healthy
 within seconds; the app runs as uid 10001; ``/`` and plotly.js are served; a result computed
-from a model mounted read-only survives the container (named volume); tests/system/browser/test_browser.py
-clicks through the container; hosted refusals are one line, in the page and on the command
-line; an unwritable cache stops the container with one log line, or turns it unhealthy.
+from a model mounted read-only survives the container (named volume);
+tests/system/browser/test_browser.py clicks through the container; hosted refusals are one
+line, in the page and on the command line; an unwritable cache stops the container with one
+log line, or turns it unhealthy.
 
 Needs a Docker engine: the running one; else, under CI=true or with HEADFORMS_IMAGE_TEST=1, and
 as root with Debian's docker.io (``make install-dev`` installs it as root), dockerd is started
