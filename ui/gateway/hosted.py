@@ -28,9 +28,10 @@ from .local import RESULT_BYTES
 R = TypeVar("R")
 T = TypeVar("T")
 
-VISITOR_BYTES = 192 * 2**20
-"""Bytes of the cache one visitor holds at most (its newest result always: one prompt's pattern
-takes up to :data:`headforms.behaviour.limits.MAX_PATTERN_BYTES`, 192 MiB)."""
+VISITOR_BYTES = 128 * 2**20
+"""Bytes of the cache one visitor holds at most: its newest result is always kept (one prompt's
+pattern takes up to :data:`headforms.behaviour.limits.MAX_PATTERN_BYTES`, 192 MiB; SmolLM2's of
+170 tokens 60 MiB), the older ones go first (read again from the store if asked again)."""
 
 
 class ThreadPerJob(Executor):
