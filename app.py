@@ -1,6 +1,7 @@
 """headforms dashboard: `streamlit run app.py` (or `make run`).
 
-Wires the pages and the shared sidebar; everything else lives in ``pages/`` and ``ui/``.
+Wires the pages and the shared sidebar (whose context it hands to the page it runs);
+everything else lives in ``pages/`` and ``ui/``.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import guard, links, notices, state
-from ui.sidebar import render_sidebar, tab_title
+from ui.sidebar import page_scope, render_sidebar, tab_title
 from ui.static import ensure_plotly_js
 
 
@@ -66,7 +67,8 @@ def main() -> None:
         st.stop()
     if state.take_pending_jump() and page.url_path != head_page.url_path:
         st.switch_page(head_page, query_params=links.query())
-    page.run()
+    with page_scope(context):  # the page's page_context() for this run
+        page.run()
     links.finish()  # a page that ended early (ui.stop_page) has done this already
 
 

@@ -422,12 +422,8 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
     specs, root = hostile_root(tmp)
     env["HEADFORMS_MODEL_ROOTS"] = str(root)
     subprocess.run(  # the default model as the dashboard asks for it, before the server starts
-        [
-            sys.executable,
-            "-c",
-            "from headforms import columns, engine; "
-            f"engine.analyze({DEFAULT_MODEL!r}, spectra=columns.ALL_SPECTRA).baseline",
-        ],
+        [sys.executable, "-m", "headforms", "analyze", DEFAULT_MODEL, "--spectra", "all"]
+        + ["--baseline", "--quiet"],
         env=env,
         cwd=tree,
         check=True,

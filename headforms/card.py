@@ -71,6 +71,12 @@ class ModelCard:
         return self.positional == ROTARY and self.source_kind != TABLE_SOURCE
 
     @property
+    def has_baseline(self) -> bool:
+        """Whether the model has a Gaussian baseline: its model dim N and head dim n are known
+        (a published table may give neither)."""
+        return bool(self.model_dim and self.head_dim)
+
+    @property
     def baseline_shapes(self) -> Shapes:
         """The shapes the Gaussian baseline of this model depends on (every query head its own
         Gaussian key: no grouping)."""

@@ -2,7 +2,9 @@
 stored (an open-format :class:`headforms.store.Record`).
 
 The per-head table is held as numpy columns; the pandas ``DataFrame`` (``.heads``) is built on
-first use, so a command that only prints a summary never imports pandas.
+first use, so a command that only prints a summary never imports pandas. An analysis is plain
+data: its Gaussian baseline is a computation of its own (:func:`model_baseline`), handed to
+:meth:`ModelAnalysis.table` and :meth:`ModelAnalysis.arrays` by the caller that asked for it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from .baseline import Baseline, gaussian_baseline
 from .card import ModelCard
 from .columns import BASELINE_PREFIX, METRIC_COLUMNS, TABLE_COLUMNS, frame
+from .errors import UnavailableDataError
 from .store import Record
 
 if TYPE_CHECKING:
@@ -25,15 +28,16 @@ KIND = "analysis"
 
 
 class ModelAnalysis:
-    """One model's per-head table, spectra and card; its Gaussian baseline on demand.
+    """One model's per-head table, spectra and card (plain data: nothing is computed or read
+    on access).
 
     ``heads``: one row per query head, layer-major (columns
     :data:`headforms.columns.TABLE_COLUMNS`), a ``DataFrame`` built on first use from
     ``columns`` (numpy arrays). ``spectra``: arrays aligned with the rows: always ``eig_s``
     (the 2n eigenvalues of S that can be non-zero, decreasing), ``lobe_pos``/``lobe_neg``;
     ``sv_a`` (singular values of A) and ``eig_l_abs`` (moduli of the eigenvalues of L) when
-    asked for (``analyze(spectra=...)``). ``baseline``: :class:`headforms.baseline.Baseline` of
-    the same shapes, computed (and stored) on first use.
+    asked for (``analyze(spectra=...)``). The Gaussian baseline of the same shapes is
+    :func:`model_baseline` (a computation, stored per shape).
     """
 
     def __init__(
@@ -51,7 +55,6 @@ class ModelAnalysis:
             self._heads: pd.DataFrame | None = None
         else:
             self._columns, self._heads = None, heads
-        self._baseline: Baseline | None = None
 
     @property
     def columns(self) -> dict[str, np.ndarray]:
@@ -74,33 +77,42 @@ class ModelAnalysis:
             raise IndexError(f"no head L{layer}H{head} in {self.card.name}")
         return layer * self.card.n_heads + head
 
-    @property
-    def baseline(self) -> Baseline:
-        """Independent Gaussian ``K, Q`` of this model's shapes (stored on disk per shape)."""
-        if self._baseline is None:
-            self._baseline = gaussian_baseline(self.card.baseline_shapes)
-        return self._baseline
-
-    def table(self, baseline: bool = False) -> pd.DataFrame:
-        """The per-head table; with ``baseline``, the baseline's metrics as ``rand_*`` columns."""
-        if not baseline:
+    def table(self, baseline: Baseline | None = None) -> pd.DataFrame:
+        """The per-head table; with a ``baseline`` (:func:`model_baseline`), its metrics as
+        ``rand_*`` columns."""
+        if baseline is None:
             return self.heads
-        return frame(self.table_columns(baseline=True))
+        return frame(self.table_columns(baseline))
 
-    def table_columns(self, baseline: bool = False) -> dict[str, np.ndarray]:
+    def table_columns(self, baseline: Baseline | None = None) -> dict[str, np.ndarray]:
         """:meth:`table` as numpy columns (no pandas needed)."""
         columns = dict(self.columns)
-        if baseline:
-            base = self.baseline.columns
-            columns.update({BASELINE_PREFIX + name: base[name] for name in METRIC_COLUMNS})
+        if baseline is not None:
+            columns.update(
+                {BASELINE_PREFIX + name: baseline.columns[name] for name in METRIC_COLUMNS}
+            )
         return columns
 
-    def arrays(self, baseline: bool = False) -> dict[str, np.ndarray]:
-        """The spectra, rows aligned with the table; ``baseline`` adds its spectra as ``rand_*``."""
+    def arrays(self, baseline: Baseline | None = None) -> dict[str, np.ndarray]:
+        """The spectra, rows aligned with the table; a ``baseline`` adds its spectra as
+        ``rand_*``."""
         out = dict(self.spectra)
-        if baseline:
-            out.update({BASELINE_PREFIX + k: v for k, v in self.baseline.spectra.items()})
+        if baseline is not None:
+            out.update({BASELINE_PREFIX + k: v for k, v in baseline.spectra.items()})
         return out
+
+
+def model_baseline(card: ModelCard) -> Baseline:
+    """The Gaussian baseline of a model's shapes (:func:`headforms.baseline.gaussian_baseline`:
+    computed once per shape, then read from the result store); a one-line
+    :class:`UnavailableDataError` for a model without one (a published table that gives no
+    model dim N or head dim n)."""
+    if not card.has_baseline:
+        raise UnavailableDataError(
+            f"{card.name}: no Gaussian baseline: the table does not give the model dim N and "
+            "head dim n it needs"
+        )
+    return gaussian_baseline(card.baseline_shapes)
 
 
 def analysis_record(analysis: ModelAnalysis) -> Record:

@@ -30,18 +30,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .architectures import Shapes, architecture_for
-from .baseline import Baseline, gaussian_baseline
 from .bounded import ByteLRU
 from .card import TABLE_SOURCE, ModelCard
 from .columns import AUTHOR_COLUMNS, METRIC_COLUMNS, TABLE_COLUMNS
-from .errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
+from .errors import CorruptFileError, ModelSpecError, OptionError
 from .forms import parity_labels, proportional_profile
 from .model_analysis import ModelAnalysis
 from .options import DEFAULT_OPTIONS, AnalysisOptions
@@ -319,17 +317,8 @@ def normalise(raw: pd.DataFrame, name: str) -> pd.DataFrame:
 
 class PublishedTableAnalysis(ModelAnalysis):
     """One model of a published table: spectra when its spectra file is beside the table; a
-    baseline only when N and n are known (the table's, or the paper's facts)."""
-
-    @cached_property
-    def baseline(self) -> Baseline:
-        """The Gaussian baseline of the table's shapes; an error when N or n is unknown."""
-        if not self.card.model_dim or not self.card.head_dim:
-            raise UnavailableDataError(
-                f"{self.card.name}: no Gaussian baseline: the table does not give the model dim "
-                "N and head dim n it needs"
-            )
-        return gaussian_baseline(self.card.baseline_shapes)
+    Gaussian baseline (:func:`headforms.model_analysis.model_baseline`) only when N and n are
+    known (the table's, or the paper's facts)."""
 
 
 def open_table(

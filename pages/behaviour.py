@@ -62,7 +62,7 @@ score = controls[1].selectbox(
 with controls[2]:
     jump_toggle()
 
-key = (ctx.spec, ctx.rope_position, scores.fingerprint, scores.meta["probe_length"])
+key = (ctx.model, scores.fingerprint, scores.meta["probe_length"])
 frame = cached("behaviour_frame", key, lambda: behaviour_frame(ctx.heads, scores.table))
 found = cached(
     "behaviour_rho",

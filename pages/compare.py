@@ -23,7 +23,7 @@ from ui import (
     show_figure,
 )
 from ui.fits import lobe_fit_errors
-from ui.loading import baselines_of, load_models
+from ui.loading import baselines_of, load_models, models_key
 
 MODELS_KEY = "compare_models"
 HEATMAP_KEY = "compare_heatmap"
@@ -43,7 +43,7 @@ chosen = other_models(
 analyses = load_models(ctx.spec, ctx.analysis, chosen)
 models = {name: analysis.heads for name, analysis in analyses.items()}
 baselines = baselines_of(analyses)
-key = (tuple(models), ctx.rope_position)
+key = (models_key(analyses), ctx.rope_position)
 tolerance = ctx.tolerance
 
 simplex = cached(

@@ -59,7 +59,7 @@ except HeadformsError as error:
     st.error(guard.public_message(str(error)), icon=":material/error:")
     links.stop_page()
 first_name, second_name = diff.values
-key = (first_name, second_name)
+key = tuple((a.card.spec, a.card.fingerprint) for a in diff.analyses)  # the weights of A, B
 selected = (second_name, ctx.layer, ctx.head)
 table = diff.table()
 camera_key = f"diff_camera:{frame}"

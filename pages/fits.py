@@ -24,9 +24,9 @@ st.caption(
     "unit mean and fitted by maximum likelihood with location 0. Error: RMS difference between "
     "its 20-bin density histogram and the fitted density at the bin centres (lower is closer)."
 )
-model_key = (ctx.spec, ctx.rope_position)
-lobe_fits = fitted_lobes(*model_key, ctx.analysis)
-errors = lobe_fit_errors(*model_key, ctx.analysis)
+model_key = ctx.model
+lobe_fits = fitted_lobes(ctx.spec, ctx.rope_position, ctx.analysis)
+errors = lobe_fit_errors(ctx.spec, ctx.rope_position, ctx.analysis)
 
 st.subheader("Spectral lobes λ₊ and λ₋ (Observation 3, Figure 6)")
 st.caption(f"Observation 3: {OBSERVATIONS[3].statement}. **{OBSERVATIONS[3].label}**")

@@ -77,7 +77,7 @@ for start in range(0, len(METRICS), 4):
         with col:
             metric_vs_baseline(label, row[name], base_row[name], help=BASELINE_HELP)
 
-key = (ctx.spec, ctx.rope_position, ctx.layer, ctx.head)
+key = (ctx.model, ctx.layer, ctx.head)
 i = ctx.row
 left, right = st.columns(2)
 with left:
@@ -169,7 +169,7 @@ if card.rotary:
     st.subheader("Across RoPE positions")
     options = chosen_positions()
     first, last = options.positions[0], options.positions[-1]
-    sweep = sweep_at_hand(ctx.spec, options)
+    sweep = sweep_at_hand(ctx.spec, options, card.total_heads)
     slot = st.empty()
     if sweep is None:
         slot.button(
@@ -182,7 +182,7 @@ if card.rotary:
         )
     if sweep is None and st.session_state.pop(SWEEP_ASKED_KEY, False):
         try:
-            sweep = load_sweep(ctx.spec, options)
+            sweep = load_sweep(ctx.spec, options, card.total_heads)
             slot.empty()
         except HeadformsError as error:
             st.error(guard.public_message(str(error)), icon=":material/error:")
@@ -196,7 +196,7 @@ if card.rotary:
         show_figure(
             cached(
                 "head_curves",
-                (ctx.spec, options, ctx.layer, ctx.head),
+                (ctx.spec, card.fingerprint, options, ctx.layer, ctx.head),
                 lambda: curve_figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
             ),
             f"{ctx.label}: its profile (a, b, c, d) and parity type at each RoPE position d.",

@@ -74,9 +74,10 @@ for column, caption in CAPTIONS.items():
         else ""
     )
     for name, heads in models.items():
+        rope = ctx.rope_position if name == ctx.spec else 0
         payload = cached(
             "heatmap",
-            (name, ctx.rope_position if name == ctx.spec else 0, column, ctx.selected, scale),
+            (name, analyses[name].card.fingerprint, rope, column, ctx.selected, scale),
             lambda name=name, heads=heads, column=column, scale=scale: PlotPayload.of(
                 heatmaps.heatmap_pair_figure(
                     heads, baselines.get(name), column, name, ctx.selected, scale

@@ -26,7 +26,7 @@ from ui import (
     select_from_customdata,
     show_figure,
 )
-from ui.loading import baselines_of, load_models
+from ui.loading import baselines_of, load_models, models_key
 
 MODELS_KEY = "observations_models"
 
@@ -51,7 +51,7 @@ with controls[1]:
 analyses = load_models(ctx.spec, ctx.analysis, extra)  # a table file: all its models
 models = {name: analysis.heads for name, analysis in analyses.items()}
 baselines = baselines_of(analyses)
-key = (tuple(models), ctx.rope_position)
+key = (models_key(analyses), ctx.rope_position)
 
 
 def observation(number: int, title: str) -> None:

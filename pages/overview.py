@@ -9,7 +9,7 @@ from headforms.figures import parity as figures
 from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from ui import cached, guard, model_label, page_context, show_figure
 from ui.exports import heads_csv, spectra_npz
-from ui.loading import DASHBOARD_SPECTRA, load_analysis
+from ui.loading import DASHBOARD_SPECTRA, analysis_download
 from ui.widgets import format_layers
 
 ctx = page_context()
@@ -80,7 +80,7 @@ with right:
     show_figure(
         cached(
             "parity_by_layer",
-            (ctx.spec, ctx.rope_position, ctx.tolerance),
+            (ctx.model, ctx.tolerance),
             lambda: figures.parity_by_layer_figure(
                 {card.name: parity_by_layer(ctx.heads, ctx.tolerance)}, ctx.tolerance
             ),
@@ -98,7 +98,7 @@ stem = card.name.split(" ")[0].replace("/", "_") + (
 dl = st.columns(2)
 dl[0].download_button(
     "Per-head table (CSV)",
-    data=lambda: heads_csv(ctx.analysis),
+    data=analysis_download(ctx.spec, ctx.rope_position, heads_csv),
     file_name=f"{stem}_heads.csv",
     mime="text/csv",
     icon=":material/table:",
@@ -106,9 +106,8 @@ dl[0].download_button(
 )
 dl[1].download_button(
     "Spectra (npz)",
-    data=lambda: spectra_npz(  # every spectrum, the extra ones computed now if they never were
-        load_analysis(ctx.spec, ctx.rope_position, spectra=DASHBOARD_SPECTRA, quiet=True)
-    ),
+    # every spectrum, the extra ones computed when clicked if they never were
+    data=analysis_download(ctx.spec, ctx.rope_position, spectra_npz, DASHBOARD_SPECTRA),
     file_name=f"{stem}_spectra.npz",
     mime="application/octet-stream",
     icon=":material/download:",

@@ -7,7 +7,7 @@ import streamlit as st
 
 from headforms.figures import distributions
 from ui import cached, links, other_models, page_context, show_figure
-from ui.loading import baselines_of, load_models
+from ui.loading import baselines_of, load_models, models_key
 
 MODELS_KEY = "pairing_models"
 
@@ -24,7 +24,7 @@ extra = other_models(st, "Other models", MODELS_KEY, ctx.spec)
 analyses = load_models(ctx.spec, ctx.analysis, extra)
 models = {name: analysis.heads for name, analysis in analyses.items()}
 baselines = baselines_of(analyses)
-key = (tuple(models), ctx.rope_position)
+key = (models_key(analyses), ctx.rope_position)
 show_figure(
     cached(
         "pairing_fig",

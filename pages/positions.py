@@ -24,12 +24,14 @@ from ui import (
     show_figure,
     state,
 )
+from ui.compute import later
 from ui.motion import (
     MAX_SLIDER_POSITIONS,
     bind_views,
     check_positions,
     load_sweep,
     slider_options,
+    sweep_request,
     view_controls,
 )
 from ui.widgets import head_rows
@@ -81,13 +83,13 @@ with options_row[2]:
 
 try:
     options = slider_options(text)
-    sweep = load_sweep(ctx.spec, options)
+    sweep = load_sweep(ctx.spec, options, card.total_heads)
 except HeadformsError as error:
     st.error(guard.public_message(str(error)), icon=":material/error:")
     links.stop_page()
 positions = sweep.positions
 start = positions.index(ctx.rope_position) if ctx.rope_position in positions else 0
-key = (ctx.spec, options, view, ctx.color_by, ctx.selected, frame, every, start)
+key = (ctx.spec, card.fingerprint, options, view, ctx.color_by, ctx.selected, frame, every, start)
 figure = cached(
     "motion_sweep",
     key,
@@ -107,7 +109,7 @@ clickable_plot(
     f"({len(positions)} positions; the slider starts at the sidebar's d = {positions[start]}). "
     "Marker shape = parity type as on the Simplex page; black line: the selected head's path over "
     "d. Click a head to open it.",
-    data=lambda: sweep.table,
+    data=later(sweep_request(ctx.spec, options, card.total_heads), lambda kept: kept.table),
     filename=f"{ctx.spec}_rope_positions",
     scroll_zoom=True,
     camera_key=camera_key if view == "simplex" else None,
@@ -120,7 +122,7 @@ with left:
     show_figure(
         cached(
             "motion_curves",
-            (ctx.spec, options, ctx.layer, ctx.head),
+            (ctx.spec, card.fingerprint, options, ctx.layer, ctx.head),
             lambda: curve_figures.curves_figure(curves, sweep.axis, ctx.label, card.name),
         ),
         f"{ctx.label}: its profile (a, b, c, d) and parity type at each RoPE position d.",

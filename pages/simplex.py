@@ -29,7 +29,7 @@ from ui import (
     select_from_customdata,
     state,
 )
-from ui.loading import baselines_of, ensure_baseline, load_models
+from ui.loading import analysis_download, baselines_of, load_models, models_key
 from ui.motion import chosen_positions, sweep_at_hand
 
 BASELINE_KEY = "simplex_baseline"
@@ -92,7 +92,7 @@ status = st.container()  # overlay progress and errors: the plots below never mo
 analyses = load_models(ctx.spec, ctx.analysis, extra, where=status)  # tables: all their models
 models = {spec: analysis.heads for spec, analysis in analyses.items()}
 baselines = baselines_of(analyses) if show_baseline else {}
-key = (tuple(models), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
+key = (models_key(analyses), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",
     (*key, frame),
@@ -162,15 +162,16 @@ st.markdown(
     f"{row['c']:.3f}, {row['d']:.3f})"
 )
 st.page_link("pages/head.py", label="Open the head page", icon=":material/arrow_forward:")
-frames = sweep_at_hand(ctx.spec, chosen_positions()) if ctx.card.rotary else None
+frames = (
+    sweep_at_hand(ctx.spec, chosen_positions(), ctx.card.total_heads) if ctx.card.rotary else None
+)
 st.download_button(
     "Gallery: this model in one HTML file",
-    data=lambda: cached(
-        "gallery",
-        (ctx.spec, ctx.rope_position, None if frames is None else frames.values),
-        guard.new_computation(
-            "analyses", lambda: gallery_html(ctx.analysis, frames, ensure_baseline(ctx.analysis))
-        ),
+    data=analysis_download(
+        ctx.spec,
+        ctx.rope_position,
+        lambda analysis, baseline: gallery_html(analysis, frames, baseline),
+        budget="analyses",
     ),
     file_name=f"{ctx.card.name.split(' ')[0].replace('/', '_')}_gallery.html",
     mime="text/html",

@@ -39,7 +39,7 @@ st.caption(
     "Each head's 2n eigenvalues of S, sorted decreasing and divided by ‖S‖ (its unit-length "
     "spectrum x), stacked into a matrix X (heads × 2n) and compared across the heads."
 )
-model_key = (ctx.spec, ctx.rope_position)
+model_key = ctx.model
 eig_s = ctx.analysis.spectra["eig_s"]
 ks = sp.feasible_k(len(eig_s))
 if not ks:

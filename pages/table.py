@@ -16,7 +16,7 @@ from headforms.columns import BASELINE_PREFIX, COLUMN_DESCRIPTIONS, METRIC_COLUM
 from headforms.forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, ZERO_FORM_LABEL
 from ui import guard, jump_toggle, links, page_context, select_head, state
 from ui.behaviour import with_head_scores
-from ui.loading import has_baseline, load_baseline
+from ui.loading import load_baseline
 from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
@@ -62,7 +62,7 @@ layers = controls[1].slider(
     "Layers", 0, last_layer, key=layers_key, disabled=ctx.card.n_layers == 1
 )
 toggles = st.container(horizontal=True, gap="large")
-baseline_possible = has_baseline(ctx.analysis)  # a published table may have none (nothing computed)
+baseline_possible = ctx.card.has_baseline  # a published table may have none (nothing computed)
 if baseline_possible:
     links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline columns"))
 with_baseline = baseline_possible and toggles.toggle(
@@ -77,9 +77,8 @@ with_behaviour = toggles.toggle(
     help="Add previous_token, first_token, duplicate_token and induction: each head's scores on "
     "a probe of random tokens repeated twice (runs the model once; docs/MATH.md).",
 )
-if with_baseline:
-    load_baseline(ctx.analysis)  # computed now if it never was (a progress line meanwhile)
-table = ctx.analysis.table(baseline=with_baseline)
+baseline = load_baseline(ctx.analysis) if with_baseline else None  # a progress line meanwhile
+table = ctx.analysis.table(baseline)
 if with_behaviour:
     table = with_head_scores(table, ctx.spec)
 numeric = [

@@ -12,6 +12,7 @@ from headforms import HeadformsError
 from headforms.analyses import theorem5
 from headforms.figures import theorem5 as figures
 from ui import cached, guard, links, page_context, show_figure
+from ui.compute import in_server
 
 PAPER = theorem5.PAPER_PARAMETERS
 LOBE_SCALE = 1e6  # largest |μ|, ν and k accepted
@@ -107,7 +108,7 @@ try:
     samples = cached(
         "theorem5",
         key,
-        guard.new_computation(
+        lambda: in_server(  # a new sampling: the visitor's turn and budget when hosted
             "samples",
             lambda: theorem5.sample_profiles_for_sizes(mu, nu, k, key[3], key[4], key[5]),
         ),

@@ -24,7 +24,7 @@ from ui import (
     show_figure,
     state,
 )
-from ui.loading import load_baseline
+from ui.loading import load_baseline, models_key
 from ui.motion import (
     MAX_SERIES_CHECKPOINTS,
     bind_series,
@@ -88,7 +88,9 @@ last = series.checkpoints[-1].spec
 selected = (last, layer, head)
 baseline = load_baseline(series.analyses[-1], status)  # where every path starts
 base_heads = None if baseline is None else baseline.heads
-key = (series.label, tuple(c.spec for c in series.checkpoints), view, ctx.color_by, layer, head)
+checkpoints = zip(series.checkpoints, series.analyses, strict=True)
+weights = models_key({checkpoint.spec: analysis for checkpoint, analysis in checkpoints})
+key = (series.label, weights, view, ctx.color_by, layer, head)
 figure = cached(
     "motion_series",
     (*key, frame, every, base_heads is not None),

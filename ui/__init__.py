@@ -1,4 +1,5 @@
-"""Streamlit-only helpers of the dashboard: shared sidebar and state, loading, clickable plots.
+"""Streamlit-only helpers of the dashboard: shared sidebar and state, the computation gateway,
+clickable plots.
 
 How a page is written (pages stay thin: no math, no file I/O)::
 
@@ -6,9 +7,9 @@ How a page is written (pages stay thin: no math, no file I/O)::
     from headforms.figures import head as figures
     from ui import cached, page_context, show_figure
 
-    ctx = page_context()              # drawn by app.py: model, RoPE position, layer, head
+    ctx = page_context()              # handed over by app.py: model, RoPE position, layer, head
     st.title("Spectra")
-    fig = cached("spectra", (ctx.spec, ctx.rope_position, ctx.layer, ctx.head),
+    fig = cached("spectra", (ctx.model, ctx.layer, ctx.head),
                  lambda: figures.eigenvalue_histogram(ctx.analysis.spectra["eig_s"][ctx.row]))
     show_figure(fig, "One line saying what the figure shows.")
 
@@ -18,26 +19,41 @@ Call ``page_context()`` first on every page, even one that needs no model: on a 
 Streamlit may run a page file without ``app.py`` (legacy ``pages/`` mode, also in every
 ``AppTest`` run); ``page_context()`` detects that and reruns the page through ``app.py``.
 
+Every computation goes through the gateway (:mod:`ui.gateway`, held by :mod:`ui.compute`): one
+interface with a local and a hosted implementation, chosen once; a page never asks whether the
+server is hosted. A page asks for a model with ``load_analysis``/``try_load``, a baseline with
+``ui.loading.load_baseline``, a sweep with ``ui.motion.load_sweep``, a forward pass with
+``ui.behaviour.attention_pattern``/``head_scores``; any other kind is a
+``ui.gateway.Computation`` run by ``ui.compute.run(request, ProgressBar(label))`` (the gateway's
+package doc says how to add one). What a page builds itself (a figure, a table) goes through
+``cached``; a small bounded computation a visitor starts (a sampling) through
+``ui.compute.in_server(budget, build)``; a download built from a result through
+``ui.compute.later(request, use)`` (the session then keeps no result between its runs).
+
 API
 ---
 ``page_context() -> PageContext`` (:mod:`ui.sidebar`)
-    The context drawn by ``app.py`` for this run; stops the page (the error is already shown)
-    if the model failed to load. Fields: ``spec``, ``rope_position``, ``layer``, ``head``,
-    ``color_by``, ``analysis`` (:class:`headforms.ModelAnalysis`); properties ``card``,
-    ``heads``, ``row`` (index of the selected head in ``heads`` and every ``spectra`` array),
-    ``head_row``, ``selected`` (``(spec, layer, head)`` as in figures' ``selected=``),
-    ``label`` (``"Layer 3 · Head 5"``).
+    The context ``app.py`` drew in the sidebar and handed to this run's page (run-scoped, never
+    in session state); stops the page (the error is already shown) if the model failed to
+    load. Fields: ``spec``, ``rope_position``, ``layer``, ``head``, ``color_by``, ``analysis``
+    (:class:`headforms.ModelAnalysis`), ``tolerance``; properties ``card``, ``heads``, ``row``
+    (index of the selected head in ``heads`` and every ``spectra`` array), ``head_row``,
+    ``selected`` (``(spec, layer, head)`` as in figures' ``selected=``), ``model`` (``(spec,
+    weights' fingerprint, RoPE position)``: a cache key's part for this model), ``label``
+    (``"Layer 3 · Head 5"``).
 ``head_label(layer, head)``, ``model_label(spec)``
     How heads and models are named in the UI.
 ``other_models(where, label, key, exclude, help=None)``
     A page's picker of further models (bundled ones, and any typed or linked).
 ``load_analysis(spec, rope_position=0)``, ``try_load(spec, rope_position=0, where=None)``
-    (:mod:`ui.loading`) Any other model (e.g. a comparison page): cached process-wide by
-    ``(spec, rope_position)`` over the engine's disk cache, with a per-layer ``st.progress``
-    while computing. ``try_load`` shows a failure as ``st.error`` and returns None.
-``cached(kind, key, build)``
-    ``build()`` cached process-wide under ``(kind, key)`` (``st.cache_resource``): use for
-    figures and exports; ``key`` must identify all inputs (spec, RoPE position, options).
+    (:mod:`ui.loading`) Any other model (e.g. a comparison page), through the gateway: kept by
+    the weights' fingerprint and RoPE position, with a per-layer ``st.progress`` while
+    computing. ``try_load`` shows a failure as ``st.error`` and returns None.
+    ``ui.loading.models_key(analyses)``: the fingerprints of several models, for a cache key.
+``cached(kind, key, build)`` (:mod:`ui.compute`)
+    ``build()`` kept process-wide under ``(kind, key)`` in the gateway's cache (bounded in
+    bytes in all and per visitor): use for figures and exports; ``key`` must name every input,
+    the weights included (``ctx.model``, ``models_key(...)``), and the options.
 ``clickable_plot(figure_or_payload, key, on_click=None, height=None, caption=None, data=None,
 filename=None, scroll_zoom=False)`` (:mod:`ui.plot`)
     Every figure is drawn by this one component: clicks reach Python (``on_click(customdata)``
@@ -55,14 +71,16 @@ baseline)``, ``jump_toggle()``, ``go_to_head_box(ctx)``, ``fit_to_column(fig, zo
 Guards (:mod:`ui.guard`)
     What the dashboard accepts from a browser and shows back: ``whole_number``,
     ``finite_number``, ``checked_spec`` / ``spec_or_none``, ``click_target`` (a head of a
-    model this session loaded), ``new_computation(kind, build)`` (per-session budgets and the
-    server's slots in hosted mode), ``public_message`` (no server path in hosted mode).
+    model this session loaded), ``visitor`` (who budgets and memory are counted for),
+    ``public_message`` (no server path in hosted mode), ``plain`` (a name as text, never
+    Markdown nor a link).
 State (:mod:`ui.state`)
     Keys ``MODEL_KEY``, ``ROPE_KEY``, ``LAYER_KEY``, ``HEAD_KEY``, ``COLOR_KEY``,
     ``OVERLAY_KEY`` (extra models on the simplex), ``FRAME_KEY`` (what the 3D view frames);
     ``ROPE_KEY`` and ``TOLERANCE_KEY`` are ``"rope"`` and ``"tol"``, parameters Streamlit binds.
     Change the selection only in callbacks: ``select_head(spec, layer, head, jump=False)``,
-    ``select_from_customdata(point)``, ``step_head(step, n_layers, n_heads)``.
+    ``select_from_customdata(point)``, ``step_head(step, n_layers, n_heads)``. The models this
+    session loaded (what a click may select): ``loaded_models()``.
 The view in the URL (:mod:`ui.links`, kinds of parameter in :mod:`ui.link_kinds`)
     Every option is a URL parameter whose names and values keep today's links. Where Streamlit
     writes a widget's value as links do (numbers, texts, choices shown as written), the widget's
@@ -77,7 +95,8 @@ The view in the URL (:mod:`ui.links`, kinds of parameter in :mod:`ui.link_kinds`
 """
 
 from . import guard
-from .loading import cached, load_analysis, try_load
+from .compute import cached
+from .loading import load_analysis, try_load
 from .plot import PlotPayload, clickable_plot
 from .sidebar import (
     PageContext,

@@ -1,6 +1,6 @@
 """The dashboard's forward passes: a prompt's attention patterns and every head's head-type
-scores (:mod:`headforms.behaviour`), kept in memory for every session, contained in hosted mode,
-their failures one line that leaves the geometry views alone.
+scores (:mod:`headforms.behaviour`), through the gateway (shared by every session, contained in
+hosted mode), their failures one line that leaves the geometry views alone.
 
 - :func:`attention_pattern`, :func:`head_scores`: the results (or None after one line saying
   why: a model transformers cannot run, an empty or too long prompt, a limit).
@@ -8,50 +8,45 @@ their failures one line that leaves the geometry views alone.
   the layer's other heads one click away, its scores).
 
 On a private server the pass runs in the server process (models stay loaded in its LRU,
-``HEADFORMS_MODELS_MEMORY``); in hosted mode in the model's worker process
-(:func:`headforms.hosted.forward_pass`: kept loaded between passes, within the worker limits, at
-the visitor's turn), counted against the visitor's forward passes.
+``HEADFORMS_MODELS_MEMORY``; :func:`prefetch` starts loading one while the page draws); in
+hosted mode in the model's worker process (:func:`headforms.hosted.forward_pass`: kept loaded
+between passes, within the worker limits, at the visitor's turn), counted against the
+visitor's forward passes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms import hosted
 from headforms.behaviour import (
     DEFAULT_PROBE_LENGTH,
     DEFAULT_PROMPT,
     DEFAULT_SEED,
     AttentionPattern,
     HeadTypeScores,
-    attention,
-    cache,
-    head_type_scores,
-    runnable,
 )
 from headforms.behaviour.run import locate_runnable
-from headforms.bounded import ByteLRU
 from headforms.errors import HeadformsError
 from headforms.figures import behaviour as figures
 from headforms.settings import PROMPT_CHARACTERS_ENV, settings
 from headforms.sources import Located
-from headforms.store import ResultStore
 
 from . import guard, links, state
-from .loading import cached, located_model
+from .compute import ProgressLine, cached, gateway, later, peek, run
+from .gateway import Computation, ProbeScores, PromptAttention
+from .loading import located_model
 from .widgets import show_figure
 
 if TYPE_CHECKING:
     from .sidebar import PageContext
+
+R = TypeVar("R")
 
 PROMPT_KEY = "prompt"  # bound by Streamlit: the parameter's name
 PRE_SOFTMAX_KEY = "hf_pre_softmax"
@@ -64,68 +59,8 @@ SHORT_NAMES = {
 }
 """Metric labels that fit a quarter of the page at 1280 px."""
 LOGGER = logging.getLogger(__name__)
-TICK_SECONDS = 0.25
-"""How often the progress line is redrawn while a hosted worker runs."""
-MAX_RESULT_BYTES = 512 * 2**20
-"""Bytes of forward-pass results kept in memory for all sessions (the default prompt's pattern
-of SmolLM2 is 3 MB, one of 256 tokens 140 MB)."""
-
-
-def _nbytes(value: Any) -> int:
-    """Memory held by a pattern (its arrays) or a score table (its columns)."""
-    if isinstance(value, AttentionPattern):
-        return value.weights.nbytes + (0 if value.scores is None else value.scores.nbytes)
-    return sum(np.asarray(c).nbytes for c in value.columns.values())
-
-
-@st.cache_resource(show_spinner=False)
-def forward_results() -> ByteLRU[Any]:
-    """The process-wide results (one per server, shared by sessions), at most
-    :data:`MAX_RESULT_BYTES` (the newest kept even when it alone passes them)."""
-    return ByteLRU(MAX_RESULT_BYTES, sizer=_nbytes, keep_newest=True)
-
-
-Compute = Callable[[Located, Callable[[str], None], Callable[[], None]], Any]
-"""``compute(located, progress, tick)``: the result; ``progress(message)`` says what happens,
-``tick()`` is called while a hosted worker is waited for."""
-
-
-def _run(kind: str, spec: str, options: tuple, label: str, compute: Compute, where: Any) -> Any:
-    """A kept result, or ``compute``'s with its progress shown; None after one line."""
-    target = where if where is not None else st
-    line = target.empty()
-    started = time.monotonic()
-    shown = {"text": f"{label} …", "at": 0.0}
-
-    def progress(message: str) -> None:
-        shown["text"] = f"{label}: {guard.plain(message)} …"
-        line.caption(shown["text"])
-
-    def tick() -> None:  # a redraw is where Streamlit stops the script of a visitor who left
-        now = time.monotonic()
-        if now - shown["at"] >= TICK_SECONDS:
-            shown["at"] = now
-            line.caption(f"{shown['text']} {now - started:.0f} s")
-
-    try:
-        located = runnable_model(spec)
-        key = (kind, spec, runnable.fingerprint(located), options)
-        hit = forward_results().get(key)
-        if hit is not None:
-            return hit
-        line.caption(shown["text"])
-        value = compute(located, progress, tick)
-    except HeadformsError as error:
-        line.info(guard.plain(guard.public_message(str(error))), icon=":material/info:")
-        return None
-    except Exception as error:  # a bug of torch, transformers or ours: one line, never a traceback
-        LOGGER.exception("forward pass of %r failed", spec)
-        message = f"{label}: could not run the model: {guard.unexpected(error)}"
-        line.error(guard.plain(guard.public_message(message)), icon=":material/error:")
-        return None
-    line.empty()
-    forward_results().put(key, value)
-    return value
+PROBE = (DEFAULT_PROBE_LENGTH, DEFAULT_SEED)
+"""The repeated-token probe of the head-type scores: ``(R, seed)``."""
 
 
 def runnable_model(spec: str) -> Located:
@@ -136,82 +71,77 @@ def runnable_model(spec: str) -> Located:
 
 
 def _forward(
-    located: Located, progress: Callable[[str], None], tick: Callable[[], None], **task: Any
-) -> Any:
-    """One forward pass of ``located`` (``prompt=`` or ``probe=(R, seed)``): in hosted mode in
-    the model's worker, at the visitor's turn and counted against its forward passes; else in
-    this process."""
-    if guard.is_hosted():
-        return hosted.forward_pass(
-            located,
-            progress=lambda done, total, message: progress(message),
-            check=tick,
-            visitor=guard.visitor(),
-            **task,
+    spec: str, label: str, request_of: Callable[[Located], Computation[R]], where: Any
+) -> tuple[Computation[R], R] | None:
+    """The request ``request_of`` makes of ``spec``'s runnable model and its result (kept, or
+    computed under a progress line in ``where``); None after one line saying why not."""
+    line = ProgressLine(label, where)
+    try:
+        request = request_of(runnable_model(spec))
+        found = peek(request)
+        if found is not None:
+            return request, found
+        line.show()
+        value = run(request, line)
+    except HeadformsError as error:
+        line.info(guard.public_message(str(error)))
+        return None
+    except Exception as error:  # a bug of torch, transformers or ours: one line, never a traceback
+        LOGGER.exception("forward pass of %r failed", spec)
+        line.error(
+            guard.public_message(f"{label}: could not run the model: {guard.unexpected(error)}")
         )
-    if "prompt" in task:
-        return attention(located, task["prompt"], progress=progress)
-    length, seed = task["probe"]
-    return head_type_scores(located, probe_length=length, seed=seed, progress=progress)
+        return None
+    line.clear()
+    return request, value
+
+
+def _pattern(
+    spec: str, prompt: str, where: Any = None
+) -> tuple[Computation[AttentionPattern], AttentionPattern] | None:
+    return _forward(
+        spec,
+        f"Running {guard.plain(spec)} on the prompt",
+        lambda located: PromptAttention(located, prompt),
+        where,
+    )
 
 
 def attention_pattern(spec: str, prompt: str, where: Any = None) -> AttentionPattern | None:
     """Every head's attention on ``prompt`` (None after one line saying why not)."""
-    return _run(
-        "attention",
-        spec,
-        (prompt,),
-        f"Running {guard.plain(spec)} on the prompt",
-        lambda located, progress, tick: _forward(located, progress, tick, prompt=prompt),
-        where,
-    )
+    found = _pattern(spec, prompt, where)
+    return None if found is None else found[1]
 
 
 def head_scores(spec: str, where: Any = None) -> HeadTypeScores | None:
     """Every head's head-type scores on the default probe (None after one line saying why)."""
-    probe = (DEFAULT_PROBE_LENGTH, DEFAULT_SEED)
-    return _run(
-        "scores",
+    found = _forward(
         spec,
-        probe,
         f"Scoring every head of {guard.plain(spec)} on the repeated-token probe",
-        lambda located, progress, tick: _forward(located, progress, tick, probe=probe),
+        lambda located: ProbeScores(located, *PROBE),
         where,
     )
-
-
-_prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="headforms-prefetch")
+    return None if found is None else found[1]
 
 
 def prefetch(spec: str) -> None:
-    """Start loading ``spec``'s runnable model on a background thread (a private server, the
-    model not loaded, and the page's prompt or probe not stored), so that torch's and the
-    model's loading overlap the drawing of the page above its heatmap. A failure is left for
-    the page's own call to report."""
-    if guard.is_hosted():
-        return
+    """Start loading ``spec``'s runnable model in the background (a private server, unless the
+    model is loaded or the page's prompt and probe are kept), so that torch's and the model's
+    loading overlap the drawing of the page above its heatmap. A failure is left for the
+    page's own call to report."""
     bind_options()  # the prompt the page will run
     try:
         located = runnable_model(spec)
-        key = runnable.fingerprint(located)
-        if key in runnable.LOADED.keys():
-            return
-        store = ResultStore()
         prompt = str(
             st.session_state.get(PROMPT_KEY, st.query_params.get(PROMPT_KEY, DEFAULT_PROMPT))
         )
-        if cache.pattern_key(key, prompt) in store and (
-            cache.scores_key(key, DEFAULT_PROBE_LENGTH, DEFAULT_SEED) in store
-        ):
-            return
+        requests = (
+            PromptAttention(located, prompt),
+            ProbeScores(located, *PROBE),
+        )
     except HeadformsError:
         return
-    _prefetcher.submit(_load_quietly, located)
-
-
-def _load_quietly(located: Any) -> None:
-    with contextlib.suppress(Exception):  # the page's own call reports any failure, in one line
-        runnable.runnable(located)
+    gateway().prepare(*requests)
 
 
 def with_head_scores(table: pd.DataFrame, spec: str) -> pd.DataFrame:
@@ -257,8 +187,9 @@ def _read_prompt(values: list[str]) -> str:
     return text
 
 
-def _pattern_table(pattern: AttentionPattern, matrix: np.ndarray, kind: str) -> pd.DataFrame:
-    """The heatmap's cells as rows (its CSV download)."""
+def _pattern_table(pattern: AttentionPattern, layer: int, head: int, kind: str) -> pd.DataFrame:
+    """One head's heatmap cells as rows (its CSV download)."""
+    matrix = pattern.array(kind)[layer, head]
     length = len(pattern.tokens)
     query, key = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
     return pd.DataFrame(
@@ -354,9 +285,10 @@ def head_section(ctx: PageContext) -> None:
             "attention weights.",
         )
     kind = "scores" if st.session_state[PRE_SOFTMAX_KEY] else "weights"
-    pattern = attention_pattern(ctx.spec, prompt)
-    if pattern is None:
+    found = _pattern(ctx.spec, prompt)
+    if found is None:
         return
+    request, pattern = found
     if (pattern.n_layers, pattern.n_heads) != (ctx.card.n_layers, ctx.card.n_heads):
         st.info(
             f"The forward pass has {pattern.n_layers} layers × {pattern.n_heads} heads, the "
@@ -370,7 +302,8 @@ def head_section(ctx: PageContext) -> None:
     except HeadformsError as error:
         st.info(guard.plain(str(error)), icon=":material/info:")
         kind, values = "weights", pattern.weights
-    matrix = values[ctx.layer, ctx.head]
+    layer, head = ctx.layer, ctx.head  # the CSV is made when clicked: it keeps no pattern
+    matrix = values[layer, head]
     scores = head_scores(ctx.spec)
     left, right = st.columns([3, 1])
     causal = (
@@ -392,7 +325,7 @@ def head_section(ctx: PageContext) -> None:
             f"Row = query token, column = key token; {causal}. Hover a cell for both tokens and "
             "the value.",
             key="behaviour_head_pattern",
-            data=lambda: _pattern_table(pattern, matrix, kind),
+            data=later(request, lambda kept: _pattern_table(kept, layer, head, kind)),
             filename=f"{ctx.spec}_L{ctx.layer}H{ctx.head}_{kind}",
         )
     with right:

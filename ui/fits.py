@@ -8,13 +8,14 @@ import pandas as pd
 from headforms import ModelAnalysis
 from headforms.analyses import fits
 
-from .loading import cached
+from .compute import cached
 
 
 def lobe_fits(spec: str, rope_position: int, analysis: ModelAnalysis) -> dict[str, fits.LobeFits]:
     """Every family fitted to both lobes of every head of ``analysis`` (``spec`` at
-    ``rope_position``), cached under ``"fits"``."""
-    return cached("fits", (spec, rope_position), lambda: fits.fit_lobes(analysis.spectra))
+    ``rope_position``), cached under ``"fits"`` (with the weights' fingerprint)."""
+    key = (spec, analysis.card.fingerprint, rope_position)
+    return cached("fits", key, lambda: fits.fit_lobes(analysis.spectra))
 
 
 def lobe_fit_errors(spec: str, rope_position: int, analysis: ModelAnalysis) -> pd.DataFrame:
@@ -22,7 +23,7 @@ def lobe_fit_errors(spec: str, rope_position: int, analysis: ModelAnalysis) -> p
     under ``"fits_errors"``: the one definition the fits and compare pages share."""
     return cached(
         "fits_errors",
-        (spec, rope_position),
+        (spec, analysis.card.fingerprint, rope_position),
         lambda: fits.mean_errors(
             fits.fit_table(analysis.heads, lobe_fits(spec, rope_position, analysis))
         ),

@@ -10,9 +10,8 @@ number): :func:`harden_widget_states` drops such a value on arrival (the widget 
 
 In hosted mode (``HEADFORMS_HOSTED=1``) a visitor sees no exception details
 (``client.showErrorDetails = "none"``) and no server-private location in any message
-(:func:`public_message`); every new computation is counted against the visitor
-(:func:`visitor`: the client's address, not the websocket) and waits for its turn
-(:func:`new_computation`; limits in :class:`headforms.hosted.Limits`).
+(:func:`public_message`). Who the visitor is (:func:`visitor`: the client's address, not the
+websocket) is what the gateway (:mod:`ui.compute`) counts budgets, turns and memory by.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import os
 import re
 import sys
 import sysconfig
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +34,6 @@ from headforms.settings import settings
 from headforms.sources import MAX_SPEC_LENGTH, Policy
 
 LOGGER = logging.getLogger(__name__)
-
-LOADED_KEY = "_hf_loaded_models"
-"""Session state: spec -> (fingerprint, layers, heads) of every model this session loaded."""
 
 MAX_EXTRA_MODELS = 8
 """Models a page may load besides the sidebar's (overlays, comparisons)."""
@@ -113,16 +109,25 @@ def shown(value: Any) -> str:
 
 _LINK_MARKUP = re.compile(r"([\\\[\]<>`$])")
 _ALL_MARKUP = re.compile(r"([\\`*_\[\]<>$~:|#])")
+WORD_JOINER = "\u2060"
+"""An invisible character that joins its neighbours (no line break, no width)."""
+_AUTOLINKS = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)")
+"""Where GFM's literal autolinks start: ``scheme://`` (http, https), ``www.``, e-mail's ``@``."""
 
 
 def plain(text: str, all_markup: bool = False) -> str:
     """``text`` (a model's name, a spec, a message naming them) as Streamlit's Markdown shows
     it literally: no link, image, HTML, code span, formula or coloured text can come from a
-    name a stranger chose (its backslashes, brackets, angle brackets, backticks, dollars and
-    ``://`` are escaped; with ``all_markup``, emphasis, tables, headings and emoji codes too,
-    as the page's notices escape what they echo). The one Markdown escape of the dashboard."""
+    name a stranger chose (its backslashes, brackets, angle brackets, backticks and dollars are
+    escaped; with ``all_markup``, emphasis, tables, headings and emoji codes too, as the page's
+    notices escape what they echo). The one Markdown escape of the dashboard.
+
+    A URL or an e-mail address in plain text (``https://…``, ``www.…``, ``a@b.c``) becomes a
+    link by GFM's autolink extension, which Streamlit applies *after* reading the escapes, so no
+    escape stops it: a :data:`WORD_JOINER` after ``:`` of ``://``, after ``www`` and after
+    ``@`` does (the text reads the same)."""
     pattern = _ALL_MARKUP if all_markup else _LINK_MARKUP
-    return pattern.sub(r"\\\1", str(text)).replace("://", ":\\/\\/")
+    return _AUTOLINKS.sub(WORD_JOINER, pattern.sub(r"\\\1", str(text)))
 
 
 def whole_number(value: Any, low: int, high: int) -> int | None:
@@ -239,31 +244,22 @@ def camera(value: Any) -> Camera | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Loaded models and clicks
+# Clicks
 
 
-def remember(spec: str, fingerprint: str, n_layers: int, n_heads: int) -> None:
-    """Record a model this session loaded (clicks may select its heads)."""
-    st.session_state.setdefault(LOADED_KEY, {})[spec] = (fingerprint, n_layers, n_heads)
-
-
-def loaded() -> dict[str, tuple[str, int, int]]:
-    """spec -> (fingerprint, layers, heads) of the models this session loaded."""
-    return st.session_state.get(LOADED_KEY, {})
-
-
-def click_target(point: Any) -> tuple[str, int, int] | None:
-    """``(model, layer, head)`` of a click payload naming a head of a model this session loaded,
-    else None (after one toast line). A payload is ``[model, layer, head, ...]``."""
+def click_target(point: Any, models: Mapping[str, tuple[int, int]]) -> tuple[str, int, int] | None:
+    """``(model, layer, head)`` of a click payload naming a head of one of ``models`` (spec ->
+    (layers, heads): those this session loaded, :func:`ui.state.loaded_models`), else None
+    (after one toast line). A payload is ``[model, layer, head, ...]``."""
     if not isinstance(point, list | tuple) or len(point) < 3:
         st.toast("Ignored a click: not a head of a loaded model.", icon=":material/block:")
         return None
     spec, layer, head = point[0], point[1], point[2]
-    shapes = loaded().get(spec) if isinstance(spec, str) else None
+    shapes = models.get(spec) if isinstance(spec, str) else None
     if shapes is None:
         st.toast(f"Ignored a click on {shown(spec)}: not a loaded model.", icon=":material/block:")
         return None
-    _, n_layers, n_heads = shapes
+    n_layers, n_heads = shapes
     layer_index = whole_number(layer, 0, n_layers - 1)
     head_index = whole_number(head, 0, n_heads - 1)
     if layer_index is None or head_index is None:
@@ -274,23 +270,6 @@ def click_target(point: Any) -> tuple[str, int, int] | None:
         )
         return None
     return spec, layer_index, head_index
-
-
-# ---------------------------------------------------------------------------------------------
-# New computations
-
-
-def new_computation(kind: str, build: Callable[[], Any]) -> Callable[[], Any]:
-    """``build`` as run when it really runs (a cache miss of :func:`ui.cached`): in hosted mode
-    at the visitor's turn at the server's slots and counted against its ``kind`` budget
-    (:func:`headforms.hosted.in_server`); a bounded computation (its inputs' sizes checked)."""
-
-    def counted() -> Any:
-        if not is_hosted():
-            return build()
-        return hosted.in_server(kind, build, visitor=visitor())
-
-    return counted
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,18 +1,11 @@
-"""Loading analyses with a visible progress bar, cached across reruns and sessions.
+"""Models for the pages: analyses and Gaussian baselines through the gateway, with a progress
+bar while they are computed.
 
-The engine already caches results on disk; this adds an in-memory layer shared by every
-session (``st.cache_resource``) keyed by the weights' fingerprint and the RoPE position, so a
-changed model file is analysed again rather than served from memory. The fingerprint comes
-from :func:`headforms.sources.locate` (config and file headers only, no weights), remembered
-for :data:`FINGERPRINT_SECONDS` (:data:`HUB_FINGERPRINT_SECONDS` for hub ids, which cost a
-request). Figures cached with :func:`cached` are keyed by the fingerprints of the models their
-key names, so they follow the weights too. Both are LRUs bounded in bytes
-(:class:`headforms.bounded.ByteLRU`: :data:`ANALYSIS_BYTES`, :data:`CACHED_BYTES`) held by
-``st.cache_resource``, rather than a ``@st.cache_resource`` on ``analyze`` itself, because
-Streamlit records elements drawn inside a cached function and replays them on every cache hit;
-the progress bar must be drawn only while the engine really works. A load parses and locates
-the spec once (:func:`located_model`) and hands the located model on: to the engine, or in
-hosted mode to the contained worker.
+A load parses and locates the spec once (:func:`located_model`: config and file headers only,
+no weights; remembered :data:`FINGERPRINT_SECONDS`, a hub id's :data:`HUB_FINGERPRINT_SECONDS`)
+and asks the gateway (:mod:`ui.compute`) for the located model's analysis: kept in memory by the
+weights' fingerprint and the RoPE position, so a changed model file is analysed again rather
+than served from memory; in hosted mode contained and charged to the visitor.
 
 A model's first view needs its heads only: its core spectra (the eigenvalues of S and their
 lobes, from which every per-head statistic comes); the pages that draw the other spectra ask
@@ -20,39 +13,29 @@ for them (:func:`load_analysis`'s ``spectra``: the singular values of A, the eig
 from the stored factors), and the Gaussian baseline is computed when a view asks for it
 (:func:`load_baseline`, with its own progress line), never while the model loads.
 
-A model that is not in memory is analysed while the script thread redraws the bar every
-:data:`POLL_S` seconds with what is happening and for how long, so the page shows progress from
-its first second (opening a model may import transformers for several seconds before its first
-layer); each redraw is also where Streamlit stops the script of a visitor who left.
-
-- On a private instance the analysis runs on a worker thread of the server; several sessions
-  asking for the same model share one job.
-- In hosted mode a new analysis (or baseline) runs contained (:mod:`headforms.hosted`: a
-  worker process within the server's memory and time limits, at most a few at once, at the
-  visitor's fair turn, shared by the sessions waiting for it and stopped when none is left) and
-  counts against the visitor's budget (:func:`ui.guard.visitor`).
+While a model is analysed, the bar is redrawn every :data:`ui.gateway.POLL_S` seconds with what
+is happening and for how long, so the page shows progress from its first second (opening a
+model may import transformers for several seconds before its first layer); each redraw is also
+where Streamlit stops the script of a visitor who left.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Hashable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
-from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze, hosted
-from headforms.bounded import ByteLRU
+from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze
+from headforms.baseline import gaussian_baseline
 from headforms.columns import ALL_SPECTRA
-from headforms.errors import UnavailableDataError
 from headforms.options import AnalysisOptions
-from headforms.sources import TABLE_FORMAT, Located, Spec, locate, parse_spec
+from headforms.sources import Located, Spec, locate, parse_spec
 
-from . import guard
+from . import guard, state
+from .compute import ProgressBar, gateway, peek, run
+from .gateway import Analysis, GaussianBaseline, Progress
 from .tables import expand_models
 
 if TYPE_CHECKING:
@@ -60,17 +43,13 @@ if TYPE_CHECKING:
 
     from headforms.baseline import Baseline
 
+T = TypeVar("T")
+
 LOGGER = logging.getLogger(__name__)
-ANALYSIS_BYTES = 128 * 2**20
-"""Bytes of analyses kept in memory (a 30-layer model's is a few MB, Mistral-24B's 13 MB)."""
-CACHED_BYTES = 64 * 2**20
-"""Bytes of figures and tables kept in memory by :func:`cached`."""
 FINGERPRINT_SECONDS = 2.0
 """How long a local model's fingerprint is trusted before its files are looked at again."""
 HUB_FINGERPRINT_SECONDS = 60.0
 """How long a hub model's commit is trusted before the hub is asked again."""
-POLL_S = 0.25
-"""How often the progress bar is redrawn while a model is analysed."""
 
 DASHBOARD_SPECTRA = ALL_SPECTRA
 """Every spectrum the dashboard's pages read (the install's warm-up computes them all)."""
@@ -79,8 +58,8 @@ HEAD_SPECTRA = ("sv_a",)
 FITS_SPECTRA = ("sv_a", "eig_l_abs")
 """The spectra the fits page's Observation 6 fits besides the core ones."""
 
-StoreKey = tuple[str, int]
-"""``(fingerprint, rope_position)`` of the located model (weights or a published table)."""
+BASELINE_TEXT = "Gaussian baseline of the same shapes"
+"""What the progress line says while a baseline is computed."""
 
 
 def dashboard_options(
@@ -89,90 +68,6 @@ def dashboard_options(
     """The options of the dashboard's analyses at ``rope_position`` with ``spectra`` besides
     the core ones (checked once, here)."""
     return AnalysisOptions(rope_position, spectra=tuple(spectra))
-
-
-def dashboard_analysis(
-    target: str | Located,
-    options: AnalysisOptions | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-) -> ModelAnalysis:
-    """What the dashboard needs of a model to show it: every spectrum, computed (or read from
-    the disk cache) now, in this process; the baseline waits for a view that needs it."""
-    options = options or dashboard_options()
-    return analyze(target, options=options, progress=progress, policy=guard.policy())
-
-
-class LoadJob:
-    """One analysis running on a worker thread, with the progress it last reported."""
-
-    def __init__(self, spec: str) -> None:
-        self.spec = spec  # as typed: what the bar names
-        self.started = time.monotonic()
-        self.fraction = 0.0
-        self.message = "opening the model (the first one also imports its libraries)"
-        self.future: Future[ModelAnalysis] = Future()
-
-    def report(self, done: int, total: int, message: str) -> None:
-        """The engine's progress callback (called on the worker thread)."""
-        self.fraction = min(done / max(total, 1), 1.0)
-        self.message = message
-
-    def text(self) -> str:
-        """What the progress bar says now."""
-        seconds = time.monotonic() - self.started
-        return f"{guard.shown(self.spec)}: {self.message} · {seconds:.0f} s"
-
-
-class AnalysisStore:
-    """Thread-safe LRU of :class:`ModelAnalysis` keyed by :data:`StoreKey`, bounded in bytes,
-    and the analyses in progress on the server's worker threads."""
-
-    def __init__(self, max_bytes: int = ANALYSIS_BYTES) -> None:
-        self._items: ByteLRU[ModelAnalysis] = ByteLRU(max_bytes)
-        self._jobs: dict[StoreKey, LoadJob] = {}
-        self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="headforms-load")
-
-    def get(self, key: StoreKey) -> ModelAnalysis | None:
-        """The cached analysis, or None (marks it most recently used)."""
-        return self._items.get(key)
-
-    def put(self, key: StoreKey, analysis: ModelAnalysis) -> None:
-        """Keep ``analysis``, evicting the least recently used beyond the byte budget."""
-        self._items.put(key, analysis)
-
-    def job(self, key: StoreKey, target: str | Located, options: AnalysisOptions) -> LoadJob:
-        """The running analysis of ``key`` (``target`` at ``options``), started now if there is
-        none with those spectra. When it finishes, its result is kept (even if the page that
-        asked for it was left meanwhile)."""
-        job_key = (*key, options.spectra)
-        with self._lock:
-            running = self._jobs.get(job_key)
-            if running is not None:
-                return running
-            job = LoadJob(target.spec if isinstance(target, Located) else target)
-            self._jobs[job_key] = job
-
-        def work() -> None:
-            try:
-                analysis = dashboard_analysis(target, options, progress=job.report)
-            except BaseException as error:  # delivered to every session waiting on the job
-                job.future.set_exception(error)
-            else:
-                self.put(key, analysis)
-                job.future.set_result(analysis)
-            finally:
-                with self._lock:
-                    self._jobs.pop(job_key, None)
-
-        self._pool.submit(work)
-        return job
-
-
-@st.cache_resource(show_spinner=False)
-def analysis_store() -> AnalysisStore:
-    """The process-wide store (one per server, shared by sessions)."""
-    return AnalysisStore()
 
 
 @st.cache_data(ttl=FINGERPRINT_SECONDS, show_spinner=False, max_entries=256)
@@ -193,16 +88,6 @@ def located_model(spec: str) -> Located:
     return _located_hub(parsed) if parsed.kind == "hub" else _located_local(parsed)
 
 
-class _Silent:
-    """A progress bar that draws nothing (a download being prepared has no page to draw on)."""
-
-    def progress(self, *args: Any, **kwargs: Any) -> None:
-        """Nothing."""
-
-    def empty(self) -> None:
-        """Nothing."""
-
-
 def load_analysis(
     spec: str,
     rope_position: int = 0,
@@ -218,88 +103,59 @@ def load_analysis(
     Raises :class:`HeadformsError` with a one-line message on bad input or at a limit.
     """
     spec = guard.checked_spec(spec)
-    located = located_model(spec)
-    store = analysis_store()
-    key = (located.fingerprint, AnalysisOptions(rope_position).rope_position)
-    analysis = store.get(key)
-    wanted = set(spectra)
-    if analysis is not None and located.format != TABLE_FORMAT:
-        if not wanted <= analysis.spectra.keys():
-            wanted |= set(analysis.spectra)  # keep what the model in memory has
-            analysis = None
-    options = dashboard_options(rope_position, sorted(wanted & set(ALL_SPECTRA)))
+    request = Analysis(located_model(spec), dashboard_options(rope_position, spectra))
+    analysis = peek(request)
     if analysis is None:
-        area = where if where is not None else st
-        bar = _Silent() if quiet else area.progress(0.0, text=f"{guard.shown(spec)} …")
-        try:
-            if guard.is_hosted():
-                analysis = _contained(located, options, bar)
-                store.put(key, analysis)
-            else:
-                analysis = _on_worker_thread(store.job(key, located, options), bar)
-        finally:
-            bar.empty()
+        with ProgressBar(guard.shown(spec), where, quiet=quiet) as bar:
+            analysis = run(request, bar)
     card = analysis.card
-    guard.remember(spec, card.fingerprint, card.n_layers, card.n_heads)
+    state.remember_model(spec, card.n_layers, card.n_heads)
     return analysis
 
 
-def _on_worker_thread(job: LoadJob, bar: Any) -> ModelAnalysis:
-    """Wait for a shared job, redrawing the bar with what it last reported."""
-    while True:
-        try:
-            return job.future.result(timeout=POLL_S)
-        except FutureTimeout:
-            bar.progress(job.fraction, text=job.text())
-
-
-def _contained(located: Located, options: AnalysisOptions, bar: Any) -> ModelAnalysis:
-    """Hosted mode: the analysis in a contained worker process, waited for on this (the
-    script's) thread, so that a visitor who leaves stops waiting and the worker is let go."""
-    started = time.monotonic()
-    spec = located.spec
-    shown = {"fraction": 0.0, "text": f"{guard.shown(spec)}: waiting for a worker", "at": 0.0}
-
-    def progress(done: int, total: int, message: str) -> None:
-        shown["fraction"] = min(done / max(total, 1), 1.0)
-        shown["text"] = f"{guard.shown(spec)}: {message}"
-
-    def heartbeat() -> None:
-        """Redraw the bar (with the seconds elapsed): where Streamlit stops a left page."""
-        now = time.monotonic()
-        if now - shown["at"] >= POLL_S:
-            shown["at"] = now
-            bar.progress(shown["fraction"], text=f"{shown['text']} · {now - started:.0f} s")
-
-    return hosted.analyze(
-        located,
-        options=options,
-        progress=progress,
-        check=heartbeat,
-        visitor=guard.visitor(),
+def analysis_download(
+    spec: str,
+    rope_position: int,
+    use: Callable[[ModelAnalysis, Baseline | None], T],
+    spectra: Iterable[str] = (),
+    budget: str | None = None,
+) -> Callable[[], T]:
+    """``use(analysis, baseline)`` of ``spec`` at ``rope_position`` (with ``spectra``) and its
+    Gaussian baseline (None if it has none), made when called (a download button's ``data``):
+    both are asked of the gateway then, for this session's visitor (their kept copies, else the
+    store's), so the session keeps only the requests between its runs. With ``budget``, ``use``
+    itself is a computation of the server's (a whole file built from the results): run at the
+    visitor's turn and charged to that budget (:func:`ui.compute.in_server`)."""
+    request = Analysis(
+        located_model(guard.checked_spec(spec)), dashboard_options(rope_position, spectra)
     )
+    server, visitor = gateway(), guard.visitor()
+
+    def make() -> T:
+        analysis = server.run(request, visitor=visitor)
+        card = analysis.card
+        base = GaussianBaseline(card.baseline_shapes) if card.has_baseline else None
+        baseline = None if base is None else server.run(base, visitor=visitor)
+        if budget is None:
+            return use(analysis, baseline)
+        return server.in_server(budget, lambda: use(analysis, baseline), visitor=visitor)
+
+    return make
 
 
-def has_baseline(analysis: ModelAnalysis) -> bool:
-    """Whether the model has a Gaussian baseline (a published table without N, n has none);
-    nothing is computed."""
-    return bool(analysis.card.model_dim and analysis.card.head_dim)
+def models_key(analyses: Mapping[str, ModelAnalysis]) -> tuple[tuple[str, str], ...]:
+    """``((spec, weights' fingerprint), ...)`` of ``analyses``: what a cached figure of these
+    models is keyed by (:func:`ui.compute.cached`), so that it follows their weights."""
+    return tuple((spec, analysis.card.fingerprint) for spec, analysis in analyses.items())
 
 
-def ensure_baseline(
-    analysis: ModelAnalysis, check: Callable[[], None] | None = None
-) -> Baseline | None:
-    """The Gaussian baseline of ``analysis``'s shapes, computed now if no one has yet (in hosted
-    mode in a contained worker, at the visitor's turn; ``check`` as in
-    :func:`headforms.hosted.baseline`), or None when the model has none. Draws nothing."""
-    if not has_baseline(analysis):
+def ensure_baseline(analysis: ModelAnalysis, progress: Progress | None = None) -> Baseline | None:
+    """The Gaussian baseline of ``analysis``'s shapes through the gateway (computed now if no
+    one has yet: in hosted mode in a contained worker, at the visitor's turn), or None when the
+    model has none; ``progress`` as for :func:`ui.compute.run`. Draws nothing."""
+    if not analysis.card.has_baseline:
         return None
-    if guard.is_hosted() and not _baseline_at_hand(analysis):
-        hosted.baseline(analysis.card.baseline_shapes, check=check, visitor=guard.visitor())
-    try:
-        return analysis.baseline
-    except UnavailableDataError:
-        return None
+    return run(GaussianBaseline(analysis.card.baseline_shapes), progress)
 
 
 def load_baseline(analysis: ModelAnalysis, where: Any = None) -> Baseline | None:
@@ -309,36 +165,15 @@ def load_baseline(analysis: ModelAnalysis, where: Any = None) -> Baseline | None
     drawn without it."""
     target = where if where is not None else st
     try:
-        if not has_baseline(analysis) or _baseline_at_hand(analysis):
+        card = analysis.card
+        if not card.has_baseline or peek(GaussianBaseline(card.baseline_shapes)) is not None:
             return ensure_baseline(analysis)
-        started = time.monotonic()
-        bar = target.progress(0.0, text=BASELINE_TEXT)
-
-        def heartbeat() -> None:
-            bar.progress(0.0, text=f"{BASELINE_TEXT} · {time.monotonic() - started:.0f} s")
-
-        try:
-            return ensure_baseline(analysis, check=heartbeat)
-        finally:
-            bar.empty()
+        with ProgressBar(BASELINE_TEXT, target, messages=False) as bar:
+            return ensure_baseline(analysis, bar)
     except HeadformsError as error:
         message = f"Gaussian baseline not shown: {guard.public_message(str(error))}"
         target.info(guard.plain(message), icon=":material/info:")
         return None
-
-
-BASELINE_TEXT = "Gaussian baseline of the same shapes"
-"""What the progress line says while a baseline is computed."""
-
-
-def _baseline_at_hand(analysis: ModelAnalysis) -> bool:
-    """Whether the baseline needs no computation: kept by the analysis, or in the store."""
-    from headforms.baseline import baseline_key
-    from headforms.store import ResultStore
-
-    if vars(analysis).get("_baseline") is not None or "baseline" in vars(analysis):
-        return True
-    return baseline_key(analysis.card.baseline_shapes) in ResultStore()
 
 
 def baseline_heads(analysis: ModelAnalysis, where: Any = None) -> pd.DataFrame | None:
@@ -401,40 +236,10 @@ def try_load(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnaly
     return analysis
 
 
-@st.cache_resource(show_spinner=False)
-def _cached_values() -> ByteLRU[Any]:
-    """The process-wide cache of :func:`cached` (one per server, shared by sessions)."""
-    return ByteLRU(CACHED_BYTES)
-
-
-def cached(kind: str, key: Hashable, build: Callable[[], Any]) -> Any:
-    """``build()`` cached process-wide under ``(kind, key)`` (at most :data:`CACHED_BYTES` in
-    all, the least recently used dropped first); treat the result as read-only.
-
-    ``key`` must identify every input of ``build`` (model spec, RoPE position, options):
-    e.g. ``cached("simplex", (specs, rope, color_by, selected), lambda: fig.to_json())``. The
-    fingerprints of the models named in ``key`` (as this session loaded them) join the key.
-    """
-    return _cached_values().get_or_build((kind, key, _weights_of(key)), build)
-
-
-def _weights_of(key: Hashable) -> tuple:
-    """``((spec, fingerprint), ...)`` of the loaded models whose spec appears in ``key``."""
-    models = guard.loaded()
-    found: dict[str, str] = {}
-    pending: list[Any] = [key]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if item in models:
-                found[item] = models[item][0]
-        elif isinstance(item, tuple | list | frozenset | set):
-            pending.extend(item)
-    return tuple(sorted(found.items()))
-
-
 def warm(spec: str = DEFAULT_MODEL) -> None:
     """Analyse ``spec`` into the disk cache as the dashboard will ask for it, with every
     spectrum and its Gaussian baseline, so that no page of the default model waits (what
     ``headforms analyze MODEL --spectra all --baseline`` does too)."""
-    dashboard_analysis(spec, dashboard_options()).baseline  # noqa: B018 - computed and stored
+    card = analyze(spec, options=dashboard_options()).card
+    if card.has_baseline:
+        gaussian_baseline(card.baseline_shapes)

@@ -1,30 +1,25 @@
 """Loading the three sources of heads in motion for the pages: a model's sweep over RoPE
-positions, a training run's checkpoints, two models to diff; cached process-wide, with a
+positions, a training run's checkpoints, two models to diff; through the gateway, with a
 progress bar while they are computed.
 
-- A sweep is one computation (:func:`headforms.engine.sweep`): on a private instance it runs on
-  a worker thread of the server while the bar is redrawn; in hosted mode in a contained worker
-  (:func:`headforms.hosted.sweep`), at the visitor's turn and charged as one new analysis. At
-  most :data:`MAX_SLIDER_POSITIONS` positions: every one is a frame sent to the browser.
+- A sweep is one computation (:class:`ui.gateway.RopeSweep`: the engine's sweep on a private
+  server, a contained worker in hosted mode, at the visitor's turn and charged as one new
+  analysis). At most :data:`MAX_SLIDER_POSITIONS` positions, and at most
+  :data:`MAX_DRAWN_POINTS` heads x positions: every head at every position is a point of the
+  animated figure, built in the server and sent to the browser whole; a bigger sweep is refused
+  in one line (the command line computes it).
 - A series and a diff are analyses of their models (:func:`ui.loading.load_analysis`: each
   cached, contained and charged as any model in hosted mode), matched here.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 
-from headforms import hosted
-from headforms.bounded import ByteLRU
 from headforms.diff import ModelDiff
-from headforms.engine import stored_sweep, sweep
 from headforms.errors import HeadformsError, OptionError
 from headforms.figures.camera import FRAMES
 from headforms.options import DEFAULT_ROPE_POSITIONS, SweepOptions
@@ -32,31 +27,24 @@ from headforms.series import MAX_CHECKPOINTS, Trajectory, open_series, series_la
 from headforms.sweeps import PositionSweep
 
 from . import guard, links, state
-from .loading import POLL_S, load_analysis, located_model
-
-T = TypeVar("T")
+from .compute import ProgressBar, peek, run
+from .gateway import RopeSweep
+from .loading import load_analysis, located_model
 
 MAX_SLIDER_POSITIONS = 129
 """Positions one slider holds (the paper's d = 0..128): each is a frame of every head that the
 browser receives with the figure (a 129-position sweep of SmolLM2's 270 heads is about 3 MB)."""
 
+MAX_DRAWN_POINTS = 2**18
+"""Heads x positions one animated figure draws at most (262,144: 2,032 heads at 129 positions):
+such a figure is about 25 MiB, built in about 3 s of the server's CPU, and fits the gateway's
+cache (SmolLM2's 270 heads at 129 positions: 34,830 points, 3 MiB, 0.8 s). A larger sweep is
+refused in one line before it is computed or read (a 16,384-head model at 65 positions was a
+100+ MiB figure rebuilt at every view)."""
+
 MAX_SERIES_CHECKPOINTS = 64
 """Checkpoints one series of the dashboard follows (the command line takes up to
 :data:`headforms.series.MAX_CHECKPOINTS`): each is analysed, and a frame of the step slider."""
-
-SWEEP_BYTES = 64 * 2**20
-"""Bytes of sweeps kept in memory (SmolLM2's 129 positions: about 9 MB)."""
-
-
-@st.cache_resource(show_spinner=False)
-def _sweeps() -> ByteLRU[PositionSweep]:
-    """The process-wide sweeps in memory (one per server, shared by sessions)."""
-    return ByteLRU(SWEEP_BYTES)
-
-
-@st.cache_resource(show_spinner=False)
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="headforms-sweep")
 
 
 def slider_options(text: str) -> SweepOptions:
@@ -81,88 +69,50 @@ def chosen_positions() -> SweepOptions:
         return SweepOptions()
 
 
-def sweep_at_hand(spec: str, options: SweepOptions) -> PositionSweep | None:
+def check_drawable(total_heads: int, options: SweepOptions) -> None:
+    """Refuse, in one line, a sweep of ``total_heads`` heads at ``options``' positions whose
+    animated figure would pass :data:`MAX_DRAWN_POINTS` (before anything is computed or read)."""
+    positions = len(options.positions)
+    if total_heads * positions > MAX_DRAWN_POINTS:
+        most = max(1, MAX_DRAWN_POINTS // total_heads)
+        raise OptionError(
+            f"{positions} RoPE positions x {total_heads} heads = {total_heads * positions:,} "
+            f"points, more than the dashboard draws in one figure ({MAX_DRAWN_POINTS:,}); take "
+            f"at most {most} positions (a step), or the command line (headforms analyze MODEL "
+            "--rope-positions A:B)"
+        )
+
+
+def sweep_request(spec: str, options: SweepOptions, total_heads: int) -> RopeSweep:
+    """The sweep of ``spec`` (``total_heads`` heads) at ``options``, checked to be drawable
+    (:func:`check_drawable`); one-line HeadformsError on a bad spec or a sweep too large."""
+    check_drawable(total_heads, options)
+    return RopeSweep(located_model(guard.checked_spec(spec)), options)
+
+
+def sweep_at_hand(spec: str, options: SweepOptions, total_heads: int) -> PositionSweep | None:
     """The sweep of ``spec`` at ``options`` if nothing needs computing (in memory, or in the
-    store), else None; draws nothing."""
-    located = located_model(guard.checked_spec(spec))
-    key = (located.fingerprint, options)
-    found = _sweeps().get(key)
-    if found is None:
-        found = stored_sweep(located, options)
-        if found is not None:
-            _sweeps().put(key, found)
-    return found
+    store), else None (also for a sweep too large to draw); draws nothing."""
+    try:
+        return peek(sweep_request(spec, options, total_heads))
+    except OptionError:
+        return None
 
 
-def load_sweep(spec: str, options: SweepOptions, where: Any = None) -> PositionSweep:
+def load_sweep(
+    spec: str, options: SweepOptions, total_heads: int, where: Any = None
+) -> PositionSweep:
     """Every head of ``spec`` at every position of ``options`` (cached in memory and on disk),
     under a progress bar in ``where`` while it is computed. One-line HeadformsError on bad
-    input (a model without RoPE, too many positions) or at a limit."""
-    spec = guard.checked_spec(spec)
-    located = located_model(spec)
-    found = sweep_at_hand(spec, options)
+    input (a model without RoPE, too many positions or points) or at a limit."""
+    request = sweep_request(spec, options, total_heads)
+    found = peek(request)
     if found is not None:
         return found
     label = f"{guard.shown(spec)}: every RoPE position d = {options.positions[0]}…"
     label += f"{options.positions[-1]}"
-    bar = (where if where is not None else st).progress(0.0, text=f"{label} …")
-    try:
-        if guard.is_hosted():
-            result = _contained(
-                label,
-                bar,
-                lambda progress, check: hosted.sweep(
-                    located, options, progress, check=check, visitor=guard.visitor()
-                ),
-            )
-        else:
-            result = _on_thread(
-                label, bar, lambda progress: sweep(located, options=options, progress=progress)
-            )
-    finally:
-        bar.empty()
-    _sweeps().put((located.fingerprint, options), result)
-    return result
-
-
-class _Progress:
-    """What a computation last reported, for the bar the script thread redraws."""
-
-    def __init__(self) -> None:
-        self.fraction, self.message = 0.0, "starting"
-        self.lock = threading.Lock()
-
-    def __call__(self, done: int, total: int, message: str) -> None:
-        with self.lock:
-            self.fraction, self.message = min(done / max(total, 1), 1.0), message
-
-
-def _on_thread(label: str, bar: Any, work: Callable[[Callable], T]) -> T:
-    """``work(progress)`` on a worker thread, the bar redrawn every :data:`POLL_S` seconds
-    (where Streamlit stops the script of a visitor who left; the work then finishes alone and
-    its result is stored)."""
-    progress = _Progress()
-    started = time.monotonic()
-    future: Future[T] = _pool().submit(work, progress)
-    while True:
-        try:
-            return future.result(timeout=POLL_S)
-        except FutureTimeout:
-            seconds = time.monotonic() - started
-            bar.progress(progress.fraction, text=f"{label}: {progress.message} · {seconds:.0f} s")
-
-
-def _contained(label: str, bar: Any, call: Callable[[Callable, Callable], T]) -> T:
-    """Hosted mode: ``call(progress, check)`` waits for a contained worker on this thread, the
-    bar redrawn by ``check`` (where Streamlit stops a visitor who left)."""
-    progress = _Progress()
-    started = time.monotonic()
-
-    def heartbeat() -> None:
-        seconds = time.monotonic() - started
-        bar.progress(progress.fraction, text=f"{label}: {progress.message} · {seconds:.0f} s")
-
-    return call(progress, heartbeat)
+    with ProgressBar(label, where) as bar:
+        return run(request, bar)
 
 
 def load_series(inputs: Sequence[str], where: Any = None) -> Trajectory:

@@ -1,11 +1,15 @@
 """The shared sidebar (model, RoPE position, layer, head, colour-by) and the page context.
 
-``app.py`` calls :func:`render_sidebar` once per run, before the page; pages call
-:func:`page_context` to get the loaded model and the selection of this run.
+``app.py`` calls :func:`render_sidebar` once per run, before the page, and hands the context it
+returns to the page it runs (:func:`page_scope`: for that run only, never in session state);
+pages call :func:`page_context` to get the loaded model and the selection of this run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,7 +25,6 @@ from . import guard, links, notices, state
 from .loading import load_or_message
 from .tables import first_model, sibling_models
 
-CONTEXT_KEY = "_hf_page_context"
 LAST_SPEC_KEY = "_hf_last_good_spec"
 """The last spec that loaded (what a refused spec falls back to)."""
 REVERT_KEY = "_hf_revert"
@@ -72,6 +75,12 @@ class PageContext:
     def selected(self) -> tuple[str, int, int]:
         """``(model, layer, head)`` as carried by clickable points' customdata."""
         return (self.spec, self.layer, self.head)
+
+    @property
+    def model(self) -> tuple[str, str, int]:
+        """``(spec, weights' fingerprint, RoPE position)``: what a cached figure of this model is
+        keyed by (:func:`ui.compute.cached`), so that it follows the weights, not the name."""
+        return (self.spec, self.card.fingerprint, self.rope_position)
 
     @property
     def label(self) -> str:
@@ -149,7 +158,6 @@ def render_sidebar() -> PageContext | None:
     fallback = ss.get(LAST_SPEC_KEY, DEFAULT_MODEL)
     base = _load_or_fall_back(spec, 0, state.MODEL_KEY, fallback, fallback)
     if base is None:
-        ss[CONTEXT_KEY] = None
         return None
     ss[LAST_SPEC_KEY] = spec
     rotary = base.card.rotary
@@ -172,7 +180,6 @@ def render_sidebar() -> PageContext | None:
     )
     analysis = base if rope == 0 else _load_or_fall_back(spec, rope, state.ROPE_KEY, 0, "d = 0")
     if analysis is None:
-        ss[CONTEXT_KEY] = None
         return None
     card = analysis.card
     for key, name, count in (
@@ -237,7 +244,7 @@ def render_sidebar() -> PageContext | None:
         f"N = {card.model_dim or '?'}, "
         f"n = {card.head_dim or '?'}."
     )
-    context = PageContext(
+    return PageContext(
         spec=spec,
         rope_position=rope,
         layer=int(ss[state.LAYER_KEY]),
@@ -246,8 +253,6 @@ def render_sidebar() -> PageContext | None:
         analysis=analysis,
         tolerance=float(ss[state.TOLERANCE_KEY]),
     )
-    ss[CONTEXT_KEY] = context
-    return context
 
 
 def _rope_link(card: ModelCard) -> links.StateLink:
@@ -295,12 +300,27 @@ def _load_or_fall_back(
     st.rerun()
 
 
+_NO_CONTEXT = object()
+_page_context: ContextVar[Any] = ContextVar("headforms_page_context", default=_NO_CONTEXT)
+"""The context ``app.py`` handed to the page it runs now (a script run is one thread)."""
+
+
+@contextmanager
+def page_scope(context: PageContext) -> Iterator[None]:
+    """Run the page within this block with ``context`` (what :func:`page_context` returns)."""
+    token = _page_context.set(context)
+    try:
+        yield
+    finally:
+        _page_context.reset(token)
+
+
 def page_context() -> PageContext:
     """The context of this run (drawn by ``app.py``); stops the page if the model failed."""
     _leave_legacy_page_mode()
-    if CONTEXT_KEY not in st.session_state:  # a page script run on its own, without app.py
-        render_sidebar()
-    context = st.session_state.get(CONTEXT_KEY)
+    context = _page_context.get()
+    if context is _NO_CONTEXT:  # a page script run on its own, without app.py
+        context = render_sidebar()
     if context is None:
         st.stop()
     return context

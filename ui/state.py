@@ -40,6 +40,8 @@ MOTION_PATHS_KEY = "hf_motion_every_path"
 positions, Training run, Model diff): one setting for the three."""
 SERIES_KEY = "hf_series"
 DIFF_KEY = "hf_diff_b"
+LOADED_KEY = "_hf_loaded_models"
+"""spec -> (layers, heads) of every model this session loaded (what a click may select)."""
 
 COLOR_CHOICES: dict[str, str] = {
     "parity": "Parity type",
@@ -125,10 +127,20 @@ def select_head(spec: str, layer: int, head: int, jump: bool = False) -> None:
         state[PENDING_JUMP_KEY] = True
 
 
+def remember_model(spec: str, n_layers: int, n_heads: int) -> None:
+    """Record a model this session loaded (clicks may select its heads)."""
+    st.session_state.setdefault(LOADED_KEY, {})[spec] = (n_layers, n_heads)
+
+
+def loaded_models() -> dict[str, tuple[int, int]]:
+    """spec -> (layers, heads) of the models this session loaded."""
+    return st.session_state.get(LOADED_KEY, {})
+
+
 def select_from_customdata(point: Sequence[Any] | None, jump: bool = True) -> None:
     """Select the head of a clicked point whose customdata is ``[model, layer, head]`` (a head
     of a model this session loaded; anything else is ignored with one toast line)."""
-    target = guard.click_target(point)
+    target = guard.click_target(point, loaded_models())
     if target is not None:
         select_head(*target, jump=jump)
 

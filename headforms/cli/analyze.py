@@ -74,6 +74,7 @@ def _of_present(statistic: Any, values: np.ndarray) -> float:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from ..engine import analyze
+    from ..model_analysis import model_baseline
 
     if args.out is not None:
         check_output_path(args.out)
@@ -90,8 +91,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             policy=policy_in_force(),
         )
     card = result.card
+    baseline = model_baseline(card) if args.baseline else None
     if args.out is not None:
-        columns = with_parity(result.table_columns(baseline=args.baseline), tolerance)
+        columns = with_parity(result.table_columns(baseline), tolerance)
         write_table(columns, args.out)
         wrote(f"wrote {len(columns['layer'])} heads to {args.out}")
     else:
@@ -99,7 +101,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             f"{card.name}: {card.family}, {card.n_layers} layers x {card.n_heads} heads "
             f"({card.n_kv_heads} kv), N={card.model_dim}, n={card.head_dim}, {card.storage}"
         )
-        base = result.baseline.columns if args.baseline else None
+        base = baseline.columns if baseline is not None else None
         print(summary(result.columns, card.name, base, tolerance))
     return 0
 

@@ -24,6 +24,7 @@ from headforms.figures.parity import (
     parity_comparison_table,
 )
 from headforms.forms import head_forms, parity_labels
+from headforms.model_analysis import model_baseline
 
 
 def _expected(form: np.ndarray) -> dict[str, float]:
@@ -100,18 +101,22 @@ def minilm():
 
 
 def test_bound_holds_on_every_trained_and_gaussian_head(minilm):
-    for table in (minilm.heads, minilm.baseline.heads):
+    for table in (minilm.heads, model_baseline(minilm.card).heads):
         assert np.all(table["pairing"] <= table["pairing_bound"] + 1e-12)
-    table = minilm.table(baseline=True)
+    table = minilm.table(model_baseline(minilm.card))
     assert {f"rand_{c}" for c in ("rho", "lobe_departure", "theorem5_b")} <= set(table.columns)
     assert {"rho", "lobe_departure", "pairing_gap", "theorem5_d"} <= set(table.columns)
 
 
 def test_observation5_summary_medians(minilm):
-    baselines = {"minilm-l6": minilm.baseline.heads}
+    baselines = {"minilm-l6": model_baseline(minilm.card).heads}
     summary = observation5_summary({"minilm-l6": minilm.heads}, baselines).set_index("heads")
     for source, table in (("trained", minilm.heads), ("Gaussian baseline", baselines["minilm-l6"])):
-        eig = minilm.spectra["eig_s"] if source == "trained" else minilm.baseline.spectra["eig_s"]
+        eig = (
+            minilm.spectra["eig_s"]
+            if source == "trained"
+            else model_baseline(minilm.card).spectra["eig_s"]
+        )
         rho = [
             np.linalg.norm(np.clip(-e, 0, None)) / np.linalg.norm(np.clip(e, 0, None)) for e in eig
         ]
@@ -185,7 +190,7 @@ def test_comparison_figures_with_a_tolerance(minilm):
         "bound",
         "pairing",
         "t",
-        {"minilm-l6": minilm.baseline.heads},
+        {"minilm-l6": model_baseline(minilm.card).heads},
     )
     assert scatter.data[-1].name == "y = x"
     for fig in (bars, grid, scatter):

@@ -12,6 +12,7 @@ from oracle import dense_abcd
 from headforms import analyze
 from headforms.analyses.theta import theta_frame, theta_projection, theta_summary
 from headforms.figures.observations import theta_distribution_figure, theta_scatter_figure
+from headforms.model_analysis import model_baseline
 
 C, D, M = np.eye(4)[2], np.eye(4)[3], np.array([0.5, 0.5, 0.0, 0.0])
 
@@ -64,7 +65,7 @@ def minilm():
 
 def test_summary_medians_match_brute_force_on_a_model_and_its_baseline(minilm):
     models = {"minilm-l6": minilm.heads}
-    baselines = {"minilm-l6": minilm.baseline.heads}
+    baselines = {"minilm-l6": model_baseline(minilm.card).heads}
     summary = theta_summary(models, baselines).set_index("heads")
     for source, table in (("trained", minilm.heads), ("Gaussian baseline", baselines["minilm-l6"])):
         found = [_brute_force(p) for p in table[["a", "b", "c", "d"]].to_numpy()]
@@ -86,7 +87,7 @@ def test_summary_medians_match_brute_force_on_a_model_and_its_baseline(minilm):
 
 def test_theta_figures(minilm):
     models = {"minilm-l6": minilm.heads}
-    baselines = {"minilm-l6": minilm.baseline.heads}
+    baselines = {"minilm-l6": model_baseline(minilm.card).heads}
     frame = theta_frame(minilm.heads)
     assert list(frame.columns) == ["layer", "head", "parity", "position", "distance"]
     scatter = theta_scatter_figure(models, baselines)

@@ -24,6 +24,7 @@ from headforms.figures import parity as FP
 from headforms.figures import simplex as FS
 from headforms.figures import style as FT
 from headforms.forms import PARITY_LABELS, head_forms
+from headforms.model_analysis import model_baseline
 
 PROFILE = ["a", "b", "c", "d"]
 SYMMETRIC = ["b_sym", "c_sym", "d_sym"]
@@ -592,7 +593,7 @@ def test_triangle_geometry_band_and_points(minilm):
 
 
 def test_heatmap_pair_shares_a_diverging_scale_white_at_half(minilm):
-    heads, base = minilm.heads, minilm.baseline.heads
+    heads, base = minilm.heads, model_baseline(minilm.card).heads
     fig = FM.heatmap_pair_figure(heads, base, "energy", "minilm", selected=("minilm", 3, 7))
     axis = fig.layout.coloraxis
     assert (axis.cmin + axis.cmax) / 2 == pytest.approx(0.5)
@@ -661,15 +662,21 @@ def test_heatmap_range_is_symmetric_about_half_and_covers_both_panels():
 
 
 def test_heatmap_marker_size_shrinks_with_the_grid(minilm, smollm):
-    small = FM.heatmap_pair_figure(minilm.heads, minilm.baseline.heads, "energy", "minilm")
-    large = FM.heatmap_pair_figure(smollm.heads, smollm.baseline.heads, "energy", "smollm")
+    small = FM.heatmap_pair_figure(
+        minilm.heads, model_baseline(minilm.card).heads, "energy", "minilm"
+    )
+    large = FM.heatmap_pair_figure(
+        smollm.heads, model_baseline(smollm.card).heads, "energy", "smollm"
+    )
     assert traces_with(large, "cells")[0].marker.size < traces_with(small, "cells")[0].marker.size
 
 
 def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
     eig = minilm.spectra["eig_s"][4].copy()
     eig[-3:] = 0.0  # pretend three are exact zeros
-    fig = FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"][4], title="L0H4")
+    fig = FH.eigenvalue_histogram(
+        eig, model_baseline(minilm.card).spectra["eig_s"][4], title="L0H4"
+    )
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     assert sum(float(np.sum(b.y)) for b in bars) == pytest.approx(np.count_nonzero(eig))
     positive, negative = bars
@@ -686,7 +693,7 @@ def test_eigenvalue_histogram_counts_nonzero_eigenvalues_scaled_by_norm(minilm):
 
 def test_eigenvalue_histogram_pools_several_heads_per_head(minilm):
     eig = minilm.spectra["eig_s"]
-    fig = FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"])
+    fig = FH.eigenvalue_histogram(eig, model_baseline(minilm.card).spectra["eig_s"])
     bars = [t for t in fig.data if isinstance(t, go.Bar)]
     total = sum(float(np.sum(b.y)) for b in bars)
     assert total == pytest.approx(np.count_nonzero(eig) / eig.shape[0])
@@ -696,7 +703,7 @@ def test_lobes_figure_accepts_lobes_or_eigenvalues_for_the_baseline(minilm):
     sp = minilm.spectra
     i = 7
     pos, neg = sp["lobe_pos"][i], sp["lobe_neg"][i]
-    rand = minilm.baseline.spectra["eig_s"][i]
+    rand = model_baseline(minilm.card).spectra["eig_s"][i]
     rpos = np.sort(rand[rand > 0])[::-1]
     rneg = np.sort(-rand[rand < 0])[::-1]
     by_lobes = FH.lobes_figure(pos, neg, rpos, rneg)
@@ -714,7 +721,7 @@ def test_lobes_figure_accepts_lobes_or_eigenvalues_for_the_baseline(minilm):
 
 def test_singular_values_figure_keeps_distinct_values(minilm):
     sv = minilm.spectra["sv_a"][3]
-    fig = FH.singular_values_figure(sv, minilm.baseline.spectra["sv_a"][3])
+    fig = FH.singular_values_figure(sv, model_baseline(minilm.card).spectra["sv_a"][3])
     head, base = fig.data
     n = minilm.card.head_dim
     assert len(head.y) == len(base.y) == n
@@ -756,7 +763,7 @@ def test_figure_12_is_a_white_to_black_grid_of_each_layers_parity_shares(minilm,
 
 
 def test_profile_bar_figure_uses_the_baseline_columns(minilm):
-    row, base_row = minilm.heads.iloc[5], minilm.baseline.heads.iloc[5]
+    row, base_row = minilm.heads.iloc[5], model_baseline(minilm.card).heads.iloc[5]
     fig = FH.profile_bar_figure(row, base_row)
     head, base = fig.data
     np.testing.assert_allclose(head.y[:4], row[PROFILE].to_numpy(float))
@@ -765,7 +772,7 @@ def test_profile_bar_figure_uses_the_baseline_columns(minilm):
 
 def all_figures(analysis) -> dict[str, go.Figure]:
     heads, sp = analysis.heads, analysis.spectra
-    base, bsp = analysis.baseline.heads, analysis.baseline.spectra
+    base, bsp = model_baseline(analysis.card).heads, model_baseline(analysis.card).spectra
     models = {"m": heads}
     return {
         "simplex": FS.simplex_figure(models),
@@ -802,12 +809,12 @@ def test_one_colour_scale_across_models_white_at_one_half(minilm, smollm):
     tables = {"minilm": minilm, "smollm": smollm}
     for column in ("energy", "pairing"):
         values = [t.heads[column] for t in tables.values()]
-        values += [t.baseline.heads[column] for t in tables.values()]
+        values += [model_baseline(t.card).heads[column] for t in tables.values()]
         scale = FM.heatmap_range(values)
         assert (scale[0] + scale[1]) / 2 == pytest.approx(0.5)
         own = []
         for name, analysis in tables.items():
-            heads, base = analysis.heads, analysis.baseline.heads
+            heads, base = analysis.heads, model_baseline(analysis.card).heads
             fig = FM.heatmap_pair_figure(heads, base, column, name, color_range=scale)
             axis = fig.layout.coloraxis
             assert (axis.cmin, axis.cmax) == scale
@@ -878,7 +885,7 @@ def test_profile_and_heatmap_tables_hold_what_is_drawn(minilm, smollm):
         if point is not None:  # every drawn marker is the table's profile
             np.testing.assert_allclose(point, np.array([row.a, row.b, row.c, row.d]) @ vertices)
     assert len(drawn) == len(valid_heads(table, PROFILE))
-    heads, base = minilm.heads, minilm.baseline.heads
+    heads, base = minilm.heads, model_baseline(minilm.card).heads
     cells = FM.heatmap_table(heads, base, "pairing")
     np.testing.assert_array_equal(cells["pairing"], heads["pairing"])
     np.testing.assert_array_equal(cells["rand_pairing"], base["pairing"])
@@ -888,7 +895,7 @@ def test_profile_and_heatmap_tables_hold_what_is_drawn(minilm, smollm):
 def test_figure_table_reads_back_every_data_point(minilm):
     from headforms.figures.export import figure_table
 
-    heads, base = minilm.heads, minilm.baseline.heads
+    heads, base = minilm.heads, model_baseline(minilm.card).heads
     fig = FM.heatmap_pair_figure(heads, base, "energy", "minilm", selected=("minilm", 1, 1))
     table = figure_table(fig)
     assert set(table["trace"]) == {"trained", "baseline"}  # no selection ring
@@ -896,7 +903,9 @@ def test_figure_table_reads_back_every_data_point(minilm):
     np.testing.assert_allclose(trained["value"], heads.sort_values(["layer", "head"])["energy"])
     np.testing.assert_array_equal(trained["x"].astype(int), trained["head"].astype(int))
     eig = minilm.spectra["eig_s"][3]
-    hist = figure_table(FH.eigenvalue_histogram(eig, minilm.baseline.spectra["eig_s"][3]))
+    hist = figure_table(
+        FH.eigenvalue_histogram(eig, model_baseline(minilm.card).spectra["eig_s"][3])
+    )
     bars = hist[hist["trace"].str.contains("lobe")]
     assert bars["y"].astype(float).sum() == pytest.approx(np.count_nonzero(eig))
     assert "Gaussian baseline" in set(hist["trace"])

@@ -21,6 +21,7 @@ from headforms.figures import curves as curve_figures
 from headforms.figures import movement as movement_figures
 from headforms.figures.geometry import SIMPLEX_VERTICES, TRIANGLE_VERTICES, barycentric_points
 from headforms.forms import PARITY_LABELS
+from headforms.model_analysis import model_baseline
 
 MODEL = "smollm2-135m"
 
@@ -94,7 +95,7 @@ def test_a_series_path_starts_at_the_gaussian_baseline(tmp_path):
 
     run = tm.train_run("llama", tmp_path / "run", steps=(0, 2))
     series = trajectory(str(tmp_path / "run"))
-    baseline = analyze(str(run[-1])).baseline.heads
+    baseline = model_baseline(analyze(str(run[-1])).card).heads
     figure = animated.animated_figure(series, selected=("any", 1, 3), baseline=baseline)
     path = next(t for t in figure.data if (t.meta or {}).get("role") == "path")
     rows = [baseline.iloc[7], *(series.heads_at(i).iloc[7] for i in range(2))]

@@ -41,7 +41,7 @@ from headforms.settings import (
 )
 from headforms.sources import locate
 from headforms.store import ResultStore
-from ui import behaviour, state
+from ui import behaviour, compute, state
 
 HANG_GUARD = 60.0
 
@@ -182,7 +182,7 @@ def test_a_visitors_forward_passes_are_counted(
     """One new forward pass allowed: the Head page's prompt runs, the probe is refused in one
     line naming the limit; the page still shows the head's geometry."""
     monkeypatch.setenv(VISITOR_FORWARD_PASSES_ENV, "1")
-    behaviour.forward_results().clear()
+    compute.gateway().clear()
     spec = str(hosted_env / "tiny")
     at = run_app(
         "head",

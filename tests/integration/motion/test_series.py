@@ -27,6 +27,7 @@ from headforms.columns import METRIC_COLUMNS
 from headforms.diff import COMPARED, ModelDiff, diff
 from headforms.errors import ModelSpecError, OptionError
 from headforms.forms import simplex_distance
+from headforms.model_analysis import model_baseline
 from headforms.options import AnalysisOptions
 from headforms.series import MAX_CHECKPOINTS, checkpoint_step, open_series, trajectory
 
@@ -247,7 +248,7 @@ def test_cli_rope_positions_with_the_baseline_beside_each_position(tmp_path: Pat
     assert main(["analyze", str(run[0]), "--rope-positions", "0:8:4", "--baseline", "--out",
                  str(out), "--quiet"]) == 0  # fmt: skip
     table = pd.read_csv(out)
-    baseline = analyze(str(run[0])).baseline.heads.set_index(["layer", "head"])
+    baseline = model_baseline(analyze(str(run[0])).card).heads.set_index(["layer", "head"])
     assert sorted(set(table["rope_position"])) == [0, 4, 8]
     for _, rows in table.groupby("rope_position"):
         expected = baseline.loc[list(zip(rows["layer"], rows["head"], strict=True))]

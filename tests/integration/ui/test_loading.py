@@ -1,5 +1,6 @@
-"""A dashboard load parses and locates its model once, then hands the located model on: to the
-engine on a private server, to the contained worker in hosted mode (which opens it as it is)."""
+"""A dashboard load parses and locates its model once, then hands the located model on through
+the gateway: to the engine on a private server, to the contained worker in hosted mode (which
+opens it as it is)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_load_locates_its_model_once(
     tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hosted: bool
 ) -> None:
-    from ui import loading
+    from ui import compute, loading
 
     monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HEADFORMS_THREADS", "1")
@@ -38,7 +39,7 @@ def test_a_load_locates_its_model_once(
         sources, "locate_path", lambda path, *a, **k: located.append(path) or real(path, *a, **k)
     )
     loading._located_local.clear()
-    loading.analysis_store.clear()
+    compute.gateway().clear()
     analysis = loading.load_analysis(str(tiny_dir))
     assert located == [tiny_dir]
     assert len(analysis.heads) == tm.LAYERS * tm.H

@@ -19,6 +19,7 @@ from servers import free_port, serving
 from headforms import DEFAULT_MODEL, analyze
 from headforms.engine import sweep
 from headforms.figures.geometry import SIMPLEX_VERTICES, barycentric_points
+from headforms.model_analysis import model_baseline
 
 pytestmark = pytest.mark.browser
 
@@ -134,7 +135,7 @@ def test_a_path_is_drawn_for_the_selected_head(page, server: str, run: list[Path
     assert path is not None and path["name"] == "path of L1·H2"
     profiles = [analyze(str(folder)).heads.iloc[4 + 2] for folder in run]
     last = analyze(str(run[-1]))
-    baseline = last.baseline.heads.iloc[4 + 2]
+    baseline = model_baseline(last.card).heads.iloc[4 + 2]
     expected = barycentric_points(
         np.array([[row[c] for c in "abcd"] for row in (baseline, *profiles)], dtype=float),
         SIMPLEX_VERTICES,

@@ -29,6 +29,7 @@ from headforms.errors import (
     OptionError,
     UnsupportedArchitectureError,
 )
+from headforms.model_analysis import model_baseline
 from headforms.readers import GGUFReader
 
 REQUIRED_COLUMNS = [
@@ -341,10 +342,10 @@ def test_analyze_writes_csv_and_json_without_pandas(
     assert proc.stdout.strip() == "no pandas"
     result = analyze(str(gguf))
     if positions is None:
-        table = result.table(baseline=True)
+        table = result.table(model_baseline(result.card))
     else:  # every position's row of a head beside that head's baseline metrics
         table = sweep(str(gguf), positions).table.copy()
-        base = result.baseline.heads
+        base = model_baseline(result.card).heads
         for name in METRIC_COLUMNS:
             table[f"rand_{name}"] = np.tile(base[name].to_numpy(), 3)
     assert table["q_bias_norm"].isna().all() and "rand_energy" in table.columns
@@ -357,7 +358,7 @@ def test_analyze_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_main("analyze", "minilm-l6", "--baseline", capsys=capsys)
     assert code == 0, err
     result = analyze("minilm-l6")
-    heads, base = result.heads, result.baseline.heads
+    heads, base = result.heads, model_baseline(result.card).heads
     lines = out.splitlines()
     assert "bert" in lines[0] and "6 layers x 12 heads" in lines[0] and "N=384" in lines[0]
     assert lines[1].split() == ["I+", "%", "II", "%", "I-", "%", "heads"]
@@ -392,7 +393,7 @@ def test_spectra_all_and_baseline_warm_what_the_dashboard_loads(
     )
     result = analyze("minilm-l6", spectra=ALL_SPECTRA)
     assert set(result.spectra) == set(ALL_SPECTRA)
-    assert len(result.baseline.columns["energy"]) == 72
+    assert len(model_baseline(result.card).columns["energy"]) == 72
     assert calls == []  # neither the analysis nor its baseline was computed again
 
 

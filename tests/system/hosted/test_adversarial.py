@@ -49,6 +49,7 @@ from repo import REPO
 from streamlit.testing.v1 import AppTest
 
 from headforms import DEFAULT_MODEL, engine, hosted, sources
+from headforms.baseline import gaussian_baseline
 from headforms.columns import ALL_SPECTRA
 from headforms.errors import CorruptFileError, HeadformsError, LimitError, NotAllowedError
 from headforms.hosted import limits, workers
@@ -665,7 +666,8 @@ def test_workers_run_below_the_server(hosted_env: dict[str, Any]) -> None:
 def warm_default() -> None:
     """The default model analysed as the dashboard asks (all spectra, baseline) in the session
     cache, so that hosted AppTest runs open it without a worker."""
-    engine.analyze(DEFAULT_MODEL, spectra=ALL_SPECTRA).baseline  # noqa: B018
+    card = engine.analyze(DEFAULT_MODEL, spectra=ALL_SPECTRA).card
+    gaussian_baseline(card.baseline_shapes)
 
 
 @pytest.fixture
@@ -827,23 +829,35 @@ def test_too_many_sizes_and_bad_sizes_are_refused(hosted_app: None) -> None:
     assert any("at most 8" in t.value for t in at.toast)
 
 
-def test_figures_follow_the_weights_not_the_spec() -> None:
-    """``ui.cached`` entries are keyed by the fingerprint of the models their key names: the
-    same key with other weights builds again."""
+def test_figures_follow_the_weights_not_the_spec(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page keys its cached figures by the weights' fingerprint (``PageContext.model``): the
+    same view again builds nothing, the same spec with other weights builds again."""
+    from headforms.figures import head as head_figures
+    from ui.loading import FINGERPRINT_SECONDS
 
-    def script() -> None:
-        import streamlit as st
+    built: list[str] = []
+    real = head_figures.eigenvalue_histogram
 
-        from ui import cached, guard
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append("histogram")
+        return real(*args, **kwargs)
 
-        builds = st.session_state.setdefault("builds", [])
-        for fingerprint in ("weights-1", "weights-1", "weights-2"):
-            guard.remember("some-model", fingerprint, 2, 2)
-            cached("figure", ("some-model", 0), lambda f=fingerprint: builds.append(f) or f)
-
-    at = AppTest.from_function(script, default_timeout=60).run()
-    assert not at.exception
-    assert at.session_state["builds"] == ["weights-1", "weights-2"]
+    monkeypatch.setattr(head_figures, "eigenvalue_histogram", counting)
+    model = tmp_path / "reweighted"
+    tiny_models.build("llama", model, seed=33)
+    params = {"model": str(model), "layer": "1", "head": "2"}
+    for _ in range(2):  # the second view: the same weights, the figure kept
+        at = run_app("head", params)
+        assert not at.exception and not at.error, visible_messages(at)
+    assert built == ["histogram"]
+    time.sleep(0.05)
+    tiny_models.build("llama", model, seed=34)  # same path, other weights
+    time.sleep(FINGERPRINT_SECONDS + 0.2)  # the remembered fingerprint expires
+    at = run_app("head", params)
+    assert not at.exception and not at.error, visible_messages(at)
+    assert built == ["histogram", "histogram"]
 
 
 def test_a_changed_model_file_is_analysed_again(root: Path, tmp_path: Path) -> None:

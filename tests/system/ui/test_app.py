@@ -13,11 +13,12 @@ from page_runner import assert_clean, run_app
 from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
-from headforms import DEFAULT_MODEL, HeadformsError, analyze
+from headforms import DEFAULT_MODEL, analyze
+from headforms.baseline import gaussian_baseline
 from headforms.columns import ALL_SPECTRA, METRIC_COLUMNS
 from ui import state
 from ui.exports import heads_csv, spectra_npz
-from ui.loading import DASHBOARD_SPECTRA, AnalysisStore, dashboard_options, warm
+from ui.loading import DASHBOARD_SPECTRA, dashboard_options, warm
 from ui.widgets import GOTO_KEY, format_layers
 
 PAGES = {
@@ -161,15 +162,15 @@ def test_overview_card_and_parity_table(tiny_llama: str) -> None:
 
 def test_downloads_round_trip(tiny_llama: str) -> None:
     analysis = analyze(tiny_llama, spectra=ALL_SPECTRA)
-    table = pd.read_csv(io.StringIO(heads_csv(analysis)))
-    baseline = analysis.baseline
+    baseline = gaussian_baseline(analysis.card.baseline_shapes)
+    table = pd.read_csv(io.StringIO(heads_csv(analysis, baseline)))
     assert list(table.columns) == [
         *analysis.heads.columns,
         *(f"rand_{c}" for c in METRIC_COLUMNS),
     ]
     np.testing.assert_allclose(table["energy"], analysis.heads["energy"], rtol=1e-12)
     np.testing.assert_allclose(table["rand_energy"], baseline.heads["energy"], rtol=1e-12)
-    with np.load(io.BytesIO(spectra_npz(analysis))) as npz:
+    with np.load(io.BytesIO(spectra_npz(analysis, baseline))) as npz:
         assert set(npz.files) == set(ALL_SPECTRA) | {f"rand_{k}" for k in baseline.spectra} | {
             "layer",
             "head",
@@ -179,18 +180,20 @@ def test_downloads_round_trip(tiny_llama: str) -> None:
         np.testing.assert_array_equal(npz["head"], analysis.heads["head"])
 
 
-def test_analysis_store_keeps_the_most_recently_used(tiny_llama: str) -> None:
+def test_the_result_cache_keeps_the_most_recently_used_analyses(tiny_llama: str) -> None:
     """Within its byte budget (here room for two analyses), the least recently used goes."""
     from headforms.bounded import sizeof
+    from ui.gateway import ResultCache
 
     analysis = analyze(tiny_llama)
-    store = AnalysisStore(max_bytes=sizeof(analysis) * 5 // 2)
-    store.put(("a", 0), analysis)
-    store.put(("b", 0), analysis)
-    assert store.get(("a", 0)) is analysis  # "a" is now the most recently used
-    store.put(("c", 0), analysis)
-    assert store.get(("b", 0)) is None
-    assert store.get(("a", 0)) is analysis and store.get(("c", 0)) is analysis
+    cache = ResultCache(max_bytes=sizeof(analysis) * 5 // 2)
+    cache.put(("a", 0), analysis, "visitor")
+    cache.put(("b", 0), analysis, "visitor")
+    assert cache.get(("a", 0), "visitor") is analysis  # "a" is now the most recently used
+    cache.put(("c", 0), analysis, "visitor")
+    assert cache.get(("b", 0), "visitor") is None
+    assert cache.get(("a", 0), "visitor") is analysis
+    assert cache.get(("c", 0), "visitor") is analysis
 
 
 @pytest.mark.parametrize(
@@ -300,30 +303,35 @@ def test_a_model_loads_on_one_shared_job_that_reports_progress(
 ) -> None:
     """One job for two sessions, with progress; the Gaussian baseline is not part of it (the
     first view needs the heads only; a view that draws the baseline asks for it)."""
-    from headforms import model_analysis as results
+    from concurrent.futures import ThreadPoolExecutor
+
+    from headforms import baseline as baselines
+    from headforms.sources import locate
+    from ui.gateway import Analysis, GaussianBaseline, LocalGateway
 
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("the baseline was computed while the model loaded")
 
-    monkeypatch.setattr(results, "gaussian_baseline", forbidden)
-    store = AnalysisStore()
-    key = (tiny_gpt2, 0)
-    first, second = (
-        store.job(key, tiny_gpt2, dashboard_options()),
-        store.job(key, tiny_gpt2, dashboard_options()),
-    )
-    assert first is second  # two sessions asking at once share one analysis
-    analysis = first.future.result(timeout=120)
-    assert store.get(key) is analysis
-    assert set(DASHBOARD_SPECTRA) <= set(analysis.spectra)
-    assert first.fraction == 1.0 and "baseline" not in first.text()
+    jobs = []
+
+    class Counting(LocalGateway):
+        def compute(self, job):  # type: ignore[no-untyped-def]
+            jobs.append(job)
+            return super().compute(job)
+
+    monkeypatch.setattr(baselines, "compute_baseline", forbidden)
+    gateway = Counting()
+    request = Analysis(locate(tiny_gpt2), dashboard_options())
+    with ThreadPoolExecutor(2) as sessions:
+        first, second = sessions.map(lambda _: gateway.run(request, visitor="v"), range(2))
+    assert first is second and len(jobs) == 1  # two sessions asking at once share one analysis
+    assert gateway.peek(request) is first
+    assert set(DASHBOARD_SPECTRA) <= set(first.spectra)
+    done, total, message = jobs[0].progress
+    assert done == total and "baseline" not in message
     monkeypatch.undo()
-    assert analysis.baseline.heads.shape[0] == len(analysis.heads)  # on demand
-    failing = store.job(("/no/such/model", 0), "/no/such/model", dashboard_options())
-    with pytest.raises(HeadformsError):
-        failing.future.result(timeout=60)
-    again = store.job(("/no/such/model", 0), "/no/such/model", dashboard_options())
-    assert again is not failing  # a failed job is not kept
+    baseline = gateway.run(GaussianBaseline(first.card.baseline_shapes))  # on demand
+    assert baseline.heads.shape[0] == len(first.heads)
 
 
 def test_the_install_warm_up_fills_the_cache_the_dashboard_reads(tiny_gpt2: str) -> None:

@@ -4,7 +4,9 @@ a model that cannot run, an empty or too long prompt: one line, the geometry vie
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from headforms.behaviour import attention
 from ui import behaviour, state
+from ui.gateway import kinds
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +132,8 @@ def test_a_failure_inside_the_forward_pass_is_one_line_and_the_geometry_stays(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a kernel failed\nwith a second line")
 
-    monkeypatch.setattr(behaviour, "attention", broken)
-    monkeypatch.setattr(behaviour, "head_type_scores", broken)
+    monkeypatch.setattr(kinds, "attention", broken)  # the forward passes the gateway runs
+    monkeypatch.setattr(kinds, "head_type_scores", broken)
     at = run_app("head", **{state.MODEL_KEY: str(model), state.LAYER_KEY: 1, state.HEAD_KEY: 2})
     assert not at.exception, [e.message for e in at.exception]
     errors = [e.value for e in at.error]
@@ -219,3 +222,50 @@ def test_the_geometry_pages_and_the_tables_options_are_in_their_links(model_dir:
     table = run_app("table", params={"model": model_dir, "scores": "1"})
     assert_clean(table)
     assert "induction" in table.dataframe[0].value.columns
+
+
+def test_a_session_keeps_no_copy_of_a_pattern_and_a_stored_one_is_read_once(
+    model_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a session holds of a pattern is the gateway's one copy (bounded per visitor and
+    server-wide): a session that drew it keeps none of its own once its run ended, not even in
+    its download buttons (kept by Streamlit until the session goes; the heatmap's CSV is made
+    when clicked), so letting it go frees it; sessions re-opening the stored pattern read it
+    once, also while the cache has let go of it but a page still holds it."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    from headforms.behaviour import cache as pattern_store
+    from ui import compute
+    from ui.gateway import PromptAttention
+
+    downloads: dict[object, object] = {}  # what the session's download buttons make, kept
+    button = DeltaGenerator.download_button
+
+    def kept(self: DeltaGenerator, label: str, data: object, *args: object, **kwargs: object):
+        downloads[kwargs.get("key")] = data
+        return button(self, label, data, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", kept)
+    prompt = tiny_runnable.words([7, 3, 12, 7, 3, 12, 4])  # no other test's prompt
+    head_page(model_dir, **{behaviour.PROMPT_KEY: prompt})  # computed and stored
+    gateway = compute.gateway()
+    request = PromptAttention(behaviour.runnable_model(model_dir), prompt)
+    drawn = weakref.ref(gateway.peek(request))
+    gateway.clear()  # the cache lets go of it (past a visitor's bytes, or the server's)
+    gc.collect()
+    assert drawn() is None  # the session that drew it keeps no reference
+    csv = downloads["behaviour_head_pattern__csv"]
+    reads: list[str] = []
+    real = pattern_store.get_pattern
+
+    def counted(*args: object) -> object:
+        reads.append("read")
+        return real(*args)
+
+    monkeypatch.setattr(pattern_store, "get_pattern", counted)
+    head_page(model_dir, **{behaviour.PROMPT_KEY: prompt})  # a new session re-opens it: read
+    held = gateway.peek(request)  # as a page still drawing it holds it
+    gateway.cache.clear()
+    head_page(model_dir, **{behaviour.PROMPT_KEY: prompt})  # another: the same copy
+    assert str(csv()).startswith("query_position,query_token")  # the first session's CSV too
+    assert gateway.peek(request) is held and reads == ["read"]

@@ -198,3 +198,45 @@ def test_a_bad_positions_link_is_corrected_with_a_notice(llama) -> None:
     assert at.session_state[state.POSITIONS_KEY] == "0:128"
     (line,) = [n for n in notice_lines(at) if "positions=5:1" in n]
     assert "is not a range of RoPE positions" in line and "starts after it ends" in line
+
+
+def test_a_sweep_too_large_to_draw_is_refused_in_one_line_before_any_work(
+    llama: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every head at every position is one animated figure, built in the server and sent whole:
+    past MAX_DRAWN_POINTS (heads x positions) the page says so in one line and neither computes
+    nor reads the sweep, nor builds a figure (the bound lowered here to the tiny model's 8 heads
+    at 16 positions; a 16,384-head model at 65 positions passes the real one)."""
+    from headforms.errors import OptionError
+    from headforms.figures import animated
+    from headforms.options import SweepOptions
+    from ui import motion
+    from ui.gateway import kinds
+
+    work: list[str] = []
+
+    def count(module: object, name: str) -> None:
+        real = getattr(module, name)
+
+        def counted(*args: object, **kwargs: object) -> object:
+            work.append(name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+
+    for module, name in ((kinds, "sweep"), (kinds, "stored_sweep"), (animated, "animated_figure")):
+        count(module, name)
+    monkeypatch.setattr(motion, "MAX_DRAWN_POINTS", 8 * 16)
+    at = run_app("positions", {"model": llama}, **{state.POSITIONS_KEY: "0:64:4"})
+    assert [e.value for e in at.error] == [
+        "17 RoPE positions x 8 heads = 136 points, more than the dashboard draws in one figure "
+        "(128); take at most 16 positions (a step), or the command line (headforms analyze MODEL "
+        "--rope-positions A:B)"
+    ]
+    assert work == []
+    at = run_app("positions", {"model": llama}, **{state.POSITIONS_KEY: "0:60:4"})  # 16: drawn
+    assert_clean(at)
+    assert "animated_figure" in work
+    monkeypatch.undo()
+    with pytest.raises(OptionError, match="65 RoPE positions x 16384 heads = 1,064,960"):
+        motion.check_drawable(16_384, SweepOptions("0:64"))

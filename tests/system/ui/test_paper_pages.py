@@ -229,7 +229,7 @@ def test_spectra_figures_follow_the_requested_k(tiny_gpt2, monkeypatch):
     from dataclasses import replace
 
     from headforms.analyses import spectra as sp
-    from ui import loading
+    from ui import compute
 
     real = sp.cluster_spectra
 
@@ -245,7 +245,7 @@ def test_spectra_figures_follow_the_requested_k(tiny_gpt2, monkeypatch):
         assert not at.exception, [e.message for e in at.exception]
         assert list(at.dataframe[0].value["name"])[0] == "asked 5, cluster 0"
     finally:
-        loading._cached_values().clear()  # no fake clusters for later tests
+        compute.gateway().clear()  # no fake clusters for later tests
 
 
 def test_fits_and_compare_share_one_definition_of_the_fit_errors(monkeypatch):
@@ -312,7 +312,7 @@ def test_observations_scatters_are_not_rebuilt_for_another_selected_head(monkeyp
     """The Θ scatter and the two 'against' scatters do not show the selected head: selecting
     another head reuses them (their cache keys hold no selection)."""
     from headforms.figures import observations as figures_obs
-    from ui import loading
+    from ui import compute
 
     built = []
     for name in ("theta_scatter_figure", "against_figure"):
@@ -323,7 +323,7 @@ def test_observations_scatters_are_not_rebuilt_for_another_selected_head(monkeyp
             return real(*args, **kwargs)
 
         monkeypatch.setattr(figures_obs, name, counting)
-    loading._cached_values().clear()
+    compute.gateway().clear()
     at = _run_page("observations", **{state.LAYER_KEY: 0, state.HEAD_KEY: 0})
     assert not at.exception, [e.message for e in at.exception]
     first = sorted(built)

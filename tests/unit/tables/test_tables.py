@@ -18,6 +18,7 @@ from published_tables import author_table
 
 from headforms import analyze
 from headforms.errors import CorruptFileError, ModelSpecError, OptionError, UnavailableDataError
+from headforms.model_analysis import model_baseline
 from headforms.sources import parse_spec
 from headforms.sources.specs import split_spec
 from headforms.tables import expand_table_spec
@@ -58,7 +59,7 @@ def test_author_columns_open_as_read_only_models(published):
         assert list(result.heads["parity"]) == list(expected_parity(rows))
         assert result.heads["n_pos"].isna().all()  # not in the table: missing, not invented
         with pytest.raises(UnavailableDataError, match="no Gaussian baseline"):
-            result.baseline  # noqa: B018
+            model_baseline(result.card)  # noqa: B018
 
 
 def test_model_dim_column_gives_the_gaussian_baseline(tmp_path: Path):
@@ -67,7 +68,7 @@ def test_model_dim_column_gives_the_gaussian_baseline(tmp_path: Path):
     path = tmp_path / "t.parquet"
     table.to_parquet(path)
     result = analyze(str(path))  # one model: the bare file is enough
-    baseline = result.baseline
+    baseline = model_baseline(result.card)
     assert (baseline.shapes.head_dim, baseline.shapes.model_dim) == (4, 64)  # n = dim / 2
     # Gaussian K, Q: E[energy] = (N + 1) / (2N) (SPEC fact 4), here within sampling error
     assert abs(baseline.heads["energy"].mean() - 65 / 128) < 0.02

@@ -1,0 +1,287 @@
+"""The computation gateway with fake computations: one job for identical concurrent requests,
+progress relayed to each waiter, a finished result kept for the next page, failures not kept,
+a hosted job nobody waits for let go, a cached result widened, a result still in use never read
+a second time, and a core that imports no Streamlit."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import threading
+import weakref
+from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from repo import REPO
+
+from ui.gateway import (
+    Abandoned,
+    Computation,
+    Gateway,
+    HostedGateway,
+    Job,
+    LocalGateway,
+    ResultCache,
+    base,
+)
+
+HANG_GUARD = 30.0
+
+
+class Result:
+    """A result with a size (weakly referable, as the gateway's results are)."""
+
+    def __init__(self, name: str, parts: frozenset[str] = frozenset(), size: int = 1000):
+        self.name, self.parts, self.size = name, parts, size
+
+
+@dataclass
+class Log:
+    """What the fake computations did, and a gate that holds them until opened."""
+
+    calls: list[str] = field(default_factory=list)
+    gate: threading.Event = field(default_factory=threading.Event)
+    started: threading.Event = field(default_factory=threading.Event)
+    stored: Result | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Fake(Computation[Result]):
+    """A computation of ``name`` (with ``parts``) that waits for its log's gate."""
+
+    name: str
+    log: Log
+    parts: frozenset[str] = frozenset()
+    fail: bool = False
+    first_message = "fake starting"
+
+    @property
+    def key(self) -> Hashable:
+        return ("fake", self.name)
+
+    @property
+    def job_key(self) -> Hashable:
+        return (*self.key, self.parts)
+
+    def accepts(self, result: Result) -> bool:
+        return self.parts <= result.parts
+
+    def widened(self, result: Result) -> Fake:
+        return replace(self, parts=self.parts | result.parts)
+
+    def stored(self) -> Result | None:
+        if self.log.stored is None:
+            return None
+        self.log.calls.append("read")
+        return Result(self.log.stored.name, self.log.stored.parts)  # a new copy, as a read is
+
+    def local(self, progress: Any) -> Result:
+        self.log.calls.append(f"local {sorted(self.parts)}")
+        progress(1, 2, "half way")
+        self.log.started.set()
+        assert self.log.gate.wait(HANG_GUARD)
+        if self.fail:
+            raise ValueError("a one-line failure")
+        return Result(self.name, self.parts)
+
+    def hosted(self, progress: Any, check: Any, visitor: str) -> Result:
+        self.log.calls.append(f"hosted for {visitor}")
+        self.log.started.set()
+        try:
+            while not self.log.gate.wait(0.01):
+                check()
+        except Abandoned:
+            self.log.calls.append("let go")
+            raise
+        return Result(self.name, self.parts)
+
+
+class Watched:
+    """A gateway whose jobs are kept for the test to wait on."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway, self.jobs = gateway, []
+        compute = gateway.compute
+
+        def watched(job: Job[Any]) -> Any:
+            self.jobs.append(job)
+            return compute(job)
+
+        gateway.compute = watched  # type: ignore[method-assign]
+
+    def finished(self) -> None:
+        """Wait until every job so far has ended."""
+        for job in self.jobs:
+            job.future.exception(HANG_GUARD)
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "POLL_S", 0.01)
+
+
+class Left(Exception):
+    """What a Streamlit stop raises in the waiting script (the visitor left)."""
+
+
+def test_identical_concurrent_requests_share_one_job_with_its_progress() -> None:
+    log = Log()
+    gateway = LocalGateway(threads=2)
+    seen: dict[str, list[tuple[int, int, str]]] = {"a": [], "b": []}
+
+    def ask(visitor: str) -> Result:
+        def progress(done: int, total: int, message: str) -> None:
+            seen[visitor].append((done, total, message))
+            if all((1, 2, "half way") in reports for reports in seen.values()):
+                log.gate.set()  # both wait for the job, and heard from it: let it end
+
+        return gateway.run(Fake("m", log), progress, visitor=visitor)
+
+    with ThreadPoolExecutor(2) as sessions:
+        first, second = sessions.map(ask, ["a", "b"])
+    assert first is second
+    assert log.calls == ["local []"]
+    assert gateway.peek(Fake("m", log)) is first  # kept: no job, no read
+
+
+def test_a_finished_job_is_kept_when_its_page_was_left() -> None:
+    log = Log()
+    watched = Watched(LocalGateway())
+
+    def leave(done: int, total: int, message: str) -> None:
+        raise Left
+
+    with pytest.raises(Left):
+        watched.gateway.run(Fake("m", log), leave, visitor="a")
+    log.gate.set()
+    watched.finished()
+    kept = watched.gateway.peek(Fake("m", log), visitor="b")
+    assert kept is not None and kept.name == "m"
+    assert log.calls == ["local []"]
+
+
+def test_a_failed_job_is_not_kept() -> None:
+    log = Log()
+    log.gate.set()
+    gateway = LocalGateway()
+    with pytest.raises(ValueError, match="a one-line failure"):
+        gateway.run(Fake("m", log, fail=True))
+    assert gateway.run(Fake("m", log)).name == "m"
+    assert log.calls == ["local []", "local []"]
+
+
+def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
+    """The job's ``check`` raises once its last waiter left: the hosted call stops (its worker
+    is stopped by headforms.hosted after its grace period), nothing is kept; the next request
+    starts again, for its own visitor."""
+    log = Log()
+    watched = Watched(HostedGateway())
+
+    def leave(done: int, total: int, message: str) -> None:
+        assert log.started.wait(HANG_GUARD)
+        raise Left
+
+    with pytest.raises(Left):
+        watched.gateway.run(Fake("m", log), leave, visitor="a")
+    watched.finished()
+    assert isinstance(watched.jobs[0].future.exception(), Abandoned)
+    assert log.calls == ["hosted for a", "let go"]
+    assert watched.gateway.peek(Fake("m", log)) is None
+    log.gate.set()
+    assert watched.gateway.run(Fake("m", log), visitor="b").name == "m"
+    assert log.calls[-1] == "hosted for b"
+
+
+def test_a_cached_result_that_lacks_what_is_asked_is_widened() -> None:
+    log = Log()
+    log.gate.set()
+    gateway = LocalGateway()
+    first = gateway.run(Fake("m", log, frozenset({"x"})))
+    assert gateway.run(Fake("m", log)) is first  # it answers a smaller request
+    both = gateway.run(Fake("m", log, frozenset({"y"})))
+    assert both.parts == {"x", "y"}  # computed with what was kept before
+    assert gateway.peek(Fake("m", log, frozenset({"x"}))) is both
+    assert log.calls == ["local ['x']", "local ['x', 'y']"]
+
+
+def test_a_stored_result_is_read_once_while_it_is_in_use() -> None:
+    """A result the cache let go of but a page still holds is the same copy for the next
+    request (no second read); once nobody holds it, its memory goes and it is read again."""
+    log = Log(stored=Result("m"))
+    gateway = LocalGateway()
+    held = gateway.run(Fake("m", log))
+    assert log.calls == ["read"]
+    gateway.cache.clear()  # the cache let go of it (a visitor's bytes, the server's)
+    assert gateway.run(Fake("m", log), visitor="other") is held
+    assert log.calls == ["read"]
+    gone = weakref.ref(held)
+    gateway.cache.clear()
+    del held
+    gc.collect()
+    assert gone() is None  # the gateway itself keeps nothing the cache let go of
+    gateway.run(Fake("m", log))
+    assert log.calls == ["read", "read"]
+
+
+def test_a_visitors_bytes_are_bounded_while_others_are_served() -> None:
+    cache: ResultCache[Result] = ResultCache(max_bytes=10_000, visitor_bytes=3_000, sizer=size)
+    cache.put("victim's", Result("v", size=2_000), "victim")
+    cache.put("shared", Result("s", size=1_000), "victim")
+    for i in range(20):  # an attacker asks for new results, one after the other
+        cache.put(("attack", i), Result(str(i), size=1_000), "attacker")
+        cache.get("shared", "attacker")
+        assert cache.held_bytes("attacker") <= 3_000
+    assert cache.get("victim's", "victim") is not None  # still served from memory
+    assert cache.get("shared", "victim") is not None
+    assert ("attack", 0) not in cache and ("attack", 19) in cache
+    assert cache.bytes <= 10_000
+
+
+def test_a_visitors_newest_result_is_kept_even_past_its_bytes() -> None:
+    cache: ResultCache[Result] = ResultCache(max_bytes=10_000, visitor_bytes=3_000, sizer=size)
+    cache.put("small", Result("s", size=1_000), "v")
+    cache.put("pattern", Result("p", size=5_000), "v")
+    assert "pattern" in cache and "small" not in cache
+    cache.put("too big for anyone", Result("b", size=20_000), "v")
+    assert "too big for anyone" not in cache and "pattern" in cache
+
+
+def test_the_servers_bytes_drop_the_least_recently_used_of_anyone() -> None:
+    cache: ResultCache[Result] = ResultCache(max_bytes=3_000, sizer=size)
+    for name, visitor in (("a", "x"), ("b", "y"), ("c", "z")):
+        cache.put(name, Result(name, size=1_000), visitor)
+    cache.get("a", "x")
+    cache.put("d", Result("d", size=1_000), "w")
+    assert "b" not in cache and all(name in cache for name in "acd")
+    assert cache.held_bytes("y") == 0
+
+
+def test_a_figure_is_built_once_per_key() -> None:
+    gateway = LocalGateway()
+    builds: list[str] = []
+    for _ in range(2):
+        gateway.cached(("fig", "weights-1"), lambda: builds.append("1") or Result("1"))
+    gateway.cached(("fig", "weights-2"), lambda: builds.append("2") or Result("2"))
+    assert builds == ["1", "2"]
+
+
+def size(result: Result) -> int:
+    return result.size
+
+
+CORE = REPO / "ui" / "gateway"
+
+
+@pytest.mark.parametrize("path", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
+def test_the_gateway_core_imports_no_streamlit_nor_the_rest_of_the_dashboard(path: Path) -> None:
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            imported.add(node.module or "")
+    assert not {name for name in imported if name.split(".")[0] in ("streamlit", "ui")}

@@ -1,0 +1,220 @@
+"""The kinds of computation the dashboard asks the gateway for, each one dataclass.
+
+- :class:`Analysis`: a located model's analysis at some options (its extra spectra included);
+- :class:`GaussianBaseline`: the Gaussian baseline of a model's shapes;
+- :class:`RopeSweep`: every head of a located model at every RoPE position of a range;
+- :class:`PromptAttention`: a forward pass's attention patterns on a prompt;
+- :class:`ProbeScores`: a forward pass's head-type scores on the repeated-token probe.
+
+Each says what it is by content (:attr:`~ui.gateway.computation.Computation.key`), how to
+compute it here (``local``: the library) and in a hosted server (``hosted``: the public
+functions of :mod:`headforms.hosted`), and how to read it from the library's store when it is
+there. A new kind is one more class here (``ui/gateway/__init__.py`` says how).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from headforms import hosted
+from headforms.baseline import baseline_key, gaussian_baseline, stored_baseline
+from headforms.behaviour import attention, cache, head_type_scores, runnable
+from headforms.behaviour.limits import check_probe, check_prompt
+from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
+from headforms.sources import TABLE_FORMAT
+from headforms.store import ResultStore
+
+from .computation import Check, Computation, Progress
+
+if TYPE_CHECKING:
+    from headforms import ModelAnalysis
+    from headforms.architectures import Shapes
+    from headforms.baseline import Baseline
+    from headforms.behaviour import AttentionPattern, HeadTypeScores
+    from headforms.options import AnalysisOptions, SweepOptions
+    from headforms.sources import Located
+    from headforms.sweeps import PositionSweep
+
+
+@dataclass(frozen=True)
+class Analysis(Computation["ModelAnalysis"]):
+    """The analysis of ``located`` at ``options``. One is kept per model and RoPE position:
+    asked for more spectra than the kept one has, it is computed again with both (from the
+    stored factors), so the kept one has every spectrum asked for so far."""
+
+    located: Located
+    options: AnalysisOptions
+    first_message = "opening the model (the first one also imports its libraries)"
+
+    @property
+    def key(self) -> tuple:
+        options = self.options
+        return ("analysis", self.located.fingerprint, options.rope_position, options.fold_qk_norm)
+
+    @property
+    def job_key(self) -> tuple:
+        return (*self.key, self.options.spectra)
+
+    def accepts(self, result: ModelAnalysis) -> bool:
+        table = self.located.format == TABLE_FORMAT  # a published table has no spectra
+        return table or self.options.spectra <= result.spectra.keys()
+
+    def widened(self, result: ModelAnalysis) -> Analysis:
+        return replace(self, options=self.options.with_spectra(result.spectra))
+
+    def stored(self) -> ModelAnalysis | None:
+        return stored_analysis(self.located, self.options)
+
+    def local(self, progress: Progress) -> ModelAnalysis:
+        return analyze(self.located, options=self.options, progress=progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> ModelAnalysis:
+        return hosted.analyze(
+            self.located, options=self.options, progress=progress, check=check, visitor=visitor
+        )
+
+
+@dataclass(frozen=True)
+class GaussianBaseline(Computation["Baseline"]):
+    """The Gaussian baseline of ``shapes`` (one per shape: every model of those shapes)."""
+
+    shapes: Shapes
+    first_message = "Gaussian baseline of the same shapes"
+
+    @property
+    def key(self) -> tuple:
+        return ("baseline", baseline_key(self.shapes))
+
+    def stored(self) -> Baseline | None:
+        return stored_baseline(self.shapes)
+
+    def local(self, progress: Progress) -> Baseline:
+        return gaussian_baseline(self.shapes)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> Baseline:
+        return hosted.baseline(self.shapes, progress, check=check, visitor=visitor)
+
+
+@dataclass(frozen=True)
+class RopeSweep(Computation["PositionSweep"]):
+    """Every head of ``located`` at every RoPE position of ``options``, in one pass."""
+
+    located: Located
+    options: SweepOptions
+
+    @property
+    def key(self) -> tuple:
+        return ("sweep", self.located.fingerprint, self.options)
+
+    def stored(self) -> PositionSweep | None:
+        return stored_sweep(self.located, self.options)
+
+    def local(self, progress: Progress) -> PositionSweep:
+        return sweep(self.located, options=self.options, progress=progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> PositionSweep:
+        return hosted.sweep(self.located, self.options, progress, check=check, visitor=visitor)
+
+
+@dataclass(frozen=True)
+class _ForwardPass:
+    """What both forward passes share: a runnable located model (weights, not a table) and
+    the fingerprint of what a pass depends on (weights and tokenizer files)."""
+
+    located: Located
+
+    @cached_property
+    def model_fingerprint(self) -> str:
+        """:func:`headforms.behaviour.runnable.fingerprint` of the model (its files)."""
+        return runnable.fingerprint(self.located)
+
+    def prepare(self) -> None:
+        """Load the runnable model (kept loaded by :data:`headforms.behaviour.runnable.LOADED`);
+        a failure is left for the pass itself to report."""
+        if self.model_fingerprint not in runnable.LOADED.keys():
+            with contextlib.suppress(Exception):
+                runnable.runnable(self.located)
+
+
+@dataclass(frozen=True)
+class PromptAttention(_ForwardPass, Computation["AttentionPattern"]):
+    """Every head's attention (weights and pre-softmax scores) on ``prompt`` (checked when
+    made: text, not empty, within the server's cap)."""
+
+    prompt: str = field(default="")
+
+    def __post_init__(self) -> None:
+        check_prompt(self.prompt)
+
+    @property
+    def store_key(self) -> str:
+        """The pattern's key in the result store."""
+        return cache.pattern_key(self.model_fingerprint, self.prompt)
+
+    @property
+    def key(self) -> tuple:
+        return ("attention", self.store_key)
+
+    def stored(self) -> AttentionPattern | None:
+        found = cache.get_pattern(ResultStore(), self.store_key)
+        if found is not None:
+            found.model = self.located.spec
+        return found
+
+    def in_store(self) -> bool:
+        return self.store_key in ResultStore()
+
+    def local(self, progress: Progress) -> AttentionPattern:
+        return attention(self.located, self.prompt, progress=lambda text: progress(0, 1, text))
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> AttentionPattern:
+        return hosted.forward_pass(  # type: ignore[return-value]
+            self.located, prompt=self.prompt, progress=progress, check=check, visitor=visitor
+        )
+
+
+@dataclass(frozen=True)
+class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
+    """Every head's head-type scores on the repeated-token probe of ``probe_length`` seeded
+    random tokens (checked when made)."""
+
+    probe_length: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_probe(self.probe_length, self.seed)
+
+    @property
+    def store_key(self) -> str:
+        """The scores' key in the result store."""
+        return cache.scores_key(self.model_fingerprint, self.probe_length, self.seed)
+
+    @property
+    def key(self) -> tuple:
+        return ("scores", self.store_key)
+
+    def stored(self) -> HeadTypeScores | None:
+        found = cache.get_scores(ResultStore(), self.store_key)
+        if found is not None:
+            found.model = self.located.spec
+        return found
+
+    def in_store(self) -> bool:
+        return self.store_key in ResultStore()
+
+    def local(self, progress: Progress) -> HeadTypeScores:
+        return head_type_scores(
+            self.located,
+            probe_length=self.probe_length,
+            seed=self.seed,
+            progress=lambda text: progress(0, 1, text),
+        )
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> HeadTypeScores:
+        probe = (self.probe_length, self.seed)
+        return hosted.forward_pass(  # type: ignore[return-value]
+            self.located, probe=probe, progress=progress, check=check, visitor=visitor
+        )

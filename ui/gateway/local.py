@@ -1,0 +1,42 @@
+"""The gateway of a private server: every computation in this process, by the library itself.
+
+Jobs run on one pool of :data:`THREADS` threads (analyses, sweeps, baselines and forward passes
+alike); a job goes on when every page that asked for it was left, and its result is kept for
+the next one. :meth:`LocalGateway.prepare` loads a forward pass's model on a thread of its own
+while the page draws.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from .base import Gateway, Job
+from .cache import ResultCache
+from .computation import Computation
+
+R = TypeVar("R")
+
+THREADS = 4
+"""Jobs running at once (each analysis also spreads its layers over ``HEADFORMS_THREADS``)."""
+RESULT_BYTES = 768 * 2**20
+"""Bytes of results and figures kept in memory (a 30-layer model's analysis is a few MB,
+SmolLM2's sweep of 129 positions 9 MB, its pattern of a 180-token prompt 75 MB)."""
+
+
+class LocalGateway(Gateway):
+    """Computations in this process (module doc)."""
+
+    def __init__(self, cache: ResultCache[Any] | None = None, threads: int = THREADS) -> None:
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="headforms-gateway")
+        super().__init__(cache or ResultCache(RESULT_BYTES), pool)
+        self._preparing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="headforms-prepare")
+
+    def compute(self, job: Job[R]) -> R:
+        return job.computation.local(job.report)
+
+    def prepare(self, *computations: Computation[Any]) -> None:
+        for computation in computations:
+            if computation.key not in self.cache and not computation.in_store():
+                self._preparing.submit(computation.prepare)
+                return
