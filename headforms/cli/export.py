@@ -24,8 +24,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Analyse the model (every RoPE position of ``--rope-positions`` for a RoPE model), its
     Gaussian baseline when its shapes are known, and write the gallery."""
     from ..engine import analyze, sweep
-    from ..errors import UnavailableDataError
     from ..gallery import gallery_html
+    from ..model_analysis import model_baseline
     from ..options import AnalysisOptions, SweepOptions
     from ..sources import locate
 
@@ -49,10 +49,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                 f"{analysis.card.positional}; a published table holds d = 0 only); leave out "
                 "--rope-positions"
             )
-        try:
-            baseline = analysis.baseline
-        except UnavailableDataError:
-            baseline = None  # a published table without N: the heatmaps stand alone
+        # a published table without N has no baseline: the heatmaps stand alone
+        baseline = model_baseline(analysis.card) if analysis.card.has_baseline else None
     page = gallery_html(analysis, paths, baseline)
     write_file(args.html, page.encode("utf-8"))
     size = len(page.encode("utf-8")) / 1e6

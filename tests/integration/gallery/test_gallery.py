@@ -20,6 +20,7 @@ from headforms.cli import main
 from headforms.engine import sweep
 from headforms.forms import PARITY_LABELS
 from headforms.gallery import gallery_html
+from headforms.model_analysis import model_baseline
 
 
 def page_data(page: str) -> dict:
@@ -44,7 +45,7 @@ def rope_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_rope_models_page_holds_every_position(rope_model: Path):
     analysis = analyze(str(rope_model))
     paths = sweep(str(rope_model), rope_positions="0:12")
-    page = gallery_html(analysis, paths, analysis.baseline)
+    page = gallery_html(analysis, paths, model_baseline(analysis.card))
     assert get_plotlyjs() in page  # plotly.js inside: nothing to fetch
     without_plotly = page.replace(get_plotlyjs(), "")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", without_plotly)

@@ -16,6 +16,7 @@ from headforms import analyze
 from headforms.engine import sweep
 from headforms.figures.animated import animated_figure
 from headforms.gallery import gallery_html
+from headforms.model_analysis import model_baseline
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +29,7 @@ with frames is 18.8 MB)."""
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     analysis = analyze("smollm2-135m")
     paths = sweep("smollm2-135m", rope_positions="0:128")
-    page = gallery_html(analysis, paths, analysis.baseline)
+    page = gallery_html(analysis, paths, model_baseline(analysis.card))
     path = tmp_path_factory.mktemp("gallery") / "smollm2.html"
     path.write_text(page, encoding="utf-8")
     return path, paths
