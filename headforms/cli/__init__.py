@@ -1,6 +1,7 @@
 """Command line: ``headforms analyze MODEL`` (``--rope-positions A:B``: every position at once),
 ``models``, ``survey MODEL...``, ``trajectory CHECKPOINT...``, ``diff A B``, ``serve``,
-``attention MODEL``, ``behaviour MODEL``; also ``python -m headforms ...``.
+``attention MODEL``, ``behaviour MODEL``, ``intervene MODEL --edit EDIT``; also
+``python -m headforms ...``.
 
 One module per family of commands, each with ``add_parsers(sub)``; the flags they share are
 parent parsers of :mod:`.common`. Bad input gives one line on stderr and exit status 2, never a
@@ -14,10 +15,10 @@ import sys
 from typing import Any
 
 from ..errors import HeadformsError
-from . import analyze, behaviour, motion, serve, survey
+from . import analyze, behaviour, intervene, motion, serve, survey
 from .common import write_table
 
-COMMANDS = (analyze, serve, survey, behaviour, motion)
+COMMANDS = (analyze, serve, survey, behaviour, intervene, motion)
 """The modules of the subcommands, in the order ``--help`` lists them."""
 
 
