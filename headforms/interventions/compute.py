@@ -188,9 +188,7 @@ def _compute(
         )
         for name in CONTROL_MEASURES
     }
-    if single:
-        layer, head = rows[0][0]
-        columns.update(_profile_columns(anatomy, edit, layer, head))
+    columns.update(_profile_columns(anatomy, edit, rows))
     patterns = {}
     if single and edits[0].watched is not None:
         layer, head = rows[0][0]
@@ -261,16 +259,22 @@ def _row_columns(
     return columns
 
 
-def _profile_columns(anatomy: Anatomy, edit: Edit, layer: int, head: int) -> dict[str, np.ndarray]:
-    if not edit.edits_form:
-        return {
-            f"{name}_edited": np.array([np.nan if name != "parity" else ""], dtype=object)
-            for name in PROFILE_COLUMNS
-        }
-    profile = edited_profile(anatomy.head_logit(layer, head).factors, edit)
+def _profile_columns(
+    anatomy: Anatomy, edit: Edit, rows: list[tuple[Head, ...]]
+) -> dict[str, np.ndarray]:
+    """Where each single head's edited form lands on the simplex at d = 0 (NaN and an empty
+    parity for several heads together, or an edit of the output)."""
+    values: dict[str, list] = {name: [] for name in PROFILE_COLUMNS}
+    for row in rows:
+        profile = None
+        if len(row) == 1 and edit.edits_form:
+            profile = edited_profile(anatomy.head_logit(*row[0]).factors, edit)
+        for name in PROFILE_COLUMNS:
+            empty = "" if name == "parity" else np.nan
+            values[name].append(empty if profile is None else profile[name])
     return {
-        f"{name}_edited": np.array([profile[name]], dtype=object if name == "parity" else float)
-        for name in PROFILE_COLUMNS
+        f"{name}_edited": np.array(v, dtype=object if name == "parity" else float)
+        for name, v in values.items()
     }
 
 

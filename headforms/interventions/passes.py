@@ -22,7 +22,7 @@ from ..errors import LimitError
 from .anatomy import Anatomy
 from .changes import SequencePlan
 from .hooks import Recording, applied, recording
-from .measures import Measured, cosine_distance, cross_entropy, log_probs, measure_batch
+from .measures import Measured, Reference, measure_batch, reference_loss, reference_terms
 
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
@@ -46,13 +46,13 @@ def run_base(model: Runnable, ids: Any) -> Any:
 @dataclass
 class CleanPass:
     """The unedited model on one sequence: what :class:`Recording` holds, the final hidden
-    states (``T, N``), the next-token log-probabilities (``T-1, V``; None without a
+    states (``T, N``), the next-token terms (:class:`Reference`; None without a
     language-modelling head) and the cross-entropy over ``window``."""
 
     token_ids: list[int]
     recorded: Recording
     final: Any
-    logp: Any | None
+    reference: Reference | None
     window: np.ndarray
     ce: float
 
@@ -71,12 +71,12 @@ def clean_pass(
     ids = torch.tensor([token_ids], dtype=torch.long)
     with recording(anatomy, means, attention) as recorded:
         final = run_base(model, ids)[0]
-    logp, ce = None, float("nan")
+    reference, ce = None, float("nan")
     if model.causal_lm is not None:
         with torch.inference_mode():
-            logp = log_probs(model.causal_lm, final)
-        ce = cross_entropy(logp, token_ids, window)
-    return CleanPass(token_ids, recorded, final, logp, window, ce)
+            reference = reference_terms(model.causal_lm, final, token_ids)
+        ce = reference_loss(reference, window)
+    return CleanPass(token_ids, recorded, final, reference, window, ce)
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def edited_passes(
             hidden = run_base(model, ids.contiguous())
         with torch.inference_mode():
             measured = measure_batch(
-                model.causal_lm, hidden, clean.token_ids, clean.final, clean.logp, clean.window
+                model.causal_lm, hidden, clean.token_ids, clean.final, clean.reference, clean.window
             )
         for offset, index in enumerate(batch):
             outcomes[index] = Outcome(measured[offset], found.weights.get(offset))
@@ -140,8 +140,3 @@ def edited_passes(
         if progress is not None:
             progress(done, total, f"edited passes from layer {start}")
     return [outcomes[i] for i in range(len(plans))]
-
-
-def unchanged(clean: CleanPass) -> Measured:
-    """The measures of the unedited sequence against itself (what an empty plan gives)."""
-    return Measured(clean.ce, 0.0, cosine_distance(clean.final, clean.final))

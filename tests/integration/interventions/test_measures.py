@@ -18,7 +18,7 @@ import torch
 from headforms import analyze
 from headforms.behaviour import forward, head_type_scores
 from headforms.behaviour.runnable import LOADED, runnable
-from headforms.errors import OptionError
+from headforms.errors import NotRunnableError, OptionError
 from headforms.interventions import intervention, request_of, sweep
 from headforms.interventions.anatomy import anatomy_of
 from headforms.interventions.changes import FormChange
@@ -247,3 +247,28 @@ def test_a_stored_result_needs_no_model(llama: str, tmp_path: Path) -> None:
     assert again.table.equals(first.table)
     np.testing.assert_array_equal(again.controls["delta_ce"], first.controls["delta_ce"])
     assert again.request == request
+
+
+def test_final_soft_capping_is_the_models_and_attention_soft_capping_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A final logit cap enters the loss as transformers applies it; a model that soft-caps its
+    attention logits is refused in one line (the cap would have to act on the change too)."""
+    from transformers import AutoModelForCausalLM
+
+    capped = tmp_path / "capped"
+    tiny_runnable.checkpoint("gemma3_text", capped, seed=9, final_logit_softcapping=3.0)
+    row = run(str(capped), "identity", heads="0.0").table.iloc[0]
+    ids = runnable(locate(str(capped))).tokenizer.encode(TEXT)
+    model = AutoModelForCausalLM.from_pretrained(capped, attn_implementation="eager").eval()
+    with torch.no_grad():
+        loss = model(input_ids=torch.tensor([ids]), labels=torch.tensor([ids])).loss
+        hidden = model.model(input_ids=torch.tensor([ids])).last_hidden_state[0, :-1]
+        uncapped = torch.nn.functional.cross_entropy(model.lm_head(hidden), torch.tensor(ids[1:]))
+    assert row["ce_original"] == pytest.approx(float(loss), abs=CE)
+    assert abs(float(uncapped) - float(loss)) > 1e-2  # the cap matters on this model
+    softcapped = tmp_path / "softcapped"
+    tiny_runnable.checkpoint("gemma3_text", softcapped, seed=9, attn_logit_softcapping=20.0)
+    with pytest.raises(NotRunnableError, match="soft-caps its attention logits") as info:
+        run(str(softcapped), "flip", heads="0.0")
+    assert "\n" not in str(info.value)
