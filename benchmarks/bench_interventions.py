@@ -12,7 +12,9 @@ In one process, the model loaded once, thread counts pinned (torch and BLAS, ``-
 * single head: ``compute_intervention`` of one head's edit with K controls (its unedited pass,
   the edit and K controls), median over ``--heads`` heads.
 
-The two routes' delta_ce agree to float32 rounding (printed). Run:
+The routes run interleaved layer by layer (order alternating), so the load of other jobs falls
+on both alike; wall and CPU seconds of the process are printed. The two routes' delta_ce agree
+to float32 rounding (printed). Run:
 ``.venv/bin/python benchmarks/bench_interventions.py [--model smollm2-135m] [--edit symmetric]
 [--tokens 128] [--controls 8] [--threads 1]``.
 """
@@ -66,61 +68,98 @@ def main() -> None:
     edit = edit_named(args.edit)
     ids = text_tokens(model, DEFAULT_TEXT, args.tokens)
     window = np.arange(len(ids) - 1)
-
-    start = time.perf_counter()
     clean = clean_pass(model, anatomy, ids, window)
-    naive = []
     tokens = torch.tensor([ids])
-    for layer, head in heads:
-        plan = (FormChange(layer, head, anatomy.head_logit(layer, head), edit),)
-        with applied(anatomy, [plan]):
-            hidden = run_base(model, tokens)
-        with torch.inference_mode():
-            measured = measure_batch(
-                model.causal_lm, hidden, ids, clean.final, clean.reference, window
-            )
-        naive.append(measured[0].ce - clean.ce)
-    naive_seconds = time.perf_counter() - start
 
-    request = request_of(args.edit, each=True, max_tokens=args.tokens, controls=0)
-    start = time.perf_counter()
-    swept = compute_intervention(model, request)
-    sweep_seconds = time.perf_counter() - start
-    difference = float(np.max(np.abs(swept.table["delta_ce"].to_numpy() - np.array(naive))))
+    def naive(layer: int) -> list[float]:
+        """Every head of ``layer``, one full pass each."""
+        changes = []
+        for head in range(shapes.n_heads):
+            plan = (FormChange(layer, head, anatomy.head_logit(layer, head), edit),)
+            with applied(anatomy, [plan]):
+                hidden = run_base(model, tokens)
+            with torch.inference_mode():
+                measured = measure_batch(
+                    model.causal_lm, hidden, ids, clean.final, clean.reference, window
+                )
+            changes.append(measured[0].ce - clean.ce)
+        return changes
 
+    def swept(layer: int) -> list[float]:
+        """The library's sweep of ``layer`` (its unedited pass kept from before)."""
+        request = request_of(args.edit, layer=layer, each=True, max_tokens=args.tokens, controls=0)
+        return list(compute_intervention(model, request).table["delta_ce"])
+
+    # Interleaved layer by layer (the order alternating), so that the load of other jobs on a
+    # shared machine falls on both routes alike; wall and CPU seconds of this process.
+    totals = {"naive": [0.0, 0.0], "sweep": [0.0, 0.0]}
+    values: dict[str, list[float]] = {"naive": [], "sweep": []}
+    for layer in range(shapes.n_layers):
+        routes = [("naive", naive), ("sweep", swept)]
+        for name, route in routes if layer % 2 == 0 else routes[::-1]:
+            wall, cpu = time.perf_counter(), time.process_time()
+            values[name].extend(route(layer))
+            totals[name][0] += time.perf_counter() - wall
+            totals[name][1] += time.process_time() - cpu
+    difference = float(np.max(np.abs(np.array(values["sweep"]) - np.array(values["naive"]))))
+    whole = request_of(args.edit, each=True, max_tokens=args.tokens, controls=0)
+    wall, cpu = time.perf_counter(), time.process_time()
+    compute_intervention(model, whole)
+    whole_wall, whole_cpu = time.perf_counter() - wall, time.process_time() - cpu
+
+    naive_wall, naive_cpu = totals["naive"]
+    sweep_wall, sweep_cpu = totals["sweep"]
     print_table(
-        f"Every head edited on its own ({args.edit}, {len(heads)} heads, T = {len(ids)})",
+        f"Every head edited on its own ({args.edit}, {len(heads)} heads, T = {len(ids)}), "
+        "interleaved by layer",
         [
-            {"route": "naive: one full pass per head", "seconds": naive_seconds, "ratio": 1.0},
+            {
+                "route": "naive: one full pass per head",
+                "wall s": naive_wall,
+                "cpu s": naive_cpu,
+                "ratio (cpu)": 1.0,
+            },
             {
                 "route": "sweep: prefix once, heads of a layer batched",
-                "seconds": sweep_seconds,
-                "ratio": naive_seconds / sweep_seconds,
+                "wall s": sweep_wall,
+                "cpu s": sweep_cpu,
+                "ratio (cpu)": naive_cpu / sweep_cpu,
+            },
+            {
+                "route": "sweep of every head in one call",
+                "wall s": whole_wall,
+                "cpu s": whole_cpu,
+                "ratio (cpu)": naive_cpu / whole_cpu,
             },
         ],
     )
     print(f"max |delta_ce sweep - delta_ce naive| = {difference:.2e} nats")
+    print(machine_line(args.threads))
 
     rng = np.random.default_rng(0)
     chosen = [heads[i] for i in rng.choice(len(heads), size=args.heads, replace=False)]
-    times = []
+    times, cpus = [], []
     for layer, head in chosen:
         single = request_of(
             args.edit, heads=f"{layer}.{head}", max_tokens=args.tokens, controls=args.controls
         )
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         compute_intervention(model, single)
-        times.append(time.perf_counter() - start)
+        times.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
     print_table(
-        f"One head's edit with {args.controls} controls (model loaded), {args.heads} heads",
+        f"One head's edit with {args.controls} controls (model loaded, its text's unedited pass "
+        f"kept), {args.heads} heads",
         [
             {
                 "heads": " ".join(f"L{a}.H{b}" for a, b in chosen),
-                "median s": statistics.median(times),
-                "max s": max(times),
+                "median wall s": statistics.median(times),
+                "median cpu s": statistics.median(cpus),
+                "max wall s": max(times),
             }
         ],
     )
+    print(machine_line(args.threads))
 
 
 if __name__ == "__main__":

@@ -144,8 +144,7 @@ def _compute(
 ) -> InterventionResult:
     request = request.checked()
     limits = limits or InterventionLimits()
-    started = time.monotonic()
-    deadline = None if limits.max_seconds is None else started + limits.max_seconds
+    deadline = None if limits.max_seconds is None else time.monotonic() + limits.max_seconds
     edit = edit_named(request.edit)
     anatomy = anatomy_of(model)
     check_editable(anatomy, model.name, outputs=not edit.edits_form)
@@ -153,7 +152,7 @@ def _compute(
     rows = [(head,) for head in heads] if request.each else [tuple(heads)]
     controls = request.controls if edit.edits_form else 0
     probing = request.probe_length is not None
-    total = len(rows) * (1 + controls + int(probing))
+    total = request.passes(len(heads))
     limits.check_passes(total, f"{request.edit} on {request.scope.label}")
     single = len(rows) == 1 and len(rows[0]) == 1
     ids = text_tokens(model, request.text, request.max_tokens)
@@ -202,8 +201,7 @@ def _compute(
         "measure": measure,
         "token_ids": ids,
         "tokens": model.tokenizer.texts(ids),
-        "notes": _notes(model, edit, controls),
-        "seconds": time.monotonic() - started,
+        "notes": _notes(model, edit, request.controls),
     }
     return InterventionResult(
         model.name, model.fingerprint, columns, control_values, patterns, meta
@@ -349,7 +347,7 @@ def _notes(model: Runnable, edit: Edit, controls: int) -> list[str]:
             "cosine_distance (of the final hidden states) measures the change, and the controls "
             "are compared on it"
         )
-    if not edit.edits_form and controls == 0:
+    if not edit.edits_form and controls > 0:
         notes.append(
             f"{edit.name} acts on the head's output, not its form: it has no matched controls"
         )

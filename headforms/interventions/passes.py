@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..bounded import ByteLRU
 from ..errors import LimitError
 from .anatomy import Anatomy
 from .changes import SequencePlan
@@ -57,6 +58,22 @@ class CleanPass:
     ce: float
 
 
+CLEAN_PASS_BYTES = 256 * 2**20
+"""Bytes of unedited passes kept in memory (another edit on the same text skips its pass)."""
+
+
+def _clean_bytes(clean: CleanPass) -> int:
+    tensors = [*clean.recorded.entering, clean.final]
+    if clean.reference is not None:
+        tensors.append(clean.reference.probs)
+    total = sum(t.numel() * t.element_size() for t in tensors)
+    arrays = [*clean.recorded.head_means, *clean.recorded.attention]
+    return total + sum(a.nbytes for a in arrays)
+
+
+_KEPT: ByteLRU[CleanPass] = ByteLRU(CLEAN_PASS_BYTES, sizer=_clean_bytes)
+
+
 def clean_pass(
     model: Runnable,
     anatomy: Anatomy,
@@ -65,7 +82,29 @@ def clean_pass(
     means: bool = False,
     attention: bool = False,
 ) -> CleanPass:
-    """Run the unedited model on ``token_ids`` and record (module doc)."""
+    """Run the unedited model on ``token_ids`` and record (module doc); kept in memory by the
+    model's fingerprint and the tokens (:data:`CLEAN_PASS_BYTES`)."""
+    key = (model.fingerprint, tuple(token_ids), tuple(int(t) for t in window))
+    kept = _KEPT.get(key)
+    if (
+        kept is not None
+        and (kept.recorded.head_means or not means)
+        and (kept.recorded.attention or not attention)
+    ):
+        return kept
+    clean = _unedited(model, anatomy, token_ids, window, means, attention)
+    _KEPT.put(key, clean)
+    return clean
+
+
+def _unedited(
+    model: Runnable,
+    anatomy: Anatomy,
+    token_ids: list[int],
+    window: np.ndarray,
+    means: bool,
+    attention: bool,
+) -> CleanPass:
     import torch
 
     ids = torch.tensor([token_ids], dtype=torch.long)

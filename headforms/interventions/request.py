@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from ..behaviour.limits import DEFAULT_PROBE_LENGTH, check_probe
+from ..behaviour.limits import check_probe
 from ..errors import LimitError, OptionError
 from ..forms import PARITY_LABELS
 from ..settings import PROMPT_TOKENS_ENV, settings
@@ -158,15 +158,19 @@ class InterventionRequest:
         except (KeyError, TypeError) as exc:
             raise OptionError(f"not an intervention request: {exc}") from exc
 
+    def passes(self, heads: int) -> int:
+        """The sequence passes the request takes when its scope holds ``heads`` heads: per row
+        (one, or one per head with ``each``) the edit, its controls (edits of the form only)
+        and, when asked, the probe. What a server can count before loading anything."""
+        rows = heads if self.each else 1
+        controls = self.controls if edit_named(self.edit).edits_form else 0
+        return rows * (1 + controls + int(self.probe_length is not None))
+
     def key_options(self) -> dict[str, Any]:
         """What the request's results depend on, for a store key (the text by its digest)."""
         options = self.as_dict()
         options["text"] = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
         return options
-
-    def with_probe(self, probe: bool) -> InterventionRequest:
-        """The request with the default probe (or none)."""
-        return replace(self, probe_length=DEFAULT_PROBE_LENGTH if probe else None)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ headforms.interventions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -83,4 +85,46 @@ def dense_change(
                 form = dense_form(q, k, inv_freq, d)
                 cache[d] = dense_edit(form, edit) - form
             out[i, j] = x[j] @ cache[d] @ x[i]
+    return out
+
+
+def dense_edited_scores(
+    augmented: Any,
+    head: int,
+    kv: int,
+    x: np.ndarray,
+    edit: str,
+    causal: bool,
+    scale: float,
+    eps: float | None,
+) -> np.ndarray:
+    """An edited head's pre-softmax scores ``(T, T)`` (NaN where a causal key is unseen):
+    ``scale * (logit - x_j^T L_d x_i + x_j^T M_d x_i) / (r_q(i) r_k(j))``, the full logit (bias
+    terms included) from a layer's factors whose bias is an extra input column (``augmented``:
+    ``tiny_models.with_bias_column`` of the engine's ``read_layer``), dense forms at every d,
+    QK-norm's RMS ``r`` of the raw biased projections (``eps`` None: no QK-norm)."""
+    from headforms.heads import effective_factors
+
+    length = len(x)
+    xa = np.concatenate([x, np.ones((length, 1))], axis=1)
+    q0, k0 = effective_factors(augmented, 0)
+    qa, ka = q0[head], k0[kv]  # (n, N + 1): gains folded, not rotated
+    rq = rk = np.ones(length)
+    if eps is not None:
+        rq = np.sqrt(np.mean((xa @ np.asarray(augmented.q[head], np.float64).T) ** 2, -1) + eps)
+        rk = np.sqrt(np.mean((xa @ np.asarray(augmented.k[kv], np.float64).T) ** 2, -1) + eps)
+    out = np.full((length, length), np.nan)
+    forms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for i in range(length):
+        for j in range(length):
+            if causal and j > i:
+                continue
+            d = i - j
+            if d not in forms:
+                full = ka.T @ rotation(augmented.inv_freq, qa.shape[0], d) @ qa
+                forms[d] = (full, dense_edit(full[:-1, :-1], edit))
+            full, edited = forms[d]
+            form = full[:-1, :-1]
+            logit = xa[j] @ full @ xa[i] - x[j] @ form @ x[i] + x[j] @ edited @ x[i]
+            out[i, j] = scale * logit / (rq[i] * rk[j])
     return out

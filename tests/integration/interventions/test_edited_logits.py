@@ -17,12 +17,11 @@ import pytest
 import tiny_models as tm
 import tiny_runnable
 import torch
-from dense_edits import dense_edit, rotation
+from dense_edits import dense_edited_scores
 
 from headforms.architectures import shapes_from_config
 from headforms.behaviour import forward
 from headforms.behaviour.runnable import runnable
-from headforms.heads import effective_factors
 from headforms.interventions.anatomy import anatomy_of
 from headforms.interventions.changes import FormChange
 from headforms.interventions.edits import EDITS, FORM_EDITS
@@ -67,39 +66,19 @@ class Tiny:
         return seen[0]
 
     def expected(self, layer: int, head: int, edit: str) -> np.ndarray:
-        """The edited head's scores ``(T, T)``: ``scale * (logit - x_j^T L_d x_i + x_j^T M_d
-        x_i) / (r_q(i) r_k(j))`` with the full logit (biases included) from the engine's
-        factors with the bias as an extra input column, dense forms at every d."""
+        """The edited head's scores from dense forms (tests/helpers/dense_edits.py) and the
+        engine's reading of the saved checkpoint."""
         read = read_layer(self.source, self.shapes, self.index, layer)
-        aug = tm.with_bias_column(read)
-        kv = int(self.shapes.kv_of_head[head])
-        x = self.inputs(layer)
-        xa = np.concatenate([x, np.ones((LENGTH, 1))], axis=1)
-        q0, k0 = effective_factors(aug, 0)
-        qa, ka = q0[head], k0[kv]  # (n, N + 1), gains folded, no rotation
-        n = qa.shape[0]
-        causal = self.family not in tiny_runnable.ENCODERS
-        rotary = read.inv_freq
-        eps = tm.qk_norm_eps(self.model.model) if read.q_gain is not None else None
-        rq = rk = np.ones(LENGTH)
-        if eps is not None:
-            raw_q = xa @ np.asarray(aug.q[head], np.float64).T
-            raw_k = xa @ np.asarray(aug.k[kv], np.float64).T
-            rq = np.sqrt(np.mean(raw_q**2, -1) + eps)
-            rk = np.sqrt(np.mean(raw_k**2, -1) + eps)
-        scale = tm.attention_scale(self.family, self.model.model, layer)
-        out = np.full((LENGTH, LENGTH), np.nan)
-        for i in range(LENGTH):
-            for j in range(LENGTH):
-                if causal and j > i:
-                    continue
-                rot = rotation(rotary, n, i - j)
-                full = ka.T @ rot @ qa  # (N + 1) x (N + 1): the logit with its bias terms
-                form = full[:-1, :-1]
-                edited = dense_edit(form, edit)
-                logit = xa[j] @ full @ xa[i] - x[j] @ form @ x[i] + x[j] @ edited @ x[i]
-                out[i, j] = scale * logit / (rq[i] * rk[j])
-        return out
+        return dense_edited_scores(
+            tm.with_bias_column(read),
+            head,
+            int(self.shapes.kv_of_head[head]),
+            self.inputs(layer),
+            edit,
+            self.family not in tiny_runnable.ENCODERS,
+            tm.attention_scale(self.family, self.model.model, layer),
+            tm.qk_norm_eps(self.model.model) if read.q_gain is not None else None,
+        )
 
     def edited_scores(self, layer: int, head: int, edit: str) -> np.ndarray:
         """The head's pre-softmax scores in a pass of the model with the edit applied."""

@@ -272,3 +272,48 @@ def test_final_soft_capping_is_the_models_and_attention_soft_capping_is_refused(
     with pytest.raises(NotRunnableError, match="soft-caps its attention logits") as info:
         run(str(softcapped), "flip", heads="0.0")
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("cap", [None, 4.0])
+def test_vocabulary_sums_in_chunks_are_the_whole_softmaxs(cap: float | None) -> None:
+    """Over a vocabulary of several chunks (a bias, a final cap): cross-entropy and KL equal
+    ``log_softmax`` of the whole logits, and the unedited states give a KL of exactly 0."""
+    from types import SimpleNamespace
+
+    from headforms.interventions.measures import (
+        VOCABULARY_CHUNK,
+        measure_batch,
+        reference_terms,
+    )
+
+    generator = torch.Generator().manual_seed(0)
+    vocab, dim, length = 2 * VOCABULARY_CHUNK + 123, 16, 9
+    head = torch.nn.Linear(dim, vocab).requires_grad_(False)
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(vocab, dim, generator=generator))
+        head.bias.copy_(torch.randn(vocab, generator=generator))
+    model = SimpleNamespace(
+        get_output_embeddings=lambda: head,
+        config=SimpleNamespace(final_logit_softcapping=cap),
+    )
+    final = torch.randn(length, dim, generator=generator)
+    edited = final[None] + 0.3 * torch.randn(2, length, dim, generator=generator)
+    ids = torch.randint(0, vocab, (length,), generator=generator).tolist()
+    window = np.arange(length - 1)
+    with torch.no_grad():
+        reference = reference_terms(model, final, ids)
+        got = measure_batch(model, torch.cat([final[None], edited]), ids, final, reference, window)
+
+        def logp(states: torch.Tensor) -> torch.Tensor:
+            logits = head(states[:-1]).double()
+            logits = logits if cap is None else torch.tanh(logits / cap) * cap
+            return torch.log_softmax(logits, -1)
+
+        base = logp(final)
+    assert got[0].kl == 0.0
+    for measured, states in zip(got, [final, *edited], strict=True):
+        want = logp(states)
+        ce = -want[torch.arange(length - 1), torch.tensor(ids[1:])].mean()
+        kl = (base.exp() * (base - want)).sum(-1).mean()
+        assert measured.ce == pytest.approx(float(ce), abs=2e-6)
+        assert measured.kl == pytest.approx(float(kl), abs=2e-6)

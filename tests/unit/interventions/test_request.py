@@ -77,6 +77,15 @@ def test_heads_are_written_layer_dot_head() -> None:
         parse_heads("3")
 
 
+def test_passes_are_counted_before_any_work() -> None:
+    """Per row (one, or one per head with each) the edit, its controls and the probe; the
+    reference points have no controls."""
+    assert request(controls=8).passes(270) == 9
+    assert request(controls=8, each=True).passes(270) == 270 * 9
+    assert request(controls=8, each=True, probe_length=20).passes(10) == 10 * 10
+    assert request(edit="output_zero", controls=8, each=True).passes(10) == 10
+
+
 def test_limits_refuse_too_many_passes_in_one_line() -> None:
     InterventionLimits(max_passes=10).check_passes(10, "x")
     with pytest.raises(LimitError, match="takes 11 sequence passes; at most 10"):
