@@ -76,7 +76,8 @@ class StateDictReader:
 class HeadLogit:
     """How one query head turns its form into its logit: ``scale * x_j^T L_d x_i / (r_q(i)
     r_k(j))`` plus bias terms, with ``r`` QK-norm's RMS of the raw (biased, unfolded)
-    projection of a token (1 without QK-norm)."""
+    projection of a token (1 without QK-norm); ``q_raw``, ``k_raw`` and the biases as read
+    (float32)."""
 
     factors: HeadFactors
     q_raw: np.ndarray
@@ -90,7 +91,9 @@ class HeadLogit:
     def _rms(self, x: np.ndarray, weights: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
         if self.eps is None:
             return np.ones(len(x))
-        projected = x @ weights.T + (0.0 if bias is None else bias)
+        projected = x @ np.asarray(weights, np.float64).T
+        if bias is not None:
+            projected = projected + np.asarray(bias, np.float64)
         return np.sqrt(np.mean(projected**2, axis=-1) + self.eps)
 
     def factor(self, x: np.ndarray) -> np.ndarray:
@@ -150,12 +153,12 @@ class Anatomy:
         q, k = part.folded
         kv = int(self.kv_of_head[head])
         factors = part.factors
-        return HeadLogit(
+        return HeadLogit(  # views of the layer's arrays: a head's logit holds no copy
             HeadFactors(q[head], k[kv], factors.inv_freq),
-            np.asarray(factors.q[head], np.float64),
-            np.asarray(factors.k[kv], np.float64),
-            None if factors.q_bias is None else np.asarray(factors.q_bias[head], np.float64),
-            None if factors.k_bias is None else np.asarray(factors.k_bias[kv], np.float64),
+            factors.q[head],
+            factors.k[kv],
+            None if factors.q_bias is None else factors.q_bias[head],
+            None if factors.k_bias is None else factors.k_bias[kv],
             part.qk_norm_eps,
             part.scale,
             part.causal,

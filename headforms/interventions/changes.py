@@ -20,7 +20,7 @@ import numpy as np
 
 from .algebra import balanced_delta, linear_delta, rank1_delta
 from .anatomy import HeadLogit
-from .controls import ControlForm
+from .controls import ControlForm, ControlSeed
 from .edits import Edit
 
 
@@ -47,16 +47,23 @@ class FormChange:
 
 @dataclass(frozen=True)
 class ControlChange:
-    """Head ``head`` of ``layer`` with a matched control's random form added."""
+    """Head ``head`` of ``layer`` with a matched control's random form added: drawn from
+    ``seed`` when used, of norm ``norms[k]`` at each relative position ``steps[k]``."""
 
     layer: int
     head: int
     logit: HeadLogit
-    form: ControlForm
+    seed: ControlSeed
+    steps: np.ndarray
+    norms: np.ndarray
+
+    def form(self) -> ControlForm:
+        """The control's form (its factors drawn now)."""
+        return ControlForm.drawn(self.seed, self.steps, self.norms)
 
     def scores_delta(self, x: np.ndarray) -> np.ndarray:
         """What the control adds to the head's pre-softmax scores for attention inputs ``x``."""
-        return self.form.delta(x, self.logit.causal) * self.logit.factor(x)
+        return self.form().delta(x, self.logit.causal) * self.logit.factor(x)
 
 
 @dataclass(frozen=True)

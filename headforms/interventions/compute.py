@@ -29,7 +29,7 @@ from ..settings import settings
 from .algebra import PROFILE_COLUMNS, change_norms, change_rank, distances, edited_profile
 from .anatomy import Anatomy, anatomy_of
 from .changes import ControlChange, FormChange, OutputChange, SequencePlan
-from .controls import ControlForm, control_factors, control_summary
+from .controls import ControlSeed, control_summary
 from .edits import Edit, edit_named
 from .hooks import check_editable
 from .passes import CleanPass, Outcome, clean_pass, edited_passes
@@ -112,12 +112,8 @@ class _Plans:
                     change_norms(logit.factors, self.edit, steps),
                 )
             rank, steps, norms = self._sizes[layer, head]
-            p, o = control_factors(
-                self.seed, layer, head, index, rank, self.anatomy.shapes.model_dim
-            )
-            changes.append(
-                ControlChange(layer, head, logit, ControlForm.matched(p, o, steps, norms))
-            )
+            seed = ControlSeed(self.seed, layer, head, index, rank, self.anatomy.shapes.model_dim)
+            changes.append(ControlChange(layer, head, logit, seed, steps, norms))
         return tuple(changes)
 
 

@@ -27,6 +27,24 @@ def control_factors(
 
 
 @dataclass(frozen=True)
+class ControlSeed:
+    """What draws one control's factors (:func:`control_factors`): a few numbers, so that a
+    batch of many controls holds no ``rank x N`` matrices until each is used."""
+
+    seed: int
+    layer: int
+    head: int
+    index: int
+    rank: int
+    model_dim: int
+
+    def factors(self) -> tuple[np.ndarray, np.ndarray]:
+        return control_factors(
+            self.seed, self.layer, self.head, self.index, self.rank, self.model_dim
+        )
+
+
+@dataclass(frozen=True)
 class ControlForm:
     """A control's change ``s_d P^T O`` at each relative position d of ``steps``."""
 
@@ -44,6 +62,11 @@ class ControlForm:
         size = np.sqrt(max(float(np.einsum("ab,ab->", p @ p.T, o @ o.T)), 0.0))
         scales = np.zeros(len(steps)) if size == 0.0 else np.asarray(change_norms) / size
         return cls(p, o, np.asarray(steps), scales)
+
+    @classmethod
+    def drawn(cls, seed: ControlSeed, steps: np.ndarray, change_norms: np.ndarray) -> ControlForm:
+        """The matched control of ``seed`` (its Gaussian factors drawn now)."""
+        return cls.matched(*seed.factors(), steps, change_norms)
 
     def dense(self, step_index: int) -> np.ndarray:
         """``Z_d`` as an ``N x N`` matrix (for checks)."""
