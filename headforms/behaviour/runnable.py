@@ -3,7 +3,8 @@
 - GGUF files (the bundled SmolLM2 and Gemma-3, local ``.gguf``): built from headforms' own
   reader as transformers' GGUF loader builds them (:mod:`.gguf`), in about a fifth of its time.
 - Checkpoint directories (the bundled MiniLM, local checkpoints, hub snapshots): transformers'
-  ``AutoModel.from_pretrained`` (safetensors or ``.bin``), the field's own loader.
+  ``AutoModelForCausalLM.from_pretrained`` for a causal language model, else
+  ``AutoModel.from_pretrained`` (safetensors or ``.bin``), the field's own loaders.
 
 Every model is float32, eager attention, eval mode; ``model`` is its base model (what attention
 patterns and scores run). A causal language model also keeps its language-modelling head
@@ -327,10 +328,11 @@ def _from_pretrained(directory: Path, config: dict[str, Any] | None) -> tuple[An
         full, info = AutoModelForCausalLM.from_pretrained(
             str(directory), output_loading_info=True, **options
         )
+        full = full.eval().requires_grad_(False)
         prefix = full.base_model_prefix + "."
-        if not any(not key.startswith(prefix) for key in info.get("missing_keys", ())):
-            full = full.eval().requires_grad_(False)
-            return full.base_model, full
+        if any(not key.startswith(prefix) for key in info.get("missing_keys", ())):
+            return full.base_model, None  # its head would be random: the base model alone
+        return full.base_model, full
     model = AutoModel.from_pretrained(str(directory), **options)
     return model.eval().requires_grad_(False), None
 

@@ -34,7 +34,7 @@ from .edits import Edit, edit_named
 from .hooks import check_editable
 from .passes import CleanPass, Outcome, clean_pass, edited_passes
 from .request import InterventionLimits, InterventionRequest, Scope
-from .result import CONTROL_MEASURES, InterventionResult
+from .result import CONTROL_MEASURES, ROW_COLUMNS, InterventionResult
 from .text import text_tokens
 
 if TYPE_CHECKING:
@@ -221,36 +221,39 @@ def _row_columns(
     measure: str,
     tokens: int,
 ) -> dict[str, np.ndarray]:
-    values: dict[str, list] = {name: [] for name in ("layer", "head", "edit", "scope", "heads")}
-    values.update({name: [] for name in ("tokens", "ce_original", "ce_edited", "delta_ce", "kl")})
-    values.update({name: [] for name in ("cosine_distance", "controls", "parity")})
-    summaries = []
-    for row, outcome, control_outcomes in zip(rows, edits, controlled, strict=True):
+    """The :data:`ROW_COLUMNS` of every row."""
+    records = []
+    for row, outcome, others in zip(rows, edits, controlled, strict=True):
         one = len(row) == 1
-        values["layer"].append(float(row[0][0]) if one else np.nan)
-        values["head"].append(float(row[0][1]) if one else np.nan)
-        values["edit"].append(request.edit)
-        values["scope"].append(f"L{row[0][0]}.H{row[0][1]}" if one else request.scope.label)
-        values["heads"].append(len(row))
-        values["tokens"].append(tokens)
-        values["ce_original"].append(clean.ce)
-        values["ce_edited"].append(outcome.measured.ce)
-        values["delta_ce"].append(outcome.measured.ce - clean.ce)
-        values["kl"].append(outcome.measured.kl)
-        values["cosine_distance"].append(outcome.measured.cosine_distance)
-        values["controls"].append(len(control_outcomes))
-        values["parity"].append(str(anatomy.parities(row[0][0])[row[0][1]]) if one else "")
-        edit_value = _value(outcome, measure, clean)
-        summaries.append(
-            control_summary(edit_value, [_value(o, measure, clean) for o in control_outcomes])
+        layer, head = row[0]
+        measured = outcome.measured
+        records.append(
+            {
+                "layer": float(layer) if one else np.nan,
+                "head": float(head) if one else np.nan,
+                "edit": request.edit,
+                "scope": f"L{layer}.H{head}" if one else request.scope.label,
+                "heads": len(row),
+                "tokens": tokens,
+                "ce_original": clean.ce,
+                "ce_edited": measured.ce,
+                "delta_ce": measured.ce - clean.ce,
+                "kl": measured.kl,
+                "cosine_distance": measured.cosine_distance,
+                "controls": len(others),
+                "parity": str(anatomy.parities(layer)[head]) if one else "",
+                **control_summary(
+                    _value(outcome, measure, clean), [_value(o, measure, clean) for o in others]
+                ),
+            }
         )
-    columns = {
-        name: np.asarray(v, dtype=object if name in ("edit", "scope", "parity") else None)
-        for name, v in values.items()
+    return {
+        name: np.asarray(
+            [record[name] for record in records],
+            dtype=object if name in ("edit", "scope", "parity") else None,
+        )
+        for name in ROW_COLUMNS
     }
-    for name in summaries[0]:
-        columns[name] = np.array([s[name] for s in summaries])
-    return columns
 
 
 def _profile_columns(

@@ -317,3 +317,20 @@ def test_vocabulary_sums_in_chunks_are_the_whole_softmaxs(cap: float | None) -> 
         kl = (base.exp() * (base - want)).sum(-1).mean()
         assert measured.ce == pytest.approx(float(ce), abs=2e-6)
         assert measured.kl == pytest.approx(float(kl), abs=2e-6)
+
+
+def test_a_causal_model_without_its_heads_weights_has_no_next_token_loss(tmp_path: Path) -> None:
+    """A checkpoint that names a causal language model but lacks its head's weights is run
+    without a head (never one transformers initialises at random): cosine distance only."""
+    from safetensors.numpy import load_file, save_file
+
+    tiny_runnable.checkpoint("llama", tmp_path, seed=12)
+    weights = tmp_path / "model.safetensors"
+    tensors = load_file(weights)
+    assert "lm_head.weight" in tensors
+    del tensors["lm_head.weight"]
+    save_file(tensors, weights, metadata={"format": "pt"})
+    loaded = runnable(locate(str(tmp_path)))
+    assert loaded.causal_lm is None
+    row = run(str(tmp_path), "flip", heads="1.1").table.iloc[0]
+    assert np.isnan(row["delta_ce"]) and row["cosine_distance"] > 0.0
