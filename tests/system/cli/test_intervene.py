@@ -124,3 +124,20 @@ def test_a_published_table_and_a_missing_model_are_one_line(tmp_path: Path) -> N
         assert result.returncode == 2, result.stderr
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
         assert message in result.stderr
+
+
+def test_a_model_transformers_cannot_run_is_one_line(tmp_path: Path, capsys) -> None:
+    import gguf
+    import numpy as np
+
+    path = tmp_path / "rwkv.gguf"
+    writer = gguf.GGUFWriter(str(path), "rwkv6")
+    writer.add_block_count(1)
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((8, 8), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    code, out, err = run_main(capsys, "intervene", str(path), "--edit", "flip", "--quiet")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: ") and "rwkv" in err, err
