@@ -2,8 +2,8 @@
 
 - :class:`FormChange`: the head's form replaced by an edited one (an :class:`Edit` of the
   form); adds ``scale * x_j^T (M_d - L_d) x_i / (r_q(i) r_k(j))`` to the head's scores, every
-  other term (biases and their cross terms, scale, QK-norm factors, mask, position biases,
-  soft-capping applied after) as the model computes it.
+  other term (biases and their cross terms, scale, QK-norm factors, mask, position biases) as
+  the model computes it.
 - :class:`ControlChange`: a matched control's random form added instead (:mod:`.controls`).
 - :class:`OutputChange`: the head's output (before the output projection) set to zero or to a
   given vector at every position.
