@@ -90,6 +90,19 @@ def test_identity_reproduces_the_models_loss(llama: str) -> None:
     assert row["ce_edited"] == pytest.approx(row["ce_original"], abs=CE)
     assert row["delta_ce"] == pytest.approx(0.0, abs=CE) and row["kl"] == pytest.approx(0, abs=CE)
     np.testing.assert_allclose(result.controls["delta_ce"], 0.0, atol=CE)  # D = 0: no change
+    loaded = runnable(locate(llama))
+    anatomy = anatomy_of(loaded)
+    every = tuple(
+        FormChange(layer, head, anatomy.head_logit(layer, head), EDITS["identity"])
+        for layer in range(tm.LAYERS)
+        for head in range(tm.H)
+    )
+    with applied(anatomy, [every]):
+        hidden = run_base(loaded, torch.tensor([ids]))
+    with torch.no_grad():
+        ours = next_token_logits(loaded.causal_lm, hidden)[0]
+        own = model(input_ids=torch.tensor([ids])).logits[0]
+    np.testing.assert_allclose(ours.numpy(), own.numpy(), atol=1e-5, rtol=0)
 
 
 def test_transpose_is_the_head_with_query_and_key_swapped(gpt2: tuple[str, Any]) -> None:
@@ -334,3 +347,14 @@ def test_a_causal_model_without_its_heads_weights_has_no_next_token_loss(tmp_pat
     assert loaded.causal_lm is None
     row = run(str(tmp_path), "flip", heads="1.1").table.iloc[0]
     assert np.isnan(row["delta_ce"]) and row["cosine_distance"] > 0.0
+
+
+def test_the_time_limit_stops_a_request_in_one_line(llama: str) -> None:
+    from headforms.errors import LimitError
+    from headforms.interventions import InterventionLimits
+
+    request = request_of("flip", layer=1, each=True, text=TEXT, controls=1)
+    with pytest.raises(LimitError, match="stopped after the time allowed: 0 of 8 sequence"):
+        intervention(llama, request, use_cache=False, limits=InterventionLimits(max_seconds=0.0))
+    with pytest.raises(LimitError, match="takes 8 sequence passes; at most 7"):
+        intervention(llama, request, use_cache=False, limits=InterventionLimits(max_passes=7))
