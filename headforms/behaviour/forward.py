@@ -26,7 +26,9 @@ from .limits import MAX_PATTERN_BYTES, PATTERN_BYTES_PER_ENTRY
 if TYPE_CHECKING:
     from .runnable import Runnable
 
-_LOCK = threading.Lock()
+PASS_LOCK = threading.RLock()
+"""Held by every forward pass of the process, and by whatever changes a loaded model for the
+duration of some passes (the hooks of an intervention): re-entrant, so a pass may run inside."""
 
 MASKED_BELOW = -1e30
 """Scores at or below this are the mask's (transformers adds the dtype's lowest value)."""
@@ -94,7 +96,7 @@ def run(model: Any, token_ids: list[int], n_layers: int) -> Pass:
     import torch
 
     ids = torch.tensor([token_ids], dtype=torch.long)
-    with _LOCK, torch.inference_mode(), _softmax_tap(len(token_ids)) as seen:
+    with PASS_LOCK, torch.inference_mode(), _softmax_tap(len(token_ids)) as seen:
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
     attentions = out.attentions
     if attentions is None or len(attentions) != n_layers or any(a is None for a in attentions):

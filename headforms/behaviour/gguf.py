@@ -163,12 +163,14 @@ def weights_map(model: Any, processor: Any) -> dict[str, str]:
     return mapping
 
 
-def build_model(reader: Any, label: str) -> Any:
-    """The base transformers model (float32, eager attention, eval mode) of a GGUF file.
+def build_model(reader: Any, label: str, with_head: bool = False) -> Any:
+    """The base transformers model (float32, eager attention, eval mode) of a GGUF file; with
+    ``with_head``, the ``*ForCausalLM`` model around it (its language-modelling head read from
+    ``output.weight``, or tied to the token embeddings as the loader ties them).
 
     Instantiated on the meta device with real buffers, then every tensor assigned from the file
-    (dequantized, processed and renamed as ``load_gguf_checkpoint`` does). The language-model
-    head is not loaded: attention needs the base model only.
+    (dequantized, processed and renamed as ``load_gguf_checkpoint`` does). Without
+    ``with_head`` the language-model head is not loaded: attention needs the base model only.
     """
     import torch
     from accelerate import init_empty_weights
@@ -193,8 +195,8 @@ def build_model(reader: Any, label: str) -> Any:
     prefix = full.base_model_prefix + "."
     parsed: dict[str, dict[str, Any]] = {"tensors": {}}
     for name in reader.names():
-        if name not in mapping or not mapping[name].startswith(prefix):
-            continue  # the language-model head, or a tensor the model has no place for
+        if name not in mapping or not (with_head or mapping[name].startswith(prefix)):
+            continue  # the language-model head (unless asked for), or a tensor without a place
         weights = reader.read_exact(name)
         if not weights.flags.writeable:  # an F32 tensor is a view of the file: the model's copy
             weights = weights.copy()
@@ -208,19 +210,25 @@ def build_model(reader: Any, label: str) -> Any:
             parsed["tensors"][mapping[result.name]] = torch.from_numpy(
                 np.ascontiguousarray(result.weights, dtype=np.float32)
             )
-    state = {k[len(prefix) :]: v for k, v in parsed["tensors"].items() if k.startswith(prefix)}
-    expected = dict(base.named_parameters())
+    module = full if with_head else base
+    start = 0 if with_head else len(prefix)
+    state = {
+        k[start:]: v for k, v in parsed["tensors"].items() if with_head or k.startswith(prefix)
+    }
+    expected = dict(module.named_parameters())
     for key, tensor in state.items():
         if key in expected and tuple(expected[key].shape) != tuple(tensor.shape):
             raise CorruptFileError(
                 f"{label}: tensor for {key} has shape {tuple(tensor.shape)}, the model expects "
                 f"{tuple(expected[key].shape)}"
             )
-    base.load_state_dict(state, strict=False, assign=True)
-    missing = [n for n, p in base.named_parameters() if p.is_meta]
+    module.load_state_dict(state, strict=False, assign=True)
+    if with_head and config.tie_word_embeddings:
+        full.tie_weights()
+    missing = [n for n, p in module.named_parameters() if p.is_meta]
     if missing:
         raise CorruptFileError(
             f"{label}: the GGUF file has no tensor for {len(missing)} weights of the model "
             f"(first: {missing[0]})"
         )
-    return base.eval().requires_grad_(False)
+    return module.eval().requires_grad_(False)

@@ -30,9 +30,14 @@ ModelSpec = str | os.PathLike[str] | Spec | Located
 """A spec's text or path, a parsed :class:`Spec`, or a model already located (as it is)."""
 
 
-def locate_runnable(spec: ModelSpec, policy: Policy | None = None) -> Located:
+def locate_runnable(
+    spec: ModelSpec,
+    policy: Policy | None = None,
+    what: str = "attention patterns and head-type scores",
+) -> Located:
     """The located model of a spec that names weights (a published table has none), within
-    ``policy`` (a hosted server's; a located model was located under one already)."""
+    ``policy`` (a hosted server's; a located model was located under one already); ``what``
+    needs the weights (for the error line)."""
     if isinstance(spec, Located):
         located = spec
     else:
@@ -44,8 +49,8 @@ def locate_runnable(spec: ModelSpec, policy: Policy | None = None) -> Located:
     if located is None or located.format == TABLE_FORMAT:
         name = located.spec if located is not None else str(getattr(spec, "text", spec))
         raise NotRunnableError(
-            f"{name} is a published per-head table: it has no weights to run; attention patterns "
-            "and head-type scores need the model itself"
+            f"{name} is a published per-head table: it has no weights to run; {what} need the "
+            "model itself"
         )
     check_confined(located)
     return located

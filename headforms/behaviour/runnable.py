@@ -3,9 +3,13 @@
 - GGUF files (the bundled SmolLM2 and Gemma-3, local ``.gguf``): built from headforms' own
   reader as transformers' GGUF loader builds them (:mod:`.gguf`), in about a fifth of its time.
 - Checkpoint directories (the bundled MiniLM, local checkpoints, hub snapshots): transformers'
-  ``AutoModel.from_pretrained`` (safetensors or ``.bin``), the field's own loader.
+  ``AutoModelForCausalLM.from_pretrained`` for a causal language model, else
+  ``AutoModel.from_pretrained`` (safetensors or ``.bin``), the field's own loaders.
 
-Every model is the base model (no language-model head), float32, eager attention, eval mode.
+Every model is float32, eager attention, eval mode; ``model`` is its base model (what attention
+patterns and scores run). A causal language model also keeps its language-modelling head
+(``causal_lm``: the ``*ForCausalLM`` around that same base model, sharing its weights), which
+interventions use for next-token losses; an encoder (MiniLM) has none.
 Loaded models are kept in an LRU bounded by their bytes (:class:`headforms.bounded.ByteLRU`;
 ``HEADFORMS_MODELS_MEMORY``, default 2 GiB: the three bundled models fit); one model larger
 than the budget is kept alone until the next one is loaded. Tokenizers are converted once and
@@ -49,7 +53,8 @@ TOKENIZER_FILES = (
 
 @dataclass
 class Runnable:
-    """A loaded model: the base transformers module and its tokenizer."""
+    """A loaded model: the base transformers module and its tokenizer (and, for a causal
+    language model, the module with its language-modelling head)."""
 
     name: str
     fingerprint: str
@@ -61,6 +66,10 @@ class Runnable:
     nbytes: int
     max_positions: int | None = None
     """The longest sequence its position embeddings cover (None: no such limit, e.g. RoPE)."""
+    causal_lm: Any | None = None
+    """The ``*ForCausalLM`` module whose ``base_model`` is ``model`` (the language-modelling
+    head's weights loaded from the checkpoint or tied to the embeddings), or None: the
+    checkpoint has no language-modelling head (an encoder)."""
 
     @property
     def n_heads_all(self) -> int:
@@ -270,8 +279,8 @@ def _load_gguf(located: Located, say: Progress) -> Runnable:
         tokenizer = transformers_tokenizer(path.parent, path.name, located.display_name)
         cache.save_tokenizer(key, tokenizer)
     say("reading and dequantizing the weights")
-    model = build_model(GGUFReader(path), located.display_name)
-    return _runnable(located, key, model, tokenizer)
+    full = build_model(GGUFReader(path), located.display_name, with_head=True)
+    return _runnable(located, key, full.base_model, tokenizer, full)
 
 
 def _load_directory(located: Located, say: Progress) -> Runnable:
@@ -289,13 +298,8 @@ def _load_directory(located: Located, say: Progress) -> Runnable:
         tokenizer = transformers_tokenizer(directory, None, located.display_name)
         cache.save_tokenizer(key, tokenizer)
     say("loading the weights (transformers)")
-    import torch
-    from transformers import AutoModel
-
     try:
-        model = AutoModel.from_pretrained(
-            str(directory), attn_implementation="eager", dtype=torch.float32
-        )
+        model, causal_lm = _from_pretrained(directory, located.config)
     except HeadformsError:
         raise
     except Exception as exc:  # transformers' own errors: unknown type, missing weights, ...
@@ -303,7 +307,34 @@ def _load_directory(located: Located, say: Progress) -> Runnable:
             f"{located.display_name}: transformers cannot run it: "
             + " ".join(str(exc).split())[:300]
         ) from exc
-    return _runnable(located, key, model.eval().requires_grad_(False), tokenizer)
+    return _runnable(located, key, model, tokenizer, causal_lm)
+
+
+CAUSAL_LM_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+"""Endings of the ``architectures`` a config.json names for a causal language model."""
+
+
+def _from_pretrained(directory: Path, config: dict[str, Any] | None) -> tuple[Any, Any | None]:
+    """``(base model, *ForCausalLM or None)`` of a checkpoint directory: with its
+    language-modelling head when the config names a causal language model and the checkpoint
+    holds that head's weights (or ties them to the embeddings); else the base model alone, as
+    ``AutoModel`` loads it (a head transformers would initialise at random is never used)."""
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    options = {"attn_implementation": "eager", "dtype": torch.float32}
+    names = (config or {}).get("architectures") or []
+    if any(str(name).endswith(CAUSAL_LM_SUFFIXES) for name in names):
+        full, info = AutoModelForCausalLM.from_pretrained(
+            str(directory), output_loading_info=True, **options
+        )
+        full = full.eval().requires_grad_(False)
+        prefix = full.base_model_prefix + "."
+        if any(not key.startswith(prefix) for key in info.get("missing_keys", ())):
+            return full.base_model, None  # its head would be random: the base model alone
+        return full.base_model, full
+    model = AutoModel.from_pretrained(str(directory), **options)
+    return model.eval().requires_grad_(False), None
 
 
 def _directory(located: Located, say: Progress) -> Path:
@@ -344,11 +375,18 @@ def _directory(located: Located, say: Progress) -> Path:
     )
 
 
-def _runnable(located: Located, key: str, model: Any, tokenizer: TextTokenizer) -> Runnable:
+def _runnable(
+    located: Located,
+    key: str,
+    model: Any,
+    tokenizer: TextTokenizer,
+    causal_lm: Any | None = None,
+) -> Runnable:
     config = model.config
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
-    nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
+    whole = causal_lm if causal_lm is not None else model  # tied weights are counted once
+    nbytes = sum(t.numel() * t.element_size() for t in whole.parameters())
+    nbytes += sum(t.numel() * t.element_size() for t in whole.buffers())
     embeddings = model.get_input_embeddings()
     return Runnable(
         name=located.display_name,
@@ -360,6 +398,7 @@ def _runnable(located: Located, key: str, model: Any, tokenizer: TextTokenizer) 
         vocab_size=int(embeddings.weight.shape[0]),
         nbytes=int(nbytes),
         max_positions=_position_table(text),
+        causal_lm=causal_lm,
     )
 
 

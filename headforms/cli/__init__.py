@@ -1,6 +1,7 @@
 """Command line: ``headforms analyze MODEL`` (``--rope-positions A:B``: every position at once),
 ``models [FILE]``, ``survey MODEL...``, ``trajectory CHECKPOINT...``, ``diff A B``, ``serve``,
-``attention MODEL``, ``behaviour MODEL``, ``export MODEL --html FILE``; also
+``attention MODEL``, ``behaviour MODEL``, ``intervene MODEL --edit EDIT``,
+``export MODEL --html FILE``; also
 ``python -m headforms ...``.
 
 One module per family of commands, each with ``add_parsers(sub)``; the flags they share are
@@ -15,10 +16,10 @@ import sys
 from typing import Any
 
 from ..errors import HeadformsError
-from . import analyze, behaviour, export, motion, serve, survey
+from . import analyze, behaviour, export, intervene, motion, serve, survey
 from .common import write_table
 
-COMMANDS = (analyze, serve, survey, behaviour, motion, export)
+COMMANDS = (analyze, serve, survey, behaviour, intervene, motion, export)
 """The modules of the subcommands, in the order ``--help`` lists them."""
 
 

@@ -241,17 +241,19 @@ def write_file(path: Path, content: Any) -> None:
 
 
 class Progress:
-    """Per-layer progress on stderr (a tqdm bar), closed before any error line."""
+    """Progress on stderr (a tqdm bar counting ``unit``s: layers, passes), closed before any
+    error line."""
 
-    def __init__(self) -> None:
+    def __init__(self, unit: str = "layer") -> None:
         self.bar: Any = None
+        self.unit = unit
 
     def __call__(self, done: int, total: int, message: str) -> None:
         from tqdm import tqdm
 
         if self.bar is None or self.bar.total != total:
             self.close()
-            self.bar = tqdm(total=total, unit="layer", file=sys.stderr, leave=False, disable=None)
+            self.bar = tqdm(total=total, unit=self.unit, file=sys.stderr, leave=False, disable=None)
         self.bar.set_description_str(message[:40])
         self.bar.n = done
         self.bar.refresh()
@@ -263,9 +265,9 @@ class Progress:
 
 
 @contextlib.contextmanager
-def progress_bar(quiet: bool) -> Iterator[Progress | None]:
+def progress_bar(quiet: bool, unit: str = "layer") -> Iterator[Progress | None]:
     """A command's progress bar (None with ``--quiet``), closed however the command ends."""
-    progress = None if quiet else Progress()
+    progress = None if quiet else Progress(unit)
     try:
         yield progress
     finally:

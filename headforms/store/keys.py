@@ -11,6 +11,8 @@ entries computed by older code are never served (they age out of the store).
   metric or RoPE position changes only these keys: it is computed from stored factors.
 - Forward passes (:mod:`headforms.behaviour.cache`): the model's fingerprint, the prompt or
   probe, the versions of the libraries that run the pass and :data:`BEHAVIOUR_CODE`.
+- Interventions (:mod:`headforms.interventions.run`): the model's fingerprint, the request, the
+  libraries' versions and :data:`INTERVENTIONS_CODE`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Literal
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
-Stage = Literal["extraction", "forms", "behaviour"]
+Stage = Literal["extraction", "forms", "behaviour", "interventions"]
 
 EXTRACTION_CODE = (
     "architectures.py",
@@ -54,10 +56,25 @@ FORMS_CODE = (
 BEHAVIOUR_CODE = ("behaviour", "readers/gguf.py")
 """Paths (relative to the package) of the code a forward pass's results depend on."""
 
+INTERVENTIONS_CODE = (
+    "interventions",
+    "behaviour",
+    "readers/gguf.py",
+    "architectures.py",
+    "factors.py",
+    "models",
+    "heads.py",
+    "forms.py",
+    "options.py",
+)
+"""Paths of the code an intervention's results depend on: its own, the forward pass's, the
+extraction of the factors it edits and the forms stage (parity groups, edited profiles)."""
+
 STAGE_CODE: dict[str, tuple[str, ...]] = {
     "extraction": EXTRACTION_CODE,
     "forms": FORMS_CODE,
     "behaviour": BEHAVIOUR_CODE,
+    "interventions": INTERVENTIONS_CODE,
 }
 
 
