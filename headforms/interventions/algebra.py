@@ -353,6 +353,7 @@ def edited_profile(head: HeadFactors, edit: Edit) -> dict[str, object]:
         np.array([np.sum(edited**2)]),
         np.array([np.sum(edited * edited.T)]),
         np.array([trace_g]),
+        edited[None],  # L's rows itself: the edited form may have rank up to 2n
     )
     metrics = form_metrics(batch)
     return {name: metrics[name][0] for name in PROFILE_COLUMNS}
