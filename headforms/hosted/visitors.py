@@ -13,9 +13,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Sequence
 
-from ..settings import settings
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+from .limits import Limits, Network
 
 LOCAL = "local"
 """The visitor of connections from this machine (loopback) and of unknown origin."""
@@ -26,7 +24,7 @@ IPV6_PREFIX = 64
 def trusted_proxies() -> tuple[Network, ...]:
     """The proxies whose ``X-Forwarded-For`` is believed (``HEADFORMS_TRUSTED_PROXIES``:
     comma-separated addresses or networks, e.g. ``127.0.0.1,10.0.0.0/8``; unset: none)."""
-    return settings().trusted_proxies
+    return Limits.from_env().trusted_proxies
 
 
 def client_address(
