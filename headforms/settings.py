@@ -46,6 +46,9 @@ RENAMED = {
 """The names these budgets had when they were counted per session; an instance configured with
 an old name keeps its limit (the new name wins when both are set)."""
 TRUSTED_PROXIES_ENV = "HEADFORMS_TRUSTED_PROXIES"
+SERVER_PROXIES_ENV = "FORWARDED_ALLOW_IPS"
+"""Not ours: the list of proxies whose ``X-Forwarded-For`` Streamlit's server (uvicorn) believes;
+the start commands set it to ``HEADFORMS_TRUSTED_PROXIES`` (:mod:`headforms.hosted.visitors`)."""
 ALLOWED_HOSTS_ENV = "HEADFORMS_ALLOWED_HOSTS"
 FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
 MAX_TABLE_BYTES_ENV = "HEADFORMS_MAX_TABLE_BYTES"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import OptionError
+from ..settings import SERVER_PROXIES_ENV, TRUSTED_PROXIES_ENV
 
 
 def dashboard_app() -> Path:
@@ -45,7 +46,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ]
     print(f"headforms dashboard on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     os.chdir(app.parent)
-    os.execv(sys.executable, command)
+    env = {**os.environ, SERVER_PROXIES_ENV: os.environ.get(TRUSTED_PROXIES_ENV, "")}
+    os.execve(sys.executable, command, env)  # the server believes only the trusted proxies
     return 0  # not reached
 
 

@@ -122,7 +122,7 @@ class Limits:
             hub_allowlist=_items(values.raw(ALLOWLIST_ENV)),
             max_model_bytes=values.byte_count(MAX_BYTES_ENV, DEFAULT_MAX_BYTES),
             hub_cache_bytes=values.byte_count(HUB_CACHE_ENV, DEFAULT_HUB_CACHE_BYTES),
-            trusted_proxies=_networks(values.raw(TRUSTED_PROXIES_ENV)),
+            trusted_proxies=parse_networks(values.raw(TRUSTED_PROXIES_ENV)),
         )
 
 
@@ -162,7 +162,7 @@ def _items(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
 
-def _networks(raw: str) -> tuple[Network, ...]:
+def parse_networks(raw: str) -> tuple[Network, ...]:
     """``HEADFORMS_TRUSTED_PROXIES``: comma-separated addresses or networks (``127.0.0.1,
     10.0.0.0/8``); unset: none."""
     networks = []
