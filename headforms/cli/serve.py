@@ -46,8 +46,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ]
     print(f"headforms dashboard on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     os.chdir(app.parent)
-    env = {**os.environ, SERVER_PROXIES_ENV: os.environ.get(TRUSTED_PROXIES_ENV, "")}
-    os.execve(sys.executable, command, env)  # the server believes only the trusted proxies
+    # Streamlit's server believes X-Forwarded-For from the proxies headforms trusts, no other
+    os.environ[SERVER_PROXIES_ENV] = os.environ.get(TRUSTED_PROXIES_ENV, "")
+    os.execv(sys.executable, command)
     return 0  # not reached
 
 
