@@ -27,6 +27,7 @@ from typing import Any
 import streamlit as st
 from starlette.middleware import Middleware
 
+from headforms.errors import HeadformsError
 from headforms.hosted.http import HttpRules
 from headforms.hosted.visitors import proxy_lists_differ
 from headforms.settings import settings
@@ -113,7 +114,12 @@ class ServerFactsHidden:
         await self.app(scope, receive, send_without_facts)
 
 
-if settings().hosted and (differ := proxy_lists_differ()):
-    sys.exit(f"headforms: {differ}")
+if settings().hosted:
+    try:
+        differ = proxy_lists_differ()
+    except HeadformsError as exc:  # a malformed hosted setting: stop here, in one line
+        differ = str(exc)
+    if differ:
+        sys.exit(f"headforms: {differ}")
 
 app = st.App("app.py", middleware=[Middleware(HttpRules), Middleware(ServerFactsHidden)])

@@ -44,10 +44,12 @@ def trusted_proxies() -> tuple[Network, ...]:
 def proxy_lists_differ() -> str | None:
     """None when Streamlit's server believes ``X-Forwarded-For`` from exactly the trusted
     proxies (its :data:`SERVER_PROXIES_ENV`, read from this process's environment as it was
-    when it started, equals ``HEADFORMS_TRUSTED_PROXIES``), else one line saying how not."""
+    when it started, equals ``HEADFORMS_TRUSTED_PROXIES``), else one line saying how not. A
+    malformed hosted setting raises its own one-line error."""
+    trusted = set(trusted_proxies())
     believed = os.environ.get(SERVER_PROXIES_ENV, SERVER_PROXIES_DEFAULT)
     try:
-        same = set(parse_networks(believed)) == set(trusted_proxies())
+        same = set(parse_networks(believed)) == trusted
     except HeadformsError:
         same = False
     if same:
