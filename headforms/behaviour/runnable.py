@@ -85,8 +85,9 @@ def check_confined(located: Located) -> None:
     gives a forward pass more to read or download: every shard and the tokenizer files
     (:attr:`~headforms.sources.Located.forward_files`). Each of a local model's must be a regular
     file in the model's own directory (its real path: no link leads out), each of a hub model's
-    must have a declared size, and all of them with the weight files must fit the policy's byte
-    budget; else one line, before anything is read or downloaded."""
+    must have a declared size, and all of them with the weight files (and a hub model's config
+    and index, downloaded too) must fit the policy's byte budget; else one line, before anything
+    is read or downloaded."""
     if not located.confined or located.format == "gguf" or located.config_file is None:
         return  # a GGUF file holds everything
     if located.hub is None and located.config_file.path is not None:
@@ -105,6 +106,8 @@ def check_confined(located: Located) -> None:
             "hub does not declare, so this server cannot check it against its limit; refused"
         )
     total, budget = located.forward_bytes, located.download_budget
+    if total is not None and located.hub is not None:
+        total += sum(f.size or 0 for f in (located.config_file, located.index_file) if f)
     if budget is not None and total is not None and total > budget:
         largest = max(located.forward_files, key=lambda f: f.size or 0, default=None)
         what = "reads" if located.hub is None else "downloads"

@@ -13,13 +13,14 @@ module). A spec is checked twice, both times before any weight is read or downlo
 2. :meth:`Policy.check_located`, on what :mod:`headforms.sources` located: every file the
    engine would open (config, index, each chosen weight file) lies under a root after resolving
    symbolic links, and the chosen weight files, exactly those, fit ``HEADFORMS_MAX_MODEL_BYTES``
-   (default :data:`DEFAULT_MAX_BYTES`), with a hub model's config and index (downloaded while it
-   was located, each from its declared size within a small bound of its own). A hub file whose
+   (default :data:`DEFAULT_MAX_BYTES`); a hub model's config and index were sized from the
+   listing before they were downloaded, each within a small bound of its own. A hub file whose
    size the hub does not declare is refused. The located model then carries the byte budget its
-   downloads are held to while they run (:func:`headforms.sources.fetch`; a forward pass's
-   tokenizer files and other shards count in the same budget, checked from their declared sizes
-   before anything is downloaded: :func:`headforms.behaviour.runnable.check_confined`) and is
-   marked confined: nothing beyond the files it names is opened.
+   downloads are held to while they run (:func:`headforms.sources.fetch`) and is marked
+   confined: nothing beyond the files it names is opened. A forward pass downloads more (the
+   tokenizer files, the other shards): every file it reads, config and index included, is
+   counted against the same limit from its declared size before anything is downloaded
+   (:func:`headforms.behaviour.runnable.check_confined`), and its downloads share one budget.
 
 While a model is located, every path is passed through :meth:`Policy.path_guard` before it is
 opened, and hub listings and shard indexes are held to :data:`MAX_HUB_FILES` entries and
@@ -200,25 +201,13 @@ class Policy:
                 f"{located.spec!r}: the size of {', '.join(unknown)} is not declared, so this "
                 "server cannot check it against its limit; refused"
             )
-        # a hub model's config and index were downloaded too (each within its own small bound,
-        # from its declared size): they count against the same limit
-        fetched = _downloaded_while_located(located)
-        if size + fetched > self.max_bytes:
-            besides = f" with its config and index ({human_bytes(fetched)})" if fetched else ""
+        if size > self.max_bytes:
             raise NotAllowedError(
                 f"{located.spec!r} has {human_bytes(size)} of weights to read, more than this "
-                f"server's limit of {human_bytes(self.max_bytes)} ({MAX_BYTES_ENV}){besides}; "
-                "nothing was downloaded or read"
+                f"server's limit of {human_bytes(self.max_bytes)} ({MAX_BYTES_ENV}); nothing "
+                "was downloaded or read"
             )
-        budget = self.max_bytes - fetched
-        return located.with_files(download_budget=budget, confined=True)
-
-
-def _downloaded_while_located(located: Located) -> int:
-    """Bytes a hub model's locating downloaded (its config and shard index; declared sizes)."""
-    if located.hub is None:
-        return 0
-    return sum(f.size or 0 for f in (located.config_file, located.index_file) if f is not None)
+        return located.with_files(download_budget=self.max_bytes, confined=True)
 
 
 def _allows(pattern: str, repo_id: str, revision: str | None) -> bool:
