@@ -110,12 +110,12 @@ def check_confined(located: Located) -> None:
         total += sum(f.size or 0 for f in (located.config_file, located.index_file) if f)
     if budget is not None and total is not None and total > budget:
         largest = max(located.forward_files, key=lambda f: f.size or 0, default=None)
-        what = "reads" if located.hub is None else "downloads"
+        reads, read = ("reads", "read") if located.hub is None else ("downloads", "downloaded")
         among = f" (among them {largest.name}, {human_bytes(largest.size or 0)})" if largest else ""
         raise NotAllowedError(
-            f"{located.spec}: a forward pass {what} every shard and the tokenizer files, "
+            f"{located.spec}: a forward pass {reads} every shard and the tokenizer files, "
             f"{human_bytes(total)} in all{among}, more than this server's limit of "
-            f"{human_bytes(budget)} ({MAX_BYTES_ENV}); nothing was downloaded"
+            f"{human_bytes(budget)} ({MAX_BYTES_ENV}); nothing was {read}"
         )
 
 

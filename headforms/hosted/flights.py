@@ -152,10 +152,9 @@ class Flight:
         if self.model is None:
             return WorkerProcess(self.limits, mapped)
         self.progress = (0, 1, f"{self.label}: waiting for the model's worker")
-        worker, _ = self.flights.model_workers.take(
+        return self.flights.model_workers.take(
             self.model, self.limits, mapped, self._raise_if_stopped
         )
-        return worker
 
     def _never_ran(self, outcome: Outcome) -> None:
         """End a flight whose worker was never asked: its charge given back."""

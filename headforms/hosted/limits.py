@@ -61,8 +61,6 @@ from ..settings import (
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-__all__ = ["DEFAULT_NICE", "Limits", "Network"]
-
 
 @dataclass(frozen=True)
 class Limits:

@@ -58,10 +58,10 @@ class ModelWorkers:
 
     def take(
         self, model: ModelKey, limits: Limits, mapped_bytes: int, check: Callable[[], None]
-    ) -> tuple[WorkerProcess, bool]:
-        """The model's worker, marked busy, and whether it is new (its model still to load):
-        the one kept (waiting while another pass uses it; ``check()`` may raise to stop
-        waiting), else a new one, kept if it fits the budget."""
+    ) -> WorkerProcess:
+        """The model's worker, marked busy: the one kept (waiting while another pass uses it;
+        ``check()`` may raise to stop waiting), else a new one (:attr:`started` counts them),
+        kept if it fits the budget."""
         fingerprint, size = model
         with self._cond:
             self._limits = limits
@@ -75,7 +75,7 @@ class ModelWorkers:
                     break
                 if not kept.busy:
                     kept.busy = True
-                    return kept.worker, False
+                    return kept.worker
                 self._cond.wait(POLL)
                 check()
             # Started under the lock (a process start, not a model load: milliseconds), so that
@@ -85,7 +85,7 @@ class ModelWorkers:
             self._kept.max_bytes = limits.models_memory
             self._kept.put(fingerprint, kept)  # not kept when larger than the budget alone
             self._start_reaper()
-            return kept.worker, True
+            return kept.worker
 
     def give_back(self, model: ModelKey, worker: WorkerProcess, clean: bool) -> None:
         """The pass in ``worker`` ended: keep it for the next (``clean``: its task ended in a
