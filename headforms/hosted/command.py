@@ -2,7 +2,7 @@
 the limits of a worker, so that a hostile file named on a shared machine's command line costs
 what it would cost the server.
 
-The child (``python -m headforms.hosted.command ARGS``: the command line without this step) caps
+The child (``python -m headforms.cli.contained ARGS``: the command line without this step) caps
 its own memory (``RLIMIT_DATA`` at ``HEADFORMS_ANALYSIS_MEMORY``, plus
 ``HEADFORMS_MAX_MODEL_BYTES`` for a ``.bin`` checkpoint torch maps privately) and CPU time
 (``HEADFORMS_ANALYSIS_SECONDS`` x its threads) and lowers its priority
@@ -20,9 +20,10 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from ..errors import HeadformsError
-from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes
+from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes, settings
 from .limits import Limits
 
 _SIGNALS = {int(s) for s in signal.Signals}
@@ -36,8 +37,11 @@ def run_contained(argv: list[str]) -> int:
     except HeadformsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    child = subprocess.Popen(
-        [sys.executable, "-m", "headforms.hosted.command", *argv], process_group=0
+    env = dict(os.environ)
+    package_parent = str(Path(__file__).resolve().parents[2])  # this headforms, wherever it runs
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    child = subprocess.Popen(  # headforms.cli.contained: the command line within the limits
+        [sys.executable, "-m", "headforms.cli.contained", *argv], env=env, process_group=0
     )
     try:
         code = child.wait(timeout=limits.seconds)
@@ -59,29 +63,31 @@ def run_contained(argv: list[str]) -> int:
     return code
 
 
-def main(argv: list[str]) -> int:
-    """The contained child: the limits on itself, then the command; running out of memory is
-    one line."""
-    from ..cli import build_parser, run
-    from ..settings import settings
-    from .child import apply_limits, limit_cpu, out_of_memory
+def contain_this_process() -> Limits:
+    """In the contained child: cap its memory and CPU time, lower its priority (see the module
+    doc); the limits applied."""
+    from .child import apply_limits, limit_cpu
 
     limits = Limits.from_env()
     apply_limits(limits.memory + limits.max_model_bytes, limits.nice)
     limit_cpu(limits.seconds * settings().threads, last=True)
-    try:
-        code = run(build_parser().parse_args(argv))
-    except BaseException as exc:
-        if not out_of_memory(exc):
-            raise
-        return _fail(
-            f"the command needed more memory than this server's limit of "
-            f"{human_bytes(limits.memory)} ({MEMORY_ENV}); it was stopped"
-        )
+    return limits
+
+
+def out_of_memory_line(limits: Limits) -> str:
+    """What the command line says when a contained command ran out of memory."""
+    return (
+        f"the command needed more memory than this server's limit of "
+        f"{human_bytes(limits.memory)} ({MEMORY_ENV}); it was stopped"
+    )
+
+
+def bound_hub_cache(limits: Limits) -> None:
+    """After a contained command: the hub cache within its bound (what it downloaded stays
+    last: the least recently used go first)."""
     from ..sources.hub import evict_hub_cache
 
-    evict_hub_cache(limits.hub_cache_bytes)  # what it downloaded: the least recently used go
-    return code
+    evict_hub_cache(limits.hub_cache_bytes)
 
 
 def _too_long(limits: Limits) -> str:
@@ -102,7 +108,3 @@ def _stop(child: subprocess.Popen) -> None:
         os.killpg(child.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         child.wait(timeout=10)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
