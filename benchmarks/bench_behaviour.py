@@ -104,15 +104,16 @@ print(f"{statistics.median(times):.4f} {min(scores, again):.4f}")
 
 HOSTED = """
 import sys, time, statistics
-from headforms.hosted import workers
+from headforms import hosted
+from headforms.hosted import api
 spec, prompts = sys.argv[1], sys.argv[2:]
-workers.forward_pass(spec, prompt=prompts[0] + " (up)")  # the model's worker up, model loaded
+hosted.forward_pass(spec, prompt=prompts[0] + " (up)")  # the model's worker up, model loaded
 fresh, kept = [], []
 for i, prompt in enumerate(prompts):
-    t = time.perf_counter(); workers.forward_pass(spec, prompt=f"{prompt} (kept {i})")
+    t = time.perf_counter(); hosted.forward_pass(spec, prompt=f"{prompt} (kept {i})")
     kept.append(time.perf_counter() - t)
-    workers.model_workers.stop_all()  # the next pass starts a new worker, which loads the model
-    t = time.perf_counter(); workers.forward_pass(spec, prompt=f"{prompt} (fresh {i})")
+    api.hosting.model_workers.stop_all()  # the next pass starts a new worker: a model load
+    t = time.perf_counter(); hosted.forward_pass(spec, prompt=f"{prompt} (fresh {i})")
     fresh.append(time.perf_counter() - t)
 print(f"{statistics.median(fresh):.4f} {statistics.median(kept):.4f}")
 """

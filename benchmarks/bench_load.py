@@ -1,4 +1,4 @@
-"""A hosted server under load while attackers run: 30 visitors, 5 attackers, side by side.
+"""A hosted server under load while attackers run: 30 visitors, 8 attackers, side by side.
 
 Starts the dashboard (``scripts/start.sh``, ``HEADFORMS_HOSTED=1``) on a loopback port with a
 model root full of hostile files and tables, the default model already analysed, then measures
@@ -19,7 +19,18 @@ two phases in the same run:
     hostile tables (a small parquet of 5 million constant rows, a 600 MB CSV, 2,000 models, a
     300-character file name); forged click payloads and NaN widget values;
   - ``hopper``: new RoPE positions like ``rope``, but from a new address whenever its budget
-    runs out (what per-visitor budgets cannot stop: the fair turns must).
+    runs out (what per-visitor budgets cannot stop: the fair turns must);
+
+  and those of issue 29:
+
+  - ``flood``: a prompt flood with revisits: the Head page of the default model with a new
+    prompt of about 180 tokens in each new session until its visitor's forward passes run out,
+    then re-opening those stored prompts, each in a new session;
+  - ``refund``: the refund loop: the Head page alternating gemma3-270m and smollm2-135m (which
+    do not fit ``HEADFORMS_MODELS_MEMORY`` together) with a new prompt over the token cap in each
+    request (before: each request started a worker that loaded its model, and cost nothing);
+  - ``sweeps``: big sweep views: the RoPE positions page of a 16,384-head model whose sweep over
+    positions 0-127 is stored (too big for the figure caches), in new sessions.
 
   and, once the attack runs, one **victim** asks for a new analysis (a RoPE position no one
   computed) and waits for it.
@@ -31,13 +42,14 @@ its own, as behind a reverse proxy.
 Reported: visitor failures (a run not finishing, any error or exception shown, an HTTP error),
 p50/p95 of page runs and of plotly.js, each hostile request's answer time (one line expected),
 the victim's wait, the server's RSS growth (the server process; workers are separate processes,
-their peak is listed apart) and workers running at once.
+their peak is listed apart), workers running at once and worker processes started during the
+attack (each a model load for a forward pass).
 
 Workers run at ``HEADFORMS_ANALYSIS_NICE`` (default 10); ``--nice 0,10`` runs one server per
 value, one after the other, to compare; ``--before TREE`` first runs the server of an older
 checkout (``mkdir /tmp/before && git archive main | tar -x -C /tmp/before``) under the same
 load. Run:
-``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 5] [--nice 0,10]
+``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 8] [--nice 0,10]
 [--before TREE]``.
 """
 
@@ -66,10 +78,15 @@ from _common import ROOT, machine_line, print_table, thread_env
 
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
-SECONDS_LIMIT = "30"  # HEADFORMS_ANALYSIS_SECONDS of the benchmark's server
-MEMORY_LIMIT = str(768 * 2**20)  # HEADFORMS_ANALYSIS_MEMORY of the benchmark's server
-ROLES = ("rope", "rope", "theorem5", "hostile", "hopper")
-"""The attackers, in the order ``--attackers N`` takes them (cycling past five)."""
+SECONDS_LIMIT = "90"  # HEADFORMS_ANALYSIS_SECONDS: a model's first pass under load fits
+MEMORY_LIMIT = str(2 * 2**30)  # HEADFORMS_ANALYSIS_MEMORY (the default: gemma3-270m's passes fit)
+ROLES = ("rope", "rope", "theorem5", "hostile", "hopper", "flood", "refund", "sweeps")
+"""The attackers, in the order ``--attackers N`` takes them (cycling past eight)."""
+REFUND_MODELS = ("gemma3-270m", "smollm2-135m")
+"""The refund loop's models (together past HEADFORMS_MODELS_MEMORY)."""
+BIG_SWEEP = "0:127"
+"""The stored sweep of the ``sweeps`` attacker's 16,384-head model."""
+FLOOD_WORDS = ("the", "keeper", "counted", "ships", "before", "dawn", "and", "wrote", "names")
 LARGEST_SIZES = [4096 - i for i in range(8)]
 """Theorem 5 sizes of the ``theorem5`` attacker: 8 values of n at the top of the range."""
 
@@ -114,19 +131,36 @@ def hostile_root(base: Path) -> dict[str, str]:
     counts += struct.pack("<IIQ", 9, 8, 2**60) + b"\0" * 64
     (root / "counts.gguf").write_bytes(counts)
     wide = root / "wide"
-    wide_model(wide)
+    wide_model(wide, n_dim=16384)  # 4 GiB to analyse: past the 2 GiB limit
+    big = root / "big-sweep"  # 128 layers x 128 heads of n = 2: 16,384 heads with RoPE
+    tiny_models.build(
+        "llama",
+        big,
+        seed=3,
+        num_hidden_layers=128,
+        num_attention_heads=128,
+        num_key_value_heads=128,
+        hidden_size=256,
+        head_dim=2,
+        intermediate_size=16,
+        vocab_size=16,
+    )
     tables = hostile_tables(root)
-    return {
-        "fifo model": str(fifo),
-        "fifo gguf": str(root / "fifo.gguf"),
-        "slow gguf": str(root / "slow.gguf"),
-        "lying config": str(lying),
-        "memory": str(wide),
-        "huge counts": str(root / "counts.gguf"),
-        "traversal": f"{root}/../../etc/passwd",
-        "long spec": "/" + "x" * 100_000,  # (Streamlit itself drops a query string of MBs)
-        **tables,
-    }, root
+    return (
+        {
+            "fifo model": str(fifo),
+            "fifo gguf": str(root / "fifo.gguf"),
+            "slow gguf": str(root / "slow.gguf"),
+            "lying config": str(lying),
+            "memory": str(wide),
+            "huge counts": str(root / "counts.gguf"),
+            "traversal": f"{root}/../../etc/passwd",
+            "long spec": "/" + "x" * 100_000,  # (Streamlit itself drops a query string of MBs)
+            **tables,
+        },
+        root,
+        str(big),
+    )
 
 
 def hostile_tables(root: Path) -> dict[str, str]:
@@ -188,6 +222,8 @@ class Monitor(threading.Thread):
         self.peak_rss = 0
         self.peak_workers = 0
         self.peak_worker_rss = 0
+        self.started: set[int] = set()
+        """Worker processes seen (a model load each, for a forward pass)."""
 
     def run(self) -> None:
         import psutil
@@ -197,6 +233,7 @@ class Monitor(threading.Thread):
                 self.peak_rss = max(self.peak_rss, server_rss(self.pid))
                 children = workers(self.pid)
                 self.peak_workers = max(self.peak_workers, len(children))
+                self.started.update(child.pid for child in children)
                 for child in children:
                     try:
                         self.peak_worker_rss = max(self.peak_worker_rss, child.memory_info().rss)
@@ -273,7 +310,7 @@ def victim(port: int, position: int) -> dict[str, Any]:
 
 
 def attacker(
-    port: int, specs: dict[str, str], stop: threading.Event, index: int, role: str
+    port: int, specs: dict[str, str], stop: threading.Event, index: int, role: str, big: str
 ) -> list[dict]:
     """Hostile requests of ``role`` (see the module doc) in a loop until ``stop``; each
     answer's time and what it showed."""
@@ -290,6 +327,12 @@ def attacker(
                     address = new_address()  # a fresh address: a fresh budget
             elif role == "theorem5":
                 _theorem5_samplings(port, address, answers, seed=10_000 * (index + 1) + 3 * step)
+            elif role == "flood":
+                _prompt_flood(port, address, answers, step, index)
+            elif role == "refund":
+                _refund_loop(port, address, answers, step, index)
+            elif role == "sweeps":
+                _sweep_view(port, address, answers, big)
             else:
                 _hostile_requests(port, specs, address, answers, step)
         except Exception as exc:
@@ -335,6 +378,48 @@ def _theorem5_samplings(port: int, address: str, answers: list[dict], seed: int)
             answers.append(_answer("new Theorem 5 sampling", run))
 
 
+def _flood_prompt(index: int, number: int) -> str:
+    """The ``number``-th prompt of flooder ``index``: about 180 tokens, none seen before."""
+    words = [FLOOD_WORDS[(number + i) % len(FLOOD_WORDS)] for i in range(150)]
+    return f"Prompt {index}-{number}: " + " ".join(words)
+
+
+def _prompt_flood(port: int, address: str, answers: list[dict], step: int, index: int) -> None:
+    """A new prompt on the Head page in a new session, until the visitor's forward passes run
+    out; from then on one of its stored prompts again, each in a new session."""
+    from streamlit_client import Session
+
+    sent = [a for a in answers if a["name"] == "new prompt" and not a["lines"]]
+    refused = any(a["name"] == "new prompt" and a["lines"] for a in answers)
+    number = step % max(1, len(sent)) if refused else step
+    name = "stored prompt again" if refused else "new prompt"
+    with Session(port, timeout=600, forwarded_for=address) as session:
+        run = session.run("prompt=" + quote(_flood_prompt(index, number)), page_name="head")
+    answers.append(_answer(name, run))
+
+
+def _refund_loop(port: int, address: str, answers: list[dict], step: int, index: int) -> None:
+    """The Head page of the refund loop's next model with a new prompt over the token cap (about
+    600 tokens, within the 2,000 characters), in a new session."""
+    from streamlit_client import Session
+
+    model = REFUND_MODELS[step % len(REFUND_MODELS)]
+    prompt = " ".join(f"z{index}{step}{i}" for i in range(200))[:1990]
+    with Session(port, timeout=600, forwarded_for=address) as session:
+        run = session.run(f"model={model}&prompt=" + quote(prompt), page_name="head")
+    answers.append(_answer(f"prompt over the cap ({model})", run))
+
+
+def _sweep_view(port: int, address: str, answers: list[dict], big: str) -> None:
+    """The RoPE positions page of the 16,384-head model (its sweep stored), in a new session."""
+    from streamlit_client import Session
+
+    with Session(port, timeout=600, forwarded_for=address) as session:
+        query = f"model={quote(big, safe='')}&positions={BIG_SWEEP}"
+        run = session.run(query, page_name="positions")
+    answers.append(_answer("big sweep view", run))
+
+
 def _multiselect_state(widget_id: str, options: list[str]) -> Any:
     """A multiselect's state naming ``options`` (new options typed, as its frontend sends)."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -378,8 +463,9 @@ def _answer(name: str, run: Any) -> dict[str, Any]:
     return {
         "name": name,
         "seconds": run.seconds,
-        "lines": [*run.errors, *run.toasts],
+        "lines": [*run.errors, *run.toasts, *(t for t in run.texts if "HEADFORMS_" in t)],
         "exceptions": len(run.exceptions),
+        "exception": next((f"{e['type']}: {e['message']}" for e in run.exceptions), ""),
     }
 
 
@@ -419,15 +505,27 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
     )
     env["PYTHONPATH"] = str(tree)
     os.environ.update({k: env[k] for k in ("HEADFORMS_CACHE_DIR", "HF_HUB_OFFLINE")})
-    specs, root = hostile_root(tmp)
-    env["HEADFORMS_MODEL_ROOTS"] = str(root)
-    subprocess.run(  # the default model as the dashboard asks for it, before the server starts
-        [sys.executable, "-m", "headforms", "analyze", DEFAULT_MODEL, "--spectra", "all"]
-        + ["--baseline", "--quiet"],
-        env=env,
-        cwd=tree,
-        check=True,
-    )
+    try:
+        specs, root, big = hostile_root(tmp)
+        env["HEADFORMS_MODEL_ROOTS"] = str(root)
+        models = list(dict.fromkeys([DEFAULT_MODEL, *REFUND_MODELS, big]))
+        subprocess.run(  # the models as the dashboard asks for them and the big model's sweep,
+            [  # before the server starts
+                sys.executable,
+                "-c",
+                "from headforms import columns, engine\n"
+                "from headforms.model_analysis import model_baseline\n"
+                f"for model in {models!r}:\n"
+                "    model_baseline(engine.analyze(model, spectra=columns.ALL_SPECTRA).card)\n"
+                f"engine.sweep({big!r}, {BIG_SWEEP!r})",
+            ],
+            env=env,
+            cwd=tree,
+            check=True,
+        )
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     plotly_path = plotly_js_path(tree)
     port = free_port()
     env.update(HOST="127.0.0.1", PORT=str(port), VENV=str(ROOT / ".venv"))
@@ -455,13 +553,14 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         monitor = Monitor(server.pid)
         monitor.start()
         quiet = phase(port, server.pid, args.visitors, plotly_path)
+        quiet_starts = len(monitor.started)
 
         stop = threading.Event()
         roles = [ROLES[i % len(ROLES)] for i in range(args.attackers)]
         results: list[list[dict]] = [[] for _ in roles]
 
         def attack(i: int) -> None:
-            results[i] = attacker(port, specs, stop, i, roles[i])
+            results[i] = attacker(port, specs, stop, i, roles[i], big)
 
         threads = [threading.Thread(target=attack, args=(i,)) for i in range(len(roles))]
         for thread in threads:
@@ -501,6 +600,8 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         "start_rss": start_rss,
         "end_rss": end_rss,
         "monitor": monitor,
+        "attack_starts": len(monitor.started) - quiet_starts,
+        "load": os.getloadavg(),
     }
 
 
@@ -549,7 +650,9 @@ def report(run: dict[str, Any], args: argparse.Namespace) -> None:
     for name, group in sorted(by_name.items()):
         seconds = [a["seconds"] for a in group]
         lines = [len(a["lines"]) for a in group]
-        example = next((a["lines"][0] for a in group if a["lines"]), "")
+        example = next((a["lines"][0] for a in group if a["lines"]), "") or next(
+            (a.get("exception", "") for a in group if a.get("exception")), ""
+        )
         rows.append(
             {
                 "request": name,
@@ -575,6 +678,7 @@ def report(run: dict[str, Any], args: argparse.Namespace) -> None:
                 "peak server MiB": monitor.peak_rss / 2**20,
                 "peak workers at once": monitor.peak_workers,
                 "peak worker RSS MiB": monitor.peak_worker_rss / 2**20,
+                "workers started in the attack": run["attack_starts"],
             }
         ],
     )
@@ -602,6 +706,8 @@ def main() -> None:
     print(f"\n{machine_line(1)}; server limits: {SECONDS_LIMIT} s, {int(MEMORY_LIMIT) >> 20} MiB")
     for run in runs:
         report(run, args)
+        load = ", ".join(f"{value:.1f}" for value in run["load"])
+        print(f"load average at the end of the attack: {load}")
 
 
 if __name__ == "__main__":

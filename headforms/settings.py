@@ -1,8 +1,11 @@
-"""Every ``HEADFORMS_*`` variable, read in one place.
+"""Every ``HEADFORMS_*`` variable: its name and default, all listed here; the general ones read.
 
 :func:`settings` takes a snapshot of the environment (read again at each call, so a running
-server follows its variables); each value is parsed when it is asked for, with its own one-line
-error, so a malformed variable of hosted mode never stops a private run. Hub variables
+server follows its variables); each general value is parsed when it is asked for, with its own
+one-line error. The hosted-only variables (model roots, allow-list, download and worker limits,
+visitor budgets, trusted proxies) are parsed by :class:`headforms.hosted.limits.Limits`, with
+the parsers below, only when hosted mode reads them, so a malformed one never stops a private
+run. Hub variables
 (``HF_*``) are huggingface_hub's and are read by :mod:`headforms.sources.hub` when a model is
 located.
 """
@@ -14,14 +17,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .errors import LimitError, NotAllowedError, OptionError
-
-if TYPE_CHECKING:
-    import ipaddress
-
-    Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 PREFIX = "HEADFORMS_"
 
@@ -49,6 +46,9 @@ RENAMED = {
 """The names these budgets had when they were counted per session; an instance configured with
 an old name keeps its limit (the new name wins when both are set)."""
 TRUSTED_PROXIES_ENV = "HEADFORMS_TRUSTED_PROXIES"
+SERVER_PROXIES_ENV = "FORWARDED_ALLOW_IPS"
+"""Not ours: the list of proxies whose ``X-Forwarded-For`` Streamlit's server (uvicorn) believes;
+the start commands set it to ``HEADFORMS_TRUSTED_PROXIES`` (:mod:`headforms.hosted.visitors`)."""
 ALLOWED_HOSTS_ENV = "HEADFORMS_ALLOWED_HOSTS"
 FRAME_ANCESTORS_ENV = "HEADFORMS_FRAME_ANCESTORS"
 MAX_TABLE_BYTES_ENV = "HEADFORMS_MAX_TABLE_BYTES"
@@ -135,7 +135,9 @@ def usable_cpus() -> int:
 
 @dataclass(frozen=True)
 class Settings:
-    """The ``HEADFORMS_*`` variables of one moment (docs/configuration.md lists each)."""
+    """The ``HEADFORMS_*`` variables of one moment (docs/configuration.md lists each): the
+    general settings as properties, and the parsers of numbers the hosted settings use
+    (:mod:`headforms.hosted.limits`)."""
 
     environ: Mapping[str, str] = field(repr=False)
 
@@ -144,7 +146,8 @@ class Settings:
         """The variables set now."""
         return cls({k: v for k, v in os.environ.items() if k.startswith(PREFIX)})
 
-    def _raw(self, name: str) -> str:
+    def raw(self, name: str) -> str:
+        """A variable's text, blanks stripped ("" when unset)."""
         return self.environ.get(name, "").strip()
 
     @property
@@ -156,7 +159,7 @@ class Settings:
     @property
     def threads(self) -> int:
         """Worker threads of an analysis: ``$HEADFORMS_THREADS``, else the usable CPUs."""
-        value = self._raw(THREADS_ENV)
+        value = self.raw(THREADS_ENV)
         if not value:
             return usable_cpus()
         try:
@@ -167,10 +170,10 @@ class Settings:
     @property
     def forward_threads(self) -> int:
         """torch's threads in a forward pass: ``$HEADFORMS_THREADS`` when set (in a hosted
-        worker: its share, :attr:`worker_threads`), else one (on the project's 2-core machine
+        worker: its share, ``Limits.worker_threads``), else one (on the project's 2-core machine
         under load a SmolLM2 pass takes 0.3 s on one thread, 1.6-5.8 s on two:
         benchmarks/README.md)."""
-        return self.threads if self._raw(THREADS_ENV) else 1
+        return self.threads if self.raw(THREADS_ENV) else 1
 
     @property
     def hub_ranges(self) -> bool:
@@ -181,110 +184,6 @@ class Settings:
     def hosted(self) -> bool:
         """Whether hosted mode is on (``HEADFORMS_HOSTED`` = 1, true, yes or on)."""
         return env_flag(HOSTED_ENV, environ=self.environ)
-
-    @property
-    def model_roots(self) -> tuple[Path, ...]:
-        """Hosted mode: the directories local models may come from (``os.pathsep``-separated)."""
-        return tuple(
-            Path(os.path.realpath(os.path.expanduser(r.strip())))
-            for r in self.environ.get(ROOTS_ENV, "").split(os.pathsep)
-            if r.strip()
-        )
-
-    @property
-    def hub_allowlist(self) -> tuple[str, ...]:
-        """Hosted mode: the hub ids (or ``org/*`` globs) allowed, comma-separated."""
-        return tuple(a.strip() for a in self.environ.get(ALLOWLIST_ENV, "").split(",") if a.strip())
-
-    @property
-    def max_model_bytes(self) -> int:
-        """Hosted mode: weight bytes one model may have to read."""
-        return self._bytes(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
-
-    @property
-    def hub_cache_bytes(self) -> int:
-        """Hosted mode: bytes the local hub cache may keep."""
-        return self._bytes(HUB_CACHE_ENV, DEFAULT_HUB_CACHE_BYTES)
-
-    @property
-    def analysis_memory(self) -> int:
-        """Hosted mode: bytes one contained analysis may allocate."""
-        return int(self._positive(MEMORY_ENV, DEFAULT_MEMORY))
-
-    @property
-    def analysis_seconds(self) -> float:
-        """Hosted mode: wall-clock seconds one contained analysis may take."""
-        return self._positive(SECONDS_ENV, DEFAULT_SECONDS)
-
-    @property
-    def analysis_concurrent(self) -> int:
-        """Hosted mode: contained computations running at once on a server."""
-        return self._whole(CONCURRENT_ENV, DEFAULT_CONCURRENT)
-
-    @property
-    def worker_threads(self) -> int:
-        """Hosted mode: threads of one contained worker: ``$HEADFORMS_THREADS`` when set, else
-        the usable CPUs shared among the workers that may run at once (at least one each), so
-        that a busy server never runs more compute threads than it has cores."""
-        if self._raw(THREADS_ENV):
-            return self.threads
-        return max(1, usable_cpus() // self.analysis_concurrent)
-
-    @property
-    def analysis_nice(self) -> int:
-        """Hosted mode: the niceness (0-19) added to each analysis worker."""
-        raw = self._raw(NICE_ENV)
-        if not raw:
-            return DEFAULT_NICE
-        if not raw.isdigit() or int(raw) > 19:
-            raise LimitError(
-                f"{NICE_ENV}={raw!r} is not a niceness from 0 to 19 (server configuration)"
-            )
-        return int(raw)
-
-    @property
-    def queue_seconds(self) -> float:
-        """Hosted mode: seconds a request may wait for a free worker."""
-        return self._positive(QUEUE_ENV, DEFAULT_QUEUE_SECONDS)
-
-    @property
-    def visitor_concurrent(self) -> int:
-        """Hosted mode: computations of one visitor running at once."""
-        return self._whole(VISITOR_CONCURRENT_ENV, DEFAULT_VISITOR_CONCURRENT)
-
-    @property
-    def visitor_analyses(self) -> int:
-        """Hosted mode: new analyses one visitor may start per window."""
-        return self._whole(self._renamed(VISITOR_ANALYSES_ENV), DEFAULT_VISITOR_ANALYSES)
-
-    @property
-    def visitor_samples(self) -> int:
-        """Hosted mode: new Theorem 5 samplings one visitor may start per window."""
-        return self._whole(self._renamed(VISITOR_SAMPLES_ENV), DEFAULT_VISITOR_SAMPLES)
-
-    @property
-    def visitor_window(self) -> float:
-        """Hosted mode: seconds over which a visitor's new computations are counted."""
-        return self._positive(WINDOW_ENV, DEFAULT_WINDOW)
-
-    @property
-    def trusted_proxies(self) -> tuple[Network, ...]:
-        """The proxies whose ``X-Forwarded-For`` is believed (comma-separated addresses or
-        networks, e.g. ``127.0.0.1,10.0.0.0/8``; unset: none)."""
-        import ipaddress  # only a shared server reads it
-
-        networks = []
-        for item in (part.strip() for part in self.environ.get(TRUSTED_PROXIES_ENV, "").split(",")):
-            if not item:
-                continue
-            try:
-                networks.append(ipaddress.ip_network(item, strict=False))
-            except ValueError as exc:
-                raise LimitError(
-                    f"{TRUSTED_PROXIES_ENV} has {item[:60]!r}, which is not an address or a "
-                    "network (server configuration)"
-                ) from exc
-        return tuple(networks)
 
     @property
     def allowed_hosts(self) -> tuple[str, ...]:
@@ -329,23 +228,15 @@ class Settings:
         """Bytes of loaded models kept between forward passes (hosted: of model workers)."""
         return self._count(MODELS_MEMORY_ENV, DEFAULT_MODELS_MEMORY)
 
-    @property
-    def visitor_forward_passes(self) -> int:
-        """Hosted mode: new forward passes one visitor may start per window."""
-        return self._whole(VISITOR_FORWARD_PASSES_ENV, DEFAULT_VISITOR_FORWARD_PASSES)
-
-    @property
-    def model_idle_seconds(self) -> float:
-        """Hosted mode: seconds a model worker is kept with nothing to do."""
-        return self._positive(MODEL_IDLE_ENV, DEFAULT_MODEL_IDLE_SECONDS)
-
-    def _renamed(self, name: str) -> str:
+    def renamed(self, name: str) -> str:
         """``name``, or its old name (:data:`RENAMED`) when only that one is set."""
         old = RENAMED[name]
-        return old if not self._raw(name) and self._raw(old) else name
+        return old if not self.raw(name) and self.raw(old) else name
 
-    def _positive(self, name: str, default: float) -> float:
-        raw = self._raw(name)
+    def positive(self, name: str, default: float) -> float:
+        """A positive finite number (``default`` when unset), else a one-line
+        :class:`LimitError` naming the variable."""
+        raw = self.raw(name)
         if not raw:
             return default
         try:
@@ -356,14 +247,18 @@ class Settings:
             raise LimitError(f"{name}={raw!r} is not a positive number (server configuration)")
         return value
 
-    def _whole(self, name: str, default: int) -> int:
-        value = self._positive(name, default)
+    def whole(self, name: str, default: int) -> int:
+        """A positive whole number (``default`` when unset), else a one-line
+        :class:`LimitError`."""
+        value = self.positive(name, default)
         if value != int(value):
             raise LimitError(f"{name}={value:g} is not a whole number (server configuration)")
         return int(value)
 
-    def _bytes(self, name: str, default: int) -> int:
-        raw = self._raw(name)
+    def byte_count(self, name: str, default: int) -> int:
+        """A whole number of bytes (``default`` when unset), else a one-line
+        :class:`NotAllowedError`."""
+        raw = self.raw(name)
         try:
             return int(raw) if raw else default
         except ValueError as exc:
@@ -372,7 +267,7 @@ class Settings:
             ) from exc
 
     def _count(self, name: str, default: int) -> int:
-        raw = self._raw(name)
+        raw = self.raw(name)
         if not raw:
             return default
         if not raw.isdigit() or int(raw) <= 0:

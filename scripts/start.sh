@@ -22,6 +22,9 @@ if [ -x "$VENV/bin/streamlit" ]; then
 else
   streamlit=streamlit
 fi
+# Streamlit's server (uvicorn) believes X-Forwarded-For only from the proxies headforms trusts
+# (by default it would from any client on this machine; headforms/hosted/visitors.py).
+export FORWARDED_ALLOW_IPS="${HEADFORMS_TRUSTED_PROXIES:-}"
 # server.py: app.py behind the server's HTTP rules (host names, framing; headforms/hosted/http.py)
 exec "$streamlit" run server.py \
   --server.headless=true \

@@ -283,7 +283,7 @@ def public_message(text: str) -> str:
     drawn (:func:`plain`; the notices do)."""
     if not is_hosted():
         return text
-    policy_roots = [str(r) for r in settings().model_roots]
+    policy_roots = [str(r) for r in hosted.Limits.from_env().model_roots]
     kept = {f"\0root{i}\0": root for i, root in enumerate(policy_roots)}
     for marker, root in kept.items():
         text = text.replace(root, marker)

@@ -148,6 +148,15 @@ def load_tokenizer(fingerprint: str) -> TextTokenizer | None:
     return found
 
 
+def stored_tokenizer_bytes(fingerprint: str) -> int | None:
+    """The size of a model's converted tokenizer as stored, or None when none is (a server
+    checks it before it loads one)."""
+    try:
+        return _tokenizer_path(fingerprint).stat().st_size
+    except OSError:
+        return None
+
+
 def save_tokenizer(fingerprint: str, tokenizer: TextTokenizer) -> None:
     """Keep a converted tokenizer (atomically; a failure to write only costs a reconversion)."""
     try:

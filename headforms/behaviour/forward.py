@@ -11,7 +11,6 @@ one at a time (the tap is process-wide; two cores gain nothing from running them
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import OptionError
-from ..settings import PROMPT_TOKENS_ENV, settings
-from .limits import MAX_PATTERN_BYTES, PATTERN_BYTES_PER_ENTRY
+from .limits import check_token_count
 
 if TYPE_CHECKING:
     from .runnable import Runnable
@@ -65,24 +63,9 @@ def _softmax_tap(length: int) -> Iterator[list[Any]]:
 
 def check_length(token_ids: list[int], what: str, model: Runnable) -> None:
     """Refuse, in one line, a sequence the pass cannot take: longer than the token cap, the
-    model's position table or what its pattern may hold (:data:`MAX_PATTERN_BYTES`), or with a
+    model's position table or what its pattern may hold (:func:`.limits.token_limit`), or with a
     token id past the model's embeddings."""
-    n_tokens = len(token_ids)
-    limit, reason = settings().prompt_tokens, PROMPT_TOKENS_ENV
-    if model.max_positions is not None and model.max_positions < limit:
-        limit, reason = model.max_positions, f"{model.name}'s position table"
-    by_memory = math.isqrt(MAX_PATTERN_BYTES // (PATTERN_BYTES_PER_ENTRY * model.n_heads_all))
-    if by_memory < limit:
-        limit = by_memory
-        reason = (
-            f"a pattern of {model.name}'s {model.n_heads_all} heads within "
-            f"{MAX_PATTERN_BYTES // 2**20} MiB"
-        )
-    if n_tokens > limit:
-        raise OptionError(
-            f"{what} is {n_tokens} tokens long; forward passes of {model.name} take at most "
-            f"{limit} tokens ({reason})"
-        )
+    check_token_count(len(token_ids), what, model.name, model.n_heads_all, model.max_positions)
     largest = max(token_ids, default=0)
     if largest >= model.vocab_size:
         raise OptionError(

@@ -4,6 +4,8 @@ prompt."""
 
 from __future__ import annotations
 
+import math
+
 from ..errors import OptionError
 from ..settings import PROMPT_CHARACTERS_ENV, PROMPT_TOKENS_ENV, settings
 
@@ -59,6 +61,36 @@ PATTERN_BYTES_PER_ENTRY = 8
 
 SPECIAL_TOKEN_ROOM = 8
 """Tokens kept free for a tokenizer's own special tokens around a probe."""
+
+
+def token_limit(name: str, n_heads_all: int, max_positions: int | None = None) -> tuple[int, str]:
+    """``(limit, reason)``: the most tokens a forward pass of the model ``name`` takes, and why:
+    the token cap (``HEADFORMS_PROMPT_TOKENS``), its position table (``max_positions``, when it
+    has one) or what a pattern of its ``n_heads_all`` heads may hold (:data:`MAX_PATTERN_BYTES`).
+    The same rule in a worker (the loaded model) and in a server (the declared shapes)."""
+    limit, reason = settings().prompt_tokens, PROMPT_TOKENS_ENV
+    if max_positions is not None and max_positions < limit:
+        limit, reason = max_positions, f"{name}'s position table"
+    by_memory = math.isqrt(MAX_PATTERN_BYTES // (PATTERN_BYTES_PER_ENTRY * max(1, n_heads_all)))
+    if by_memory < limit:
+        limit = by_memory
+        reason = (
+            f"a pattern of {name}'s {n_heads_all} heads within {MAX_PATTERN_BYTES // 2**20} MiB"
+        )
+    return limit, reason
+
+
+def check_token_count(
+    n_tokens: int, what: str, name: str, n_heads_all: int, max_positions: int | None = None
+) -> None:
+    """A one-line :class:`OptionError` when ``what`` (``n_tokens`` long) is longer than
+    :func:`token_limit` allows."""
+    limit, reason = token_limit(name, n_heads_all, max_positions)
+    if n_tokens > limit:
+        raise OptionError(
+            f"{what} is {n_tokens} tokens long; forward passes of {name} take at most "
+            f"{limit} tokens ({reason})"
+        )
 
 
 def max_probe_length() -> int:

@@ -31,24 +31,13 @@ from typing import Any
 from ..bounded import ByteLRU
 from ..errors import HeadformsError, NotAllowedError, NotRunnableError
 from ..settings import MAX_BYTES_ENV, human_bytes, settings
-from ..sources import Located, fetch
-from ..sources.files import files_fingerprint
+from ..sources import Located, LocatedFile
+from ..sources.files import TOKENIZER_FILES, files_fingerprint
 from . import cache
 from .tokens import TextTokenizer, transformers_tokenizer
 
 Progress = Callable[[str], None]
 """``progress(message)``: what loading is doing now."""
-
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "tokenizer.model",
-    "vocab.txt",
-    "vocab.json",
-    "merges.txt",
-)
-"""Files a checkpoint directory's tokenizer may be read from (part of its fingerprint here)."""
 
 
 @dataclass
@@ -86,15 +75,14 @@ def fingerprint(located: Located) -> str:
     """What a forward pass's results depend on: every weight file and the tokenizer.
 
     A GGUF file holds both; a hub snapshot is its commit; a local directory adds its tokenizer
-    files and, when the engine reads only the attention shards, the other shards.
+    files and, when the engine reads only the attention shards, the other shards (its
+    :attr:`~headforms.sources.Located.forward_files`).
     """
     if located.format == "gguf" or located.hub is not None or located.config_file is None:
         return located.fingerprint
-    directory = located.config_file.path.parent if located.config_file.path else None
-    if directory is None:
-        return located.fingerprint
-    extra = [directory / name for name in TOKENIZER_FILES if (directory / name).is_file()]
-    extra += [p for p in _all_shards(located) if p not in {f.path for f in located.weights}]
+    tokenizer = [f.path for f in located.forward_files if f.name in TOKENIZER_FILES]
+    extra = [p for p in tokenizer if p is not None and p.is_file()]
+    extra += [f.path for f in _other_shards(located) if f.path is not None]
     if not extra:
         return located.fingerprint
     combined = f"{located.fingerprint}+{files_fingerprint(extra)}"
@@ -102,42 +90,47 @@ def fingerprint(located: Located) -> str:
 
 
 def check_confined(located: Located) -> None:
-    """A model confined by a policy (hosted mode: only the files it names were checked) opens
-    more for a forward pass than the engine does: every shard and the tokenizer files. Each of
-    those must lie in the model's own directory (its real path: no link leads out), and every
-    shard together must fit the policy's byte budget; else one line, before anything is read."""
-    if not located.confined or located.hub is not None or located.format == "gguf":
-        return  # a GGUF file holds everything; hub downloads are held to the budget as they run
-    if located.config_file is None or located.config_file.path is None:
-        return
-    directory = Path(os.path.realpath(located.config_file.path.parent))
-    files = [directory / name for name in TOKENIZER_FILES if (directory / name).exists()]
-    shards = _all_shards(located)
-    for path in [*files, *shards]:
-        real = Path(os.path.realpath(path))
-        if real.parent != directory or not real.is_file():
-            raise NotAllowedError(
-                f"{located.spec}: a forward pass also reads {path.name}, which is not a file in "
-                "the model's own directory on this server; refused"
-            )
-    total = sum(path.stat().st_size for path in shards)
-    budget = located.download_budget
-    if budget is not None and total > budget:
+    """A model confined by a policy (hosted mode: only the files the engine reads were checked)
+    gives a forward pass more to read or download: every shard and the tokenizer files
+    (:attr:`~headforms.sources.Located.forward_files`). Each of a local model's must be a regular
+    file in the model's own directory (its real path: no link leads out), each of a hub model's
+    must have a declared size, and all of them with the weight files (and a hub model's config
+    and index, downloaded too) must fit the policy's byte budget; else one line, before anything
+    is read or downloaded."""
+    if not located.confined or located.format == "gguf" or located.config_file is None:
+        return  # a GGUF file holds everything
+    if located.hub is None and located.config_file.path is not None:
+        directory = Path(os.path.realpath(located.config_file.path.parent))
+        for f in located.forward_files:
+            real = Path(os.path.realpath(f.path)) if f.path is not None else None
+            if real is None or real.parent != directory or not real.is_file():
+                raise NotAllowedError(
+                    f"{located.spec}: a forward pass also reads {f.name}, which is not a file in "
+                    "the model's own directory on this server; refused"
+                )
+    unknown = [f.name for f in located.forward_files if f.size is None]
+    if unknown:
         raise NotAllowedError(
-            f"{located.spec}: a forward pass reads every shard, {human_bytes(total)} in all, more "
-            f"than this server's limit of {human_bytes(budget)} ({MAX_BYTES_ENV})"
+            f"{located.spec}: a forward pass also downloads {', '.join(unknown)}, whose size the "
+            "hub does not declare, so this server cannot check it against its limit; refused"
+        )
+    total, budget = located.forward_bytes, located.download_budget
+    if total is not None and located.hub is not None:
+        total += sum(f.size or 0 for f in (located.config_file, located.index_file) if f)
+    if budget is not None and total is not None and total > budget:
+        largest = max(located.forward_files, key=lambda f: f.size or 0, default=None)
+        reads, read = ("reads", "read") if located.hub is None else ("downloads", "downloaded")
+        among = f" (among them {largest.name}, {human_bytes(largest.size or 0)})" if largest else ""
+        raise NotAllowedError(
+            f"{located.spec}: a forward pass {reads} every shard and the tokenizer files, "
+            f"{human_bytes(total)} in all{among}, more than this server's limit of "
+            f"{human_bytes(budget)} ({MAX_BYTES_ENV}); nothing was {read}"
         )
 
 
-def _all_shards(located: Located) -> list[Path]:
-    """Every weight file of a local checkpoint (a sharded one: all shards of its index)."""
-    index = located.index_file
-    if located.complete or index is None or index.path is None:
-        return [f.path for f in located.weights if f.path is not None]
-    from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
-
-    shards = sorted(set(parse_index(read_small(index.path, MAX_INDEX_BYTES), index.name).values()))
-    return [index.path.parent / shard for shard in shards]
+def _other_shards(located: Located) -> list[LocatedFile]:
+    """The shards of a checkpoint the engine does not read (a forward pass does)."""
+    return [f for f in located.forward_files if f.name not in TOKENIZER_FILES]
 
 
 def parameter_count(located: Located) -> int | None:
@@ -158,8 +151,10 @@ def parameter_count(located: Located) -> int | None:
 
     total = 0
     try:
-        for path in _all_shards(located):
-            header = read_safetensors_header(path)
+        for f in (*located.weights, *_other_shards(located)):
+            if f.path is None:
+                return None
+            header = read_safetensors_header(f.path)
             total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
     except (HeadformsError, OSError):
         return None
@@ -193,6 +188,22 @@ def forward_memory(located: Located, tokens: int) -> int | None:
     weights, the attention of every head, the base, and the loading's transients: a GGUF
     tensor's dequantization, or transformers' copy of a checkpoint. Tests check that it bounds
     the measured peaks."""
+    declared = declared_size(located)
+    return None if declared is None else pass_memory(declared, located.format, tokens)
+
+
+def pass_memory(declared: tuple[int, int, int], weight_format: str, tokens: int) -> int:
+    """:func:`forward_memory` of a model's :func:`declared_size` and weight format."""
+    params, transient, heads_all = declared
+    attention = ATTENTION_BYTES_PER_WEIGHT * heads_all * tokens * tokens
+    base = FORWARD_BASE_BYTES["gguf" if weight_format == "gguf" else "directory"]
+    return base + 4 * params + attention + transient
+
+
+def declared_size(located: Located) -> tuple[int, int, int] | None:
+    """``(parameters, loading transient in bytes, heads in all layers)`` of a model from its
+    declared sizes only (a GGUF header, safetensors headers, config.json), without loading it;
+    None when they are not known."""
     if located.format == "gguf":
         from ..readers import GGUFReader
 
@@ -212,9 +223,7 @@ def forward_memory(located: Located, tokens: int) -> int | None:
         layers, heads = _config_layers_heads(located.config)
     if params is None or not all(isinstance(v, int) and v > 0 for v in (layers, heads)):
         return None
-    attention = ATTENTION_BYTES_PER_WEIGHT * layers * heads * tokens * tokens
-    base = FORWARD_BASE_BYTES["gguf" if located.format == "gguf" else "directory"]
-    return base + 4 * params + attention + transient
+    return params, transient, layers * heads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,41 +347,16 @@ def _from_pretrained(directory: Path, config: dict[str, Any] | None) -> tuple[An
 
 
 def _directory(located: Located, say: Progress) -> Path:
-    """The checkpoint directory, with every weight and tokenizer file on this machine."""
+    """The checkpoint directory, with every weight and tokenizer file on this machine (a hub
+    model's downloaded into its snapshot, all within its byte budget: :func:`check_confined`
+    checked their declared sizes first)."""
     if located.hub is None:
         assert located.config_file is not None and located.config_file.path is not None
         return located.config_file.path.parent
     say("downloading the model files")
-    from ..sources.files import MAX_INDEX_BYTES, parse_index, read_small
-    from ..sources.located import LocatedFile
+    from ..sources.hub import fetch_hub_snapshot
 
-    every = located
-    index = located.index_file
-    if not located.complete and index is not None:
-        index_path = fetch(located.with_files(weights=(index,))).weights[0].path
-        assert index_path is not None
-        names = sorted(
-            set(parse_index(read_small(index_path, MAX_INDEX_BYTES), index.name).values())
-        )
-        known = {f.name: f for f in located.weights}
-        every = located.with_files(
-            weights=tuple(known.get(name, LocatedFile(name, None)) for name in names)
-        )
-    fetch(every)  # into the hub cache's snapshot of the commit, within the hosted budget
-    from huggingface_hub import snapshot_download
-
-    from ..sources.hub import hub_cache_dir
-
-    hub = located.hub
-    return Path(
-        snapshot_download(  # the tokenizer files (small), into the same snapshot folder
-            hub.repo_id,
-            revision=hub.commit,
-            allow_patterns=list(TOKENIZER_FILES),
-            cache_dir=hub_cache_dir(),
-            local_files_only=hub.offline,
-        )
-    )
+    return fetch_hub_snapshot(located, located.download_budget)
 
 
 def _runnable(

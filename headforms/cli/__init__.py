@@ -6,7 +6,8 @@
 
 One module per family of commands, each with ``add_parsers(sub)``; the flags they share are
 parent parsers of :mod:`.common`. Bad input gives one line on stderr and exit status 2, never a
-traceback.
+traceback. In hosted mode (``HEADFORMS_HOSTED=1``) every command but ``serve`` runs contained,
+within a worker's memory and time (:mod:`headforms.hosted.command`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from typing import Any
 
 from ..errors import HeadformsError
+from ..settings import settings
 from . import analyze, behaviour, export, intervene, motion, serve, survey
 from .common import write_table
 
@@ -43,10 +45,19 @@ def _one_line_warning(message: Any, category: type, *_: Any, **__: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one line on stderr and exit code 2 for any bad input, never a traceback."""
+    args = build_parser().parse_args(argv)
+    if args.command != "serve" and settings().hosted:
+        from ..hosted.command import run_contained
+
+        return run_contained(sys.argv[1:] if argv is None else list(argv))
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command: its exit status, or one line on stderr and 2 for bad input."""
     import warnings
 
     warnings.showwarning = _one_line_warning
-    args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except HeadformsError as exc:
@@ -57,4 +68,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["build_parser", "main", "write_table"]
+__all__ = ["build_parser", "main", "run", "write_table"]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import OptionError
+from ..settings import SERVER_PROXIES_ENV, TRUSTED_PROXIES_ENV
 
 
 def dashboard_app() -> Path:
@@ -45,6 +46,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ]
     print(f"headforms dashboard on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     os.chdir(app.parent)
+    # Streamlit's server believes X-Forwarded-For from the proxies headforms trusts, no other
+    os.environ[SERVER_PROXIES_ENV] = os.environ.get(TRUSTED_PROXIES_ENV, "")
     os.execv(sys.executable, command)
     return 0  # not reached
 

@@ -1,39 +1,86 @@
 """Hosted mode: one server shared with strangers, its policy, limits and workers in one place.
 
+Each module does one thing:
+
+- :mod:`.limits`: every hosted-only setting, read once per request into one value
+  (:class:`Limits`; the variables' names and defaults are listed in :mod:`headforms.settings`).
 - :mod:`.policy`: what may be opened (:class:`Policy`, handed by the caller to
   :func:`headforms.sources.locate` and :func:`headforms.engine.analyze`; :func:`policy_in_force`
   is this server's, None when ``HEADFORMS_HOSTED`` is off).
-- :mod:`.limits`: the limits of the work, from the environment (:class:`Limits`).
-- :mod:`.visitors`: who a visitor is (the client's address; a proxy's ``X-Forwarded-For`` only
-  from ``HEADFORMS_TRUSTED_PROXIES``).
-- :mod:`.budgets`: how many new computations each visitor may start per window.
+- :mod:`.visitors`: who a visitor is (the connection's address; behind a proxy listed in
+  ``HEADFORMS_TRUSTED_PROXIES``, the rightmost address of ``X-Forwarded-For`` not a trusted
+  proxy).
+- :mod:`.budgets`: how many new computations of each kind a visitor may start per window.
 - :mod:`.slots`: fair turns at the few workers, with a bounded wait.
-- :mod:`.workers`: the flights and the worker process: :func:`analyze`, :func:`sweep` (every
-  RoPE position at once), :func:`baseline` (in a worker), :func:`forward_pass` (in the model's
-  worker, kept loaded between passes), :func:`in_server` (a bounded computation in the server,
-  at its turn).
+- :mod:`.tasks`: what a worker can be asked (typed tasks, one class per :class:`TaskKind`);
+  :mod:`.messages`: what a worker answers and how a computation ended (typed, with enums).
+- :mod:`.child`: the worker process itself (``python -m headforms.hosted``): its limits, its
+  loop over tasks. :mod:`.process`: a worker process as the server holds it.
+- :mod:`.flights`: computations in flight (one worker per computation, shared by its waiters,
+  stopped past its limits or when nobody waits; charges and their refunds).
+- :mod:`.model_workers`: workers kept loaded per model between forward passes.
+- :mod:`.model_facts`: what the server knows of a model before any worker starts (declared
+  heads and memory, the tokenizers it holds), so that what it can refuse costs nothing.
+- :mod:`.api`: what a server calls: :func:`analyze`, :func:`sweep` (every RoPE position at
+  once), :func:`baseline`, :func:`forward_pass` (in the model's worker), :func:`forward_task`
+  (any forward-pass task), :func:`in_server` (a bounded computation in the server, at its
+  turn), :func:`running`.
 - :mod:`.http`: the server's HTTP rules (host names answered, framing, hidden endpoints), an
   ASGI middleware that ``server.py`` puts around Streamlit.
 
+**A new kind of forward pass** (e.g. an intervention: edit a head's form, measure the model's
+loss) runs like an attention pattern, in the model's contained worker, with no change outside
+:mod:`.tasks` and the caller:
+
+1. add a member to :class:`TaskKind` and a frozen dataclass subclassing :class:`ForwardTask`
+   to :mod:`.tasks` (fields: ``located`` first, then plain JSON values; its ``kind``), with
+   ``key(fingerprint)`` (its store key), ``stored(key)`` (its stored result or None),
+   ``label()`` (what it is, for a message), ``check(model)`` (its refusals before any worker:
+   ``model.check_text(prompt, "the prompt")`` for its tokens, its own bound on heads x passes,
+   in one line; a refusal there costs the visitor nothing) and ``run(report)`` (in the worker:
+   compute with the model loaded and store under the same key); list it in :data:`.tasks.TASKS`;
+2. call :func:`forward_task` with it (or a small wrapper beside :func:`forward_pass`).
+
+It is then charged as one of the visitor's new forward passes
+(``HEADFORMS_VISITOR_FORWARD_PASSES``; a refusal from the worker counts, the work had begun),
+refused before any worker when the model's estimated memory passes ``HEADFORMS_ANALYSIS_MEMORY``,
+runs at the visitor's turn, within ``HEADFORMS_ANALYSIS_SECONDS`` per task (the worker's CPU
+limit is renewed per task, its memory limit holds for its life) and its result is read back
+from the store.
+
 The engine and the sources never import this package; the dashboard and the command line hand
-its policy in and call its workers.
+its policy in and call its functions.
 """
 
+from .api import (
+    analyze,
+    baseline,
+    forward_pass,
+    forward_task,
+    in_server,
+    model_worker_pids,
+    running,
+    sweep,
+)
 from .limits import Limits
 from .policy import Policy, enabled, policy_in_force
+from .tasks import ForwardTask, TaskKind
 from .visitors import LOCAL, client_address, trusted_proxies, visitor_key
-from .workers import analyze, baseline, forward_pass, in_server, running, sweep
 
 __all__ = [
     "LOCAL",
+    "ForwardTask",
     "Limits",
     "Policy",
+    "TaskKind",
     "analyze",
     "baseline",
     "client_address",
     "enabled",
     "forward_pass",
+    "forward_task",
     "in_server",
+    "model_worker_pids",
     "policy_in_force",
     "running",
     "sweep",

@@ -1,5 +1,5 @@
 """``python -m headforms.hosted``: one contained worker (started by the server, never by hand)."""
 
-from .workers import worker_main
+from .child import main
 
-worker_main()
+main()

@@ -13,16 +13,20 @@ module). A spec is checked twice, both times before any weight is read or downlo
 2. :meth:`Policy.check_located`, on what :mod:`headforms.sources` located: every file the
    engine would open (config, index, each chosen weight file) lies under a root after resolving
    symbolic links, and the chosen weight files, exactly those, fit ``HEADFORMS_MAX_MODEL_BYTES``
-   (default :data:`DEFAULT_MAX_BYTES`). A hub file whose size the hub does not declare is
-   refused. The located model then carries the byte budget its downloads are held to while they
-   run (:func:`headforms.sources.fetch`) and is marked confined: nothing beyond the files it
-   names is opened.
+   (default :data:`DEFAULT_MAX_BYTES`); a hub model's config and index were sized from the
+   listing before they were downloaded, each within a small bound of its own. A hub file whose
+   size the hub does not declare is refused. The located model then carries the byte budget its
+   downloads are held to while they run (:func:`headforms.sources.fetch`) and is marked
+   confined: nothing beyond the files it names is opened. A forward pass downloads more (the
+   tokenizer files, the other shards): every file it reads, config and index included, is
+   counted against the same limit from its declared size before anything is downloaded
+   (:func:`headforms.behaviour.runnable.check_confined`), and its downloads share one budget.
 
 While a model is located, every path is passed through :meth:`Policy.path_guard` before it is
 opened, and hub listings and shard indexes are held to :data:`MAX_HUB_FILES` entries and
 :data:`MAX_INDEX_BYTES` bytes. The local hub cache is kept within ``HEADFORMS_HUB_CACHE_BYTES``
 (default :data:`DEFAULT_HUB_CACHE_BYTES`; least recently used repositories are deleted after
-each analysis that downloaded).
+each contained computation of a hub model: analyses and forward passes alike).
 """
 
 from __future__ import annotations
@@ -38,12 +42,12 @@ from ..settings import (
     DEFAULT_MAX_BYTES,
     MAX_BYTES_ENV,
     ROOTS_ENV,
-    Settings,
     human_bytes,
     settings,
 )
 from ..sources import BUNDLED_MODELS, Guard, Located, Spec, parse_spec
 from ..sources.specs import MAX_SPEC_LENGTH
+from .limits import Limits
 
 MAX_INDEX_BYTES = 2 * 2**20
 """Largest shard index a hosted server parses (a 405B model's index is about 150 KiB)."""
@@ -63,8 +67,7 @@ def enabled() -> bool:
 def policy_in_force() -> Policy | None:
     """The policy of this server (read from the settings now), or None when hosted mode is
     off: what a caller hands to :func:`headforms.sources.locate` and the engine."""
-    values = settings()
-    return Policy.from_settings(values) if values.hosted else None
+    return Policy.from_env() if settings().hosted else None
 
 
 @dataclass(frozen=True)
@@ -81,16 +84,16 @@ class Policy:
     @classmethod
     def from_env(cls) -> Policy:
         """The policy of the ``HEADFORMS_*`` settings now."""
-        return cls.from_settings(settings())
+        return cls.from_limits(Limits.from_env())
 
     @classmethod
-    def from_settings(cls, values: Settings) -> Policy:
-        """The policy of ``values``."""
+    def from_limits(cls, limits: Limits) -> Policy:
+        """The policy of the hosted settings ``limits``."""
         return cls(
-            values.model_roots,
-            values.hub_allowlist,
-            values.max_model_bytes,
-            hub_cache_bytes=values.hub_cache_bytes,
+            limits.model_roots,
+            limits.hub_allowlist,
+            limits.max_model_bytes,
+            hub_cache_bytes=limits.hub_cache_bytes,
         )
 
     # --- the spec ----------------------------------------------------------------------------

@@ -31,6 +31,18 @@ SINGLE_FILES: tuple[tuple[str, WeightFormat], ...] = (
 """Weight files of a transformers checkpoint, by preference; each may be sharded with an
 ``<name>.index.json``."""
 
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.model",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+)
+"""Files a checkpoint's tokenizer may be read from: a forward pass reads them (the engine does
+not), so a located checkpoint lists those it has (:attr:`.Located.forward_files`)."""
+
 GGUF_MAGIC = b"GGUF"
 """The first four bytes of every GGUF file."""
 
@@ -47,12 +59,14 @@ HEADER_HASH_BYTES = 1 << 20
 @dataclass(frozen=True)
 class WeightChoice:
     """The weight files to read: ``files`` (names relative to the model's root), their format,
-    the shard ``index`` used (if any) and whether they hold every weight (``complete``)."""
+    the shard ``index`` used (if any), whether they hold every weight (``complete``) and the
+    checkpoint's ``other`` weight files (the shards not read, which a forward pass reads)."""
 
     format: WeightFormat
     files: tuple[str, ...]
     index: str | None = None
     complete: bool = True
+    other: tuple[str, ...] = ()
 
 
 def choose_weight_files(
@@ -78,7 +92,8 @@ def choose_weight_files(
             missing = sorted(wanted - top)
             if missing:
                 raise CorruptFileError(f"{index} lists missing shard(s): {', '.join(missing)}")
-            return WeightChoice(fmt, tuple(sorted(wanted)), index, wanted == shards)
+            other = tuple(sorted(shards - wanted))
+            return WeightChoice(fmt, tuple(sorted(wanted)), index, not other, other)
         if single in top:
             return WeightChoice(fmt, (single,))
     shards = sorted(n for n in top if n.endswith(".safetensors"))

@@ -36,7 +36,13 @@ from ..errors import (
 )
 from ..settings import env_flag
 from .bundled import BUNDLED_MODELS
-from .files import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, choose_weight_files, read_small
+from .files import (
+    MAX_CONFIG_BYTES,
+    MAX_INDEX_BYTES,
+    TOKENIZER_FILES,
+    choose_weight_files,
+    read_small,
+)
 from .local import parse_config
 from .located import HubLocation, Located, LocatedFile
 from .specs import ACCEPTED
@@ -115,6 +121,7 @@ def locate_hub(
     if offline:  # every chosen file must already be in the local cache (nothing downloads)
         weights = tuple(LocatedFile(f.name, f.size, fetch(f.name, listing)) for f in weights)
     index = LocatedFile(choice.index, listing.get(choice.index)) if choice.index else None
+    others = [name for name in TOKENIZER_FILES if name in listing] + list(choice.other)
     return Located(
         spec=spec,
         kind="hub",
@@ -127,6 +134,7 @@ def locate_hub(
         index_file=index,
         complete=choice.complete,
         hub=HubLocation(repo_id, revision, commit, offline),
+        forward_files=tuple(LocatedFile(name, listing.get(name)) for name in others),
     )
 
 
@@ -383,6 +391,25 @@ def fetch_hub_files(located: Located, budget: int | None = None) -> Located:
         path = f.path or _download(hub.repo_id, hub.commit, f.name, endpoint, hub.offline, spend)
         files.append(LocatedFile(f.name, f.size, path))
     return located.with_files(weights=tuple(files))
+
+
+def fetch_hub_snapshot(located: Located, budget: int | None = None) -> Path:
+    """The folder of a hub model's snapshot with every file a forward pass reads on disk: the
+    config, the index, every weight file and :attr:`~.Located.forward_files` (the tokenizer's
+    and the other shards), downloaded if needed, all within one ``budget`` of bytes (as for
+    :func:`fetch_hub_files`)."""
+    hub = located.hub
+    assert hub is not None
+    spend = Budget(budget, server_limit=True) if budget is not None else None
+    endpoint = hub_endpoint()
+    files = [f for f in (located.config_file, located.index_file) if f is not None]
+    files += [*located.weights, *located.forward_files]
+    folder = None
+    for f in files:
+        path = _download(hub.repo_id, hub.commit, f.name, endpoint, hub.offline, spend)
+        folder = folder or path.parent
+    assert folder is not None
+    return folder
 
 
 def _remove_partial_downloads(repo_id: str) -> None:

@@ -22,6 +22,7 @@ from .files import (
     GGUF_MAGIC,
     MAX_CONFIG_BYTES,
     MAX_INDEX_BYTES,
+    TOKENIZER_FILES,
     choose_weight_files,
     files_fingerprint,
     open_regular,
@@ -51,9 +52,15 @@ def locate_path(
     path before it is opened."""
     path = Path(path)
     guard(path)
-    if not path.exists():
-        raise ModelSpecError(f"no such file or directory: {spec}; {ACCEPTED_LOCAL}")
-    if not path.is_dir():
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            raise ModelSpecError(f"no such file or directory: {spec}; {ACCEPTED_LOCAL}") from None
+        raise ModelSpecError(  # e.g. a name longer than the file system allows
+            f"cannot open {short_name(path.name)}: {exc.strerror or type(exc).__name__}"
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
         if path.suffix.lower() == ".gguf" or _has_gguf_magic(path):
             return _locate_gguf(path, spec, "gguf" if kind == "local" else kind, display_name)
         raise ModelSpecError(
@@ -86,6 +93,7 @@ def locate_path(
     if choice.index:
         index = LocatedFile(choice.index, regular_size(path / choice.index), path / choice.index)
     config_file = LocatedFile("config.json", regular_size(config_path), config_path)
+    others = [n for n in TOKENIZER_FILES if os.path.lexists(path / n)] + list(choice.other)
     return Located(
         spec=spec,
         kind=kind,
@@ -97,7 +105,18 @@ def locate_path(
         config_file=config_file,
         index_file=index,
         complete=choice.complete,
+        forward_files=tuple(LocatedFile(n, _size_if_regular(path / n), path / n) for n in others),
     )
+
+
+def _size_if_regular(path: Path) -> int | None:
+    """A file's size (following links), or None when it is missing or not a regular file (a
+    forward pass refuses it then: :func:`headforms.behaviour.runnable.check_confined`)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def parse_config(data: bytes, label: str) -> dict[str, Any]:

@@ -44,12 +44,15 @@ class Located:
     files the engine reads (the one choice of
     :func:`headforms.sources.files.choose_weight_files`; a table's file); ``config``: the parsed
     config.json (None for GGUF, whose metadata holds it); ``complete``: the weight files hold
-    every weight of the model (not only the attention shards); ``fingerprint``: identifies the
-    content; ``extra``: kind-specific facts (a table's ``model``). Set by the policy that
+    every weight of the model (not only the attention shards); ``forward_files``: the other
+    files a forward pass reads (the tokenizer files, then the shards the engine does not), with
+    their sizes as listed (None: unknown, or not a regular file); ``fingerprint``: identifies
+    the content; ``extra``: kind-specific facts (a table's ``model``). Set by the policy that
     checked it (:class:`headforms.sources.policy.Policy`): ``download_budget``, the bytes its
-    downloads may take in all (None: unbounded), and ``confined``: no file beyond those named
-    here may be opened (e.g. the other shards of an index). It is a plain value: a worker
-    process receives it as JSON (:meth:`as_dict`) and opens it without locating it again.
+    weight files (and a forward pass's files) may take in all (None: unbounded), and
+    ``confined``: no file beyond those named here may be opened (e.g. the other shards of an
+    index). It is a plain value: a worker process receives it as JSON (:meth:`as_dict`) and
+    opens it without locating it again.
     """
 
     spec: str
@@ -63,6 +66,7 @@ class Located:
     index_file: LocatedFile | None = None
     complete: bool = True
     hub: HubLocation | None = None
+    forward_files: tuple[LocatedFile, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     download_budget: int | None = None
     confined: bool = False
@@ -71,6 +75,13 @@ class Located:
     def weight_bytes(self) -> int | None:
         """Total size of the weight files read, or None if any size is unknown."""
         sizes = [f.size for f in self.weights]
+        return None if any(s is None for s in sizes) else int(sum(sizes))  # type: ignore[arg-type]
+
+    @property
+    def forward_bytes(self) -> int | None:
+        """Total size of what a forward pass reads beyond the config and index (the weight
+        files and :attr:`forward_files`), or None if any size is unknown."""
+        sizes = [f.size for f in (*self.weights, *self.forward_files)]
         return None if any(s is None for s in sizes) else int(sum(sizes))  # type: ignore[arg-type]
 
     @property
@@ -88,6 +99,7 @@ class Located:
         for name in ("config_file", "index_file"):
             data[name] = _file_dict(getattr(self, name))
         data["weights"] = [_file_dict(f) for f in self.weights]
+        data["forward_files"] = [_file_dict(f) for f in self.forward_files]
         return data
 
     @classmethod
@@ -95,6 +107,7 @@ class Located:
         """The located model of :meth:`as_dict`."""
         fields = dict(data)
         fields["weights"] = tuple(_file(f) for f in data["weights"])
+        fields["forward_files"] = tuple(_file(f) for f in data.get("forward_files", ()))
         fields["config_file"] = _file(data.get("config_file"))
         fields["index_file"] = _file(data.get("index_file"))
         fields["hub"] = HubLocation(**data["hub"]) if data.get("hub") else None

@@ -18,11 +18,11 @@ def slow_gguf(path: Path, pairs: int) -> None:
             fh.write(entry * 100_000)
 
 
-def wide_model(directory: Path) -> None:
-    """One llama layer with N = 8192, 64 heads of n = 128, stored F16 (a sparse 256 MiB file of
-    zeros): reading its Q and K as float64 needs about 1 GiB."""
+def wide_model(directory: Path, n_dim: int = 8192) -> None:
+    """One llama layer of width ``n_dim`` (default N = 8192: 64 heads of n = 128), stored F16 (a
+    sparse file of zeros, 256 MiB by default): reading its Q and K as float64 needs about 1 GiB
+    (4 GiB at N = 16384)."""
     directory.mkdir()
-    n_dim = 8192
     config = {
         "model_type": "llama",
         "hidden_size": n_dim,

@@ -44,6 +44,8 @@ class Run:
     query_string: str | None = None
     widgets: dict[tuple[str, str], str] = field(default_factory=dict)
     components: dict[str, str] = field(default_factory=dict)
+    new_sessions: list[bytes] = field(default_factory=list)
+    """The ``NewSession`` messages that started its runs, as sent (serialised ``ForwardMsg``)."""
 
     @property
     def messages(self) -> list[str]:
@@ -133,11 +135,14 @@ class Session:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"no end of the script run within {self.timeout} s")
+            data = self._ws.recv(timeout=remaining)
             message = ForwardMsg()
-            message.ParseFromString(self._ws.recv(timeout=remaining))
+            message.ParseFromString(data)
             kind = message.WhichOneof("type")
             if kind == "delta" and message.delta.WhichOneof("type") == "new_element":
                 _record(run, message.delta.new_element)
+            elif kind == "new_session":
+                run.new_sessions.append(data)
             elif kind == "page_info_changed":
                 run.query_string = message.page_info_changed.query_string
             elif kind == "script_finished":

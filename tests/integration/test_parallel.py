@@ -10,7 +10,6 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from headforms.architectures import Shapes
 from headforms.baseline import compute_baseline
 from headforms.parallel import ordered_layers
-from headforms.settings import settings
 
 
 def _blas_threads() -> set[int]:
@@ -48,15 +47,16 @@ def test_the_baseline_does_not_depend_on_the_thread_count(monkeypatch: pytest.Mo
 
 
 def test_contained_workers_share_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    import headforms.settings as module
+    import headforms.hosted.limits as module
+    from headforms.hosted.limits import Limits
 
     monkeypatch.setattr(module, "usable_cpus", lambda: 2)
     monkeypatch.delenv("HEADFORMS_THREADS", raising=False)
     monkeypatch.setenv("HEADFORMS_ANALYSIS_CONCURRENT", "2")
-    assert settings().worker_threads == 1
+    assert Limits.from_env().worker_threads == 1
     monkeypatch.setenv("HEADFORMS_ANALYSIS_CONCURRENT", "1")
-    assert settings().worker_threads == 2
+    assert Limits.from_env().worker_threads == 2
     monkeypatch.setenv("HEADFORMS_ANALYSIS_CONCURRENT", "4")
-    assert settings().worker_threads == 1  # never below one
+    assert Limits.from_env().worker_threads == 1  # never below one
     monkeypatch.setenv("HEADFORMS_THREADS", "3")
-    assert settings().worker_threads == 3  # an explicit setting wins
+    assert Limits.from_env().worker_threads == 3  # an explicit setting wins

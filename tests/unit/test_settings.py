@@ -1,5 +1,6 @@
-"""Settings and options: every HEADFORMS_* variable read in one place, each parsed when asked
-for with its own one-line error; the analysis options one checked, hashable value."""
+"""Settings and options: every HEADFORMS_* variable listed in one place, the general ones parsed
+when asked for and the hosted-only ones read together into one value (Limits), each with its own
+one-line error; the analysis options one checked, hashable value."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from headforms import settings as config
 from headforms.errors import LimitError, NotAllowedError, OptionError
+from headforms.hosted.limits import Limits
 from headforms.hosted.policy import Policy, policy_in_force
 from headforms.options import AnalysisOptions
 
@@ -27,10 +29,11 @@ def test_a_snapshot_holds_the_headforms_variables_only(monkeypatch: pytest.Monke
     ("variable", "value", "read", "error", "message"),
     [
         (config.THREADS_ENV, "two", "threads", OptionError, "HEADFORMS_THREADS='two' is not a"),
-        (config.NICE_ENV, "20", "analysis_nice", LimitError, "not a niceness from 0 to 19"),
-        (config.MEMORY_ENV, "-1", "analysis_memory", LimitError, "not a positive number"),
-        (config.SECONDS_ENV, "nan", "analysis_seconds", LimitError, "not a positive number"),
-        (config.MAX_BYTES_ENV, "1G", "max_model_bytes", NotAllowedError, "not a whole number"),
+        (config.NICE_ENV, "20", "limits", LimitError, "not a niceness from 0 to 19"),
+        (config.MEMORY_ENV, "-1", "limits", LimitError, "not a positive number"),
+        (config.SECONDS_ENV, "nan", "limits", LimitError, "not a positive number"),
+        (config.MAX_BYTES_ENV, "1G", "limits", NotAllowedError, "not a whole number"),
+        (config.TRUSTED_PROXIES_ENV, "proxy", "limits", LimitError, "not an address or a"),
     ],
 )
 def test_a_bad_value_is_one_line_when_its_setting_is_read(
@@ -45,24 +48,27 @@ def test_a_bad_value_is_one_line_when_its_setting_is_read(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(variable, value)
     values = config.settings()
-    # only the bad variable's own setting fails: a private run never reads hosted mode's
-    assert (values.analysis_nice if read == "threads" else values.threads) >= 1
+    # only what reads the bad variable fails: a private run never reads hosted mode's limits
+    assert values.prompt_tokens >= 1
+    if read == "limits":
+        assert values.threads >= 1
     with pytest.raises(error, match=message) as info:
-        getattr(values, read)
+        values.threads if read == "threads" else Limits.from_env()  # noqa: B018 - reading raises
     assert "\n" not in str(info.value)
 
 
 def test_defaults_and_lists(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in (config.ROOTS_ENV, config.ALLOWLIST_ENV, config.NICE_ENV, config.MEMORY_ENV):
         monkeypatch.delenv(name, raising=False)
-    values = config.settings()
-    assert (values.analysis_nice, values.analysis_memory) == (10, 2 * 2**30)
-    assert values.model_roots == () and values.hub_allowlist == ()
+    limits = Limits.from_env()
+    assert (limits.nice, limits.memory) == (10, 2 * 2**30)
+    assert limits.model_roots == () and limits.hub_allowlist == ()
     monkeypatch.setenv(config.ROOTS_ENV, f" {tmp_path} :")
     monkeypatch.setenv(config.ALLOWLIST_ENV, "gpt2, org/* ,")
-    values = config.settings()
-    assert values.model_roots == (tmp_path.resolve(),)
-    assert values.hub_allowlist == ("gpt2", "org/*")
+    limits = Limits.from_env()
+    assert limits.model_roots == (tmp_path.resolve(),)
+    assert limits.hub_allowlist == ("gpt2", "org/*")
+    assert not hasattr(config.settings(), "model_roots")  # one source: the hosted limits
 
 
 def test_the_policy_in_force_follows_hosted_mode(
@@ -101,12 +107,13 @@ def test_budgets_configured_under_their_old_per_session_names_keep_their_limits(
     for new, old in config.RENAMED.items():
         monkeypatch.delenv(new, raising=False)
         monkeypatch.delenv(old, raising=False)
-    assert config.settings().visitor_analyses == config.DEFAULT_VISITOR_ANALYSES
+    assert Limits.from_env().visitor_analyses == config.DEFAULT_VISITOR_ANALYSES
     monkeypatch.setenv("HEADFORMS_SESSION_ANALYSES", "3")
     monkeypatch.setenv("HEADFORMS_SESSION_SAMPLES", "4")
-    assert (config.settings().visitor_analyses, config.settings().visitor_samples) == (3, 4)
+    limits = Limits.from_env()
+    assert (limits.visitor_analyses, limits.visitor_samples) == (3, 4)
     monkeypatch.setenv(config.VISITOR_ANALYSES_ENV, "5")  # the new name wins
-    assert config.settings().visitor_analyses == 5
+    assert Limits.from_env().visitor_analyses == 5
     monkeypatch.setenv("HEADFORMS_SESSION_SAMPLES", "x")
     with pytest.raises(LimitError, match="HEADFORMS_SESSION_SAMPLES='x'"):
-        config.settings().visitor_samples  # noqa: B018 - reading it raises
+        Limits.from_env()

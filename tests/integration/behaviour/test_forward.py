@@ -264,7 +264,7 @@ def test_a_sequence_the_model_cannot_take_is_one_line(
     assert attention(str(short), tiny_runnable.words([4, 5, 6]), use_cache=False).weights.shape[-1]
     assert attention(str(rotary), prompt, use_cache=False).weights.shape[-1] == 20
     heads = runnable(locate(str(rotary))).n_heads_all
-    monkeypatch.setattr(forward, "MAX_PATTERN_BYTES", limits.PATTERN_BYTES_PER_ENTRY * heads * 100)
+    monkeypatch.setattr(limits, "MAX_PATTERN_BYTES", limits.PATTERN_BYTES_PER_ENTRY * heads * 100)
     with pytest.raises(OptionError, match=r"at most 10 tokens \(a pattern of .* heads within"):
         attention(str(rotary), prompt, use_cache=False)
     model = runnable(locate(str(rotary)))

@@ -24,12 +24,12 @@ import tiny_runnable
 from page_runner import run_app
 from repo import REPO as ROOT
 
+from headforms import hosted
 from headforms.behaviour import attention, cache, head_type_scores
 from headforms.behaviour.runnable import fingerprint, forward_memory
 from headforms.errors import LimitError, NotAllowedError, OptionError
-from headforms.hosted import LOCAL, workers
-from headforms.hosted.budgets import Budgets
-from headforms.hosted.slots import Slots
+from headforms.hosted import LOCAL, Limits, api, model_facts, process
+from headforms.hosted.messages import OutcomeKind
 from headforms.settings import (
     ALLOWLIST_ENV,
     HOSTED_ENV,
@@ -38,6 +38,7 @@ from headforms.settings import (
     MODELS_MEMORY_ENV,
     ROOTS_ENV,
     VISITOR_FORWARD_PASSES_ENV,
+    settings,
 )
 from headforms.sources import locate
 from headforms.store import ResultStore
@@ -55,20 +56,20 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path) -> Iterator[Path]:
-    """Hosted mode under ``root``, fresh budgets, turns and model workers; none left after."""
+def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path, tmp_path: Path) -> Iterator[Path]:
+    """Hosted mode under ``root``, an empty cache, fresh budgets, turns and model workers; none
+    left after."""
     monkeypatch.setenv(HOSTED_ENV, "1")
+    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv(ROOTS_ENV, str(root))
     monkeypatch.setenv("HEADFORMS_THREADS", "1")
     for name in (ALLOWLIST_ENV, MEMORY_ENV, MODELS_MEMORY_ENV, MODEL_IDLE_ENV):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(workers, "budgets", Budgets())
-    monkeypatch.setattr(workers, "slots", Slots())
-    monkeypatch.setattr(workers, "model_workers", workers.ModelWorkers())
+    monkeypatch.setattr(api, "hosting", api.Hosting())
     yield root
-    pids = workers.model_workers.pids()
-    workers.model_workers.stop_all()
-    assert not workers._flights
+    pids = api.hosting.model_workers.pids()
+    api.hosting.model_workers.stop_all()
+    assert not api.hosting.flights.in_flight()
     assert all(_gone(pid) for pid in pids), "a model worker outlived its test"
 
 
@@ -90,26 +91,26 @@ def test_a_worker_computes_the_pass_and_the_server_reads_it(hosted_env: Path) ->
     spec = str(hosted_env / "tiny")
     text = tiny_runnable.words([4, 8, 15, 16, 23, 42])
     messages: list[str] = []
-    pattern = workers.forward_pass(spec, prompt=text, progress=lambda d, t, m: messages.append(m))
+    pattern = hosted.forward_pass(spec, prompt=text, progress=lambda d, t, m: messages.append(m))
     assert messages  # the worker's progress reached the server
-    assert not workers._flights and workers.slots.running() == 0
-    kept = workers.model_worker_pids()
+    assert not api.hosting.flights.in_flight() and api.hosting.slots.running() == 0
+    kept = hosted.model_worker_pids()
     assert len(kept) == 1 and psutil.pid_exists(kept[0])
     want = attention(spec, text, use_cache=False)  # computed again here, not the worker's entry
     np.testing.assert_allclose(pattern.weights, want.weights, rtol=1e-5, atol=1e-7)
     assert pattern.tokens == want.tokens
-    scores = workers.forward_pass(spec, probe=(6, 1))
+    scores = hosted.forward_pass(spec, probe=(6, 1))
     recomputed = head_type_scores(spec, probe_length=6, seed=1, use_cache=False).table
     pd.testing.assert_frame_equal(scores.table, recomputed, rtol=1e-5, atol=1e-7)
-    assert workers.model_worker_pids() == kept  # the same process, its model still loaded
+    assert hosted.model_worker_pids() == kept  # the same process, its model still loaded
     # its memory limit holds for its life, its CPU limit is renewed per pass (hard: unlimited)
     limits = Path(f"/proc/{kept[0]}/limits").read_text()
     soft, hard = re.search(r"Max cpu time\s+(\S+)\s+(\S+)", limits).groups()
     assert hard == "unlimited" and soft.isdigit()
     used = sum(psutil.Process(kept[0]).cpu_times()[:2])
-    assert int(soft) <= used + workers.Limits.from_env().seconds + 2
+    assert int(soft) <= used + Limits.from_env().seconds + 2
     data = re.search(r"Max data size\s+(\d+)", limits)
-    assert data is not None and int(data[1]) == workers.Limits.from_env().memory
+    assert data is not None and int(data[1]) == Limits.from_env().memory
 
 
 def test_a_model_too_large_is_refused_before_any_worker(
@@ -119,10 +120,10 @@ def test_a_model_too_large_is_refused_before_any_worker(
     need = forward_memory(locate(spec), 256)
     monkeypatch.setenv(MEMORY_ENV, str(need - 1))
     monkeypatch.setattr(
-        workers, "_start_worker", lambda *a: pytest.fail("a worker started for a refused model")
+        process, "start_worker", lambda *a: pytest.fail("a worker started for a refused model")
     )
     with pytest.raises(LimitError) as info:
-        workers.forward_pass(spec, prompt="w5 w6 w7 w8 w9 w10 w11")
+        hosted.forward_pass(spec, prompt="w5 w6 w7 w8 w9 w10 w11")
     message = str(info.value)
     assert message.startswith(f"{spec} is too large to run on this server: a forward pass needs")
     assert "HEADFORMS_ANALYSIS_MEMORY" in message and "\n" not in message
@@ -140,10 +141,10 @@ def test_a_file_leading_out_of_the_roots_is_refused_before_any_worker(
     (model / "tokenizer.json").unlink()
     (model / "tokenizer.json").symlink_to(outside)
     monkeypatch.setattr(
-        workers, "_start_worker", lambda *a: pytest.fail("a worker started for a refused model")
+        process, "start_worker", lambda *a: pytest.fail("a worker started for a refused model")
     )
     with pytest.raises(NotAllowedError) as info:
-        workers.forward_pass(str(model), prompt="w3 w4")
+        hosted.forward_pass(str(model), prompt="w3 w4")
     assert "tokenizer.json" in str(info.value) and "\n" not in str(info.value)
     shutil.rmtree(model)
 
@@ -173,7 +174,7 @@ def test_prompts_are_capped(
     for name, value in env.items():
         monkeypatch.setenv(name, value)  # the worker inherits the server's environment
     with pytest.raises(error, match=message):
-        workers.forward_pass(str(hosted_env / "tiny"), prompt=prompt)
+        hosted.forward_pass(str(hosted_env / "tiny"), prompt=prompt)
 
 
 def test_a_visitors_forward_passes_are_counted(
@@ -194,7 +195,7 @@ def test_a_visitors_forward_passes_are_counted(
     assert notes[0].startswith("you have started 1 new forward passes (prompts or probes)")
     assert VISITOR_FORWARD_PASSES_ENV in notes[0]
     assert any(m.label == "previous token · prompt" for m in at.metric)
-    assert len(workers.budgets._starts[(LOCAL, "forward_passes")]) == 1
+    assert len(api.hosting.budgets._starts[(LOCAL, "forward_passes")]) == 1
 
 
 @pytest.mark.slow
@@ -205,35 +206,65 @@ def test_model_workers_are_stopped_when_idle_and_past_their_memory(
     worker is stopped for a new one), and a worker idle past HEADFORMS_MODEL_IDLE_SECONDS is
     stopped by the reaper."""
     tiny, other = str(hosted_env / "tiny"), str(hosted_env / "other")
-    tokens = workers.settings().prompt_tokens
+    tokens = settings().prompt_tokens
     sizes = [forward_memory(locate(spec), tokens) for spec in (tiny, other)]
     monkeypatch.setenv(MODELS_MEMORY_ENV, str(max(sizes)))  # room for one at a time
-    workers.forward_pass(tiny, prompt="w3 w4 w5")
-    first = workers.model_worker_pids()
-    workers.forward_pass(other, prompt="w3 w4 w5")
-    second = workers.model_worker_pids()
+    hosted.forward_pass(tiny, prompt="w3 w4 w5")
+    first = hosted.model_worker_pids()
+    hosted.forward_pass(other, prompt="w3 w4 w5")
+    second = hosted.model_worker_pids()
     assert len(first) == len(second) == 1 and first != second
     assert _gone(first[0])
     monkeypatch.setenv(MODEL_IDLE_ENV, "1")
-    workers.forward_pass(other, prompt="w6 w7 w8")  # its worker is kept, then idles
-    assert workers.model_worker_pids() == second
-    assert _gone(second[0]) and workers.model_worker_pids() == []
+    hosted.forward_pass(other, prompt="w6 w7 w8")  # its worker is kept, then idles
+    assert hosted.model_worker_pids() == second
+    assert _gone(second[0]) and hosted.model_worker_pids() == []
+
+
+def test_a_prompt_the_server_can_count_is_refused_before_any_worker(
+    hosted_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a pass converted the model's tokenizer, a prompt over the token cap is counted in the
+    server and refused in one line, at no charge, before any worker starts (prompts over the cap
+    alternating between two models that do not fit together used to start a worker per request,
+    each loading its model, and cost nothing)."""
+    spec, visitor = str(hosted_env / "tiny"), "10.0.0.7"
+    hosted.forward_pass(spec, prompt="w3 w4", visitor=visitor)  # converts the tokenizer
+    api.hosting.model_workers.stop_all()
+    monkeypatch.setenv("HEADFORMS_PROMPT_TOKENS", "8")
+    monkeypatch.setattr(
+        process, "start_worker", lambda *a: pytest.fail("a worker started for a refused prompt")
+    )
+    for last in (20, 21, 22):
+        with pytest.raises(OptionError) as info:
+            hosted.forward_pass(spec, prompt=tiny_runnable.words(range(3, last)), visitor=visitor)
+        message = str(info.value)
+        assert message.startswith("the prompt is ") and "\n" not in message
+        assert message.endswith(
+            "tokens long; forward passes of tiny take at most 8 tokens (HEADFORMS_PROMPT_TOKENS)"
+        )
+    assert len(api.hosting.budgets._starts[(visitor, "forward_passes")]) == 1  # the first only
+    assert api.hosting.model_workers.started == 1
 
 
 @pytest.mark.slow
-def test_an_error_keeps_the_worker_and_a_stopped_pass_stops_it(
+def test_a_refusal_from_the_worker_counts_keeps_it_and_a_stopped_pass_stops_it(
     hosted_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A refused prompt (one line from the worker) leaves the worker as it was, and it serves
-    the next pass; a pass stopped midway (its visitor left) stops its worker, nothing stored."""
-    spec = str(hosted_env / "tiny")
+    """A prompt the server cannot count (it holds no tokenizer of the model) goes to the model's
+    worker: refused there in one line, it counts against the visitor (the worker started and
+    loaded the model) and leaves the worker as it was, serving the next pass; a pass stopped
+    midway (its visitor left) stops its worker, nothing stored."""
+    monkeypatch.setattr(model_facts, "TOKENIZERS_MEMORY", 0)  # the server holds no tokenizer
+    spec, visitor = str(hosted_env / "tiny"), "10.0.0.8"
     monkeypatch.setenv("HEADFORMS_PROMPT_TOKENS", "8")
     with pytest.raises(OptionError, match="tokens long"):
-        workers.forward_pass(spec, prompt=tiny_runnable.words(list(range(3, 20))))
-    kept = workers.model_worker_pids()
+        hosted.forward_pass(spec, prompt=tiny_runnable.words(list(range(3, 20))), visitor=visitor)
+    assert len(api.hosting.budgets._starts[(visitor, "forward_passes")]) == 1
+    kept = hosted.model_worker_pids()
     assert len(kept) == 1
-    workers.forward_pass(spec, prompt="w3 w4")
-    assert workers.model_worker_pids() == kept
+    hosted.forward_pass(spec, prompt="w3 w4")
+    assert hosted.model_worker_pids() == kept
 
     other = str(hosted_env / "other")  # no worker yet: its first pass loads the model
 
@@ -241,13 +272,13 @@ def test_an_error_keeps_the_worker_and_a_stopped_pass_stops_it(
         raise Left
 
     with pytest.raises(Left):
-        workers.forward_pass(other, prompt="w5 w6 w7", check=leave)
-    flights = list(workers._flights.values())
+        hosted.forward_pass(other, prompt="w5 w6 w7", check=leave)
+    flights = api.hosting.flights.in_flight()
     assert len(flights) == 1 and flights[0].pid is not None
     pid = flights[0].pid
     flights[0].cancel()
-    assert flights[0].done.wait(HANG_GUARD) and flights[0].outcome == ["cancelled"]
-    assert _gone(pid) and workers.model_worker_pids() == kept  # the other model's worker stays
+    assert flights[0].done.wait(HANG_GUARD) and flights[0].outcome.kind is OutcomeKind.CANCELLED
+    assert _gone(pid) and hosted.model_worker_pids() == kept  # the other model's worker stays
     key = cache.pattern_key(fingerprint(locate(other)), "w5 w6 w7")
     assert cache.get_pattern(ResultStore(), key) is None
 

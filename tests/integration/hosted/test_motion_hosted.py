@@ -1,7 +1,7 @@
 """Hosted mode: a sweep over RoPE positions is a new computation a visitor triggers, so it runs
 in a contained worker process (never in the server), is charged to the visitor's budget of new
 analyses, is read back from the store afterwards (no worker, no charge) and is refused in one
-line past the budget; a model without RoPE is refused in one line from the worker."""
+line past the budget; a model without RoPE is refused in one line before any worker starts."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ import headforms.streaming as streaming
 from headforms import hosted
 from headforms.engine import sweep
 from headforms.errors import LimitError, OptionError
-from headforms.hosted import workers
-from headforms.hosted.budgets import Budgets
-from headforms.hosted.slots import Slots
+from headforms.hosted import api, process
 from headforms.options import SweepOptions
 from headforms.settings import HOSTED_ENV, ROOTS_ENV, VISITOR_ANALYSES_ENV
 
@@ -38,8 +36,7 @@ def hosted_env(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
     monkeypatch.setenv(ROOTS_ENV, str(root))
     monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HEADFORMS_THREADS", "1")
-    monkeypatch.setattr(workers, "budgets", Budgets())
-    monkeypatch.setattr(workers, "slots", Slots())
+    monkeypatch.setattr(api, "hosting", api.Hosting())
 
     def in_the_server(*args, **kwargs):
         raise AssertionError("a sweep was computed in the server, not in a contained worker")
@@ -66,13 +63,20 @@ def test_a_sweep_runs_contained_is_charged_and_then_read_back(hosted_env: Path, 
     np.testing.assert_array_equal(result.stacked("a"), expected.stacked("a"))
 
 
-def test_a_model_without_rope_is_refused_by_the_worker_in_one_line(hosted_env: Path, monkeypatch):
-    """The worker refuses it before reading a layer, and the refusal costs the visitor none of
-    its new analyses."""
+def test_a_model_without_rope_is_refused_in_one_line_before_any_worker(
+    hosted_env: Path, monkeypatch
+):
+    """The server refuses it from its config before any worker starts, and the refusal costs the
+    visitor none of its new analyses."""
     monkeypatch.setenv(VISITOR_ANALYSES_ENV, "1")
+    real_start = process.start_worker
+    starts: list[int] = []
+    monkeypatch.setattr(process, "start_worker", lambda *a: starts.append(1) or real_start(*a))
     for _ in range(2):
         with pytest.raises(OptionError) as caught:
             hosted.sweep(str(hosted_env / "gpt2"), SweepOptions("0:4"), visitor="10.0.0.3")
         assert "has no rotation" in str(caught.value) and "\n" not in str(caught.value)
+    assert starts == []
     # its one new analysis is still there
     assert hosted.sweep(str(hosted_env / "llama"), SweepOptions("0:3"), visitor="10.0.0.3")
+    assert starts == [1]

@@ -1,7 +1,8 @@
 """Hub lookups are bounded (issue 17, item 5), through the loopback fake hub: shard indexes and
 listings bounded in hosted mode (index bombs, listing bombs), a config's absurd shapes refused
 before any weight is downloaded, the case variants of an id one repository stored once, the hub
-cache evicted by size."""
+cache evicted by size; every file a forward pass downloads (its tokenizer's too) counted against
+the byte limit from the listing first, and held to it while it downloads (issue 29, item 3)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from typing import Any
 
 import pytest
 import tiny_models
+import tiny_runnable
 
-from headforms import analyze, engine, sources
-from headforms.errors import CorruptFileError
+from headforms import analyze, engine, hosted, sources
+from headforms.behaviour import attention
+from headforms.errors import CorruptFileError, NotAllowedError
 from headforms.hosted import policy_in_force
 from headforms.hosted.policy import MAX_INDEX_BYTES
-from headforms.settings import ALLOWLIST_ENV, HOSTED_ENV, ROOTS_ENV
+from headforms.settings import ALLOWLIST_ENV, HOSTED_ENV, MAX_BYTES_ENV, ROOTS_ENV
 
 
 @pytest.fixture
@@ -149,3 +152,63 @@ def test_the_stored_analysis_is_found_without_a_worker_for_every_variant(
     located = sources.locate("GOOD/other", policy_in_force())
     assert located.hub is not None and located.hub.repo_id == "good/other"
     assert engine.stored_analysis(located) is not None
+
+
+@pytest.fixture(scope="module")
+def runnable_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny llama checkpoint with its tokenizer files (what a forward pass reads)."""
+    directory = tmp_path_factory.mktemp("bounds-runnable") / "tiny"
+    tiny_runnable.checkpoint("llama", directory, seed=52)
+    return directory
+
+
+def test_a_tokenizer_file_past_the_limit_is_refused_before_any_download(
+    hosted_hub: Any, runnable_dir: Path
+) -> None:
+    """A repository whose tokenizer.json declares 3 GiB (before: downloaded whole for every
+    forward pass, 3,159 MiB a visit, only the worker's time limit stopping it): every file a
+    forward pass would download is counted from the listing first and the pass refused in one
+    line, in the server (before any worker) and on the command line alike; nothing but the
+    config is downloaded."""
+    from fake_hub import checkpoint_files
+
+    repo = hosted_hub.add_repo("evil/big-tokenizer")
+    repo.commit(checkpoint_files(runnable_dir))
+    repo.declared_sizes["tokenizer.json"] = 3 * 2**30
+    expected = (
+        "evil/big-tokenizer: a forward pass downloads every shard and the tokenizer files, "
+        "3 GiB in all (among them tokenizer.json, 3 GiB), more than this server's limit of "
+        "2 GiB (HEADFORMS_MAX_MODEL_BYTES); nothing was downloaded"
+    )
+    for forward_pass in (
+        lambda: hosted.forward_pass("evil/big-tokenizer", prompt="w3 w4"),  # the server
+        lambda: attention("evil/big-tokenizer", "w3 w4", policy=policy_in_force()),  # the CLI
+    ):
+        with pytest.raises(NotAllowedError) as refused:
+            forward_pass()
+        assert str(refused.value) == expected
+    files = {r.filename for r in hosted_hub.requests if r.kind in ("resolve", "cdn")}
+    sent = {name for name in files if hosted_hub.bytes_sent("evil/big-tokenizer", name)}
+    assert sent <= {"config.json"}
+
+
+def test_a_tokenizer_file_larger_than_declared_is_stopped_at_the_budget(
+    hosted_hub: Any, runnable_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The hub declares 1 byte for tokenizer.json and streams the whole file: the forward pass's
+    downloads, one budget for all its files, stop at the server's limit, in one line."""
+    from fake_hub import checkpoint_files
+
+    files = checkpoint_files(runnable_dir)
+    repo = hosted_hub.add_repo("evil/liar-tokenizer")
+    repo.commit(files)
+    repo.declared_sizes["tokenizer.json"] = 1
+    declared = sum(len(data) for name, data in files.items() if name != "tokenizer.json") + 1
+    monkeypatch.setenv(MAX_BYTES_ENV, str(declared))
+    with pytest.raises(NotAllowedError) as refused:
+        attention("evil/liar-tokenizer", "w3 w4", policy=policy_in_force())
+    message = str(refused.value)
+    assert message.startswith("'evil/liar-tokenizer': downloading tokenizer.json went past")
+    assert "partial file removed" in message and "\n" not in message
+    assert 0 < hosted_hub.bytes_sent("evil/liar-tokenizer", "tokenizer.json")
+    assert not list((tmp_path / "hf-hub-cache").rglob("*.incomplete"))

@@ -413,9 +413,12 @@ def test_serve_listens_where_host_and_port_say(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``headforms serve`` takes its address from $HOST/$PORT (default 127.0.0.1:8501); the
-    flags override them. Checked on the Streamlit command it would replace itself with."""
+    flags override them. Checked on the Streamlit command it would replace itself with, and its
+    environment: Streamlit's server believes X-Forwarded-For only from the trusted proxies."""
     for name in ("HOST", "PORT"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")  # uvicorn's default, restored after
+    monkeypatch.setenv("HEADFORMS_TRUSTED_PROXIES", "10.0.0.0/8")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     commands: list[list[str]] = []
@@ -427,6 +430,7 @@ def test_serve_listens_where_host_and_port_say(
     assert f"--server.address={host}" in commands[0]
     assert f"--server.port={port}" in commands[0]
     assert f"http://{host}:{port}" in err
+    assert os.environ["FORWARDED_ALLOW_IPS"] == "10.0.0.0/8"
 
 
 @pytest.mark.parametrize("port", ["http", "0", "70000", "-1"])

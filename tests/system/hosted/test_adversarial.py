@@ -52,7 +52,8 @@ from headforms import DEFAULT_MODEL, engine, hosted, sources
 from headforms.baseline import gaussian_baseline
 from headforms.columns import ALL_SPECTRA
 from headforms.errors import CorruptFileError, HeadformsError, LimitError, NotAllowedError
-from headforms.hosted import limits, workers
+from headforms.hosted import api, flights, limits, process
+from headforms.hosted.messages import OutcomeKind
 from headforms.options import AnalysisOptions
 from headforms.settings import (
     ALLOWLIST_ENV,
@@ -135,28 +136,21 @@ def hosted_env(
 
 def worker_pids() -> list[int]:
     """Process ids of the workers running now in this process."""
-    with workers._flights_lock:
-        return [f.pid for f in workers._flights.values() if f.pid is not None]
+    return api.hosting.flights.pids()
 
 
 def cancel_all() -> int:
     """Stop every flight of this process (their waiters get one line); how many there were."""
-    with workers._flights_lock:
-        flights = list(workers._flights.values())
-    for flight in flights:
+    in_flight = api.hosting.flights.in_flight()
+    for flight in in_flight:
         flight.cancel()
-    return len(flights)
+    return len(in_flight)
 
 
 @pytest.fixture(autouse=True)
 def fresh_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no visitor's budget spent and no past use of the slots."""
-    from headforms.hosted.budgets import Budgets
-    from headforms.hosted.slots import Slots
-
-    monkeypatch.setattr(workers, "budgets", Budgets())
-    monkeypatch.setattr(workers, "slots", Slots())
-    monkeypatch.setattr(workers, "server_slots", Slots())
+    monkeypatch.setattr(api, "hosting", api.Hosting())
 
 
 def _assert_no_worker_left() -> None:
@@ -438,20 +432,20 @@ def test_a_visitor_leaving_stops_the_worker(
 ) -> None:
     """When the only waiter leaves, its worker is killed after the grace period: the slot is
     free again and nothing is cached."""
-    monkeypatch.setattr(workers, "ABANDON_GRACE", 0.2)
+    monkeypatch.setattr(flights, "ABANDON_GRACE", 0.2)
     spec = str(hosted_env["root"] / "tiny")
-    flights: list[Any] = []
+    seen: list[Any] = []
 
     def check() -> None:
-        flights.extend(workers._flights.values())
+        seen.extend(api.hosting.flights.in_flight())
         raise Left
 
     with blocked(spec):
         _, error = answer(lambda: hosted.analyze(spec, check=check))
-        assert isinstance(error, Left) and len(flights) == 1
-        assert flights[0].done.wait(30), "the abandoned worker was not stopped"
-    assert flights[0].outcome == ["abandoned"]
-    assert _gone(flights[0].pid)
+        assert isinstance(error, Left) and len(seen) == 1
+        assert seen[0].done.wait(30), "the abandoned worker was not stopped"
+    assert seen[0].outcome.kind is OutcomeKind.ABANDONED
+    assert _gone(seen[0].pid)
     assert nothing_stored(spec)
 
 
@@ -470,7 +464,7 @@ def test_a_rerun_within_the_grace_period_keeps_the_worker(
             target=lambda: back.update(out=answer(lambda: hosted.analyze(spec)))
         )
         waiter.start()
-        time.sleep(workers.ABANDON_GRACE + 1)  # past the grace period, still blocked
+        time.sleep(flights.ABANDON_GRACE + 1)  # past the grace period, still blocked
         assert len(worker_pids()) == 1
     waiter.join(HANG_GUARD + 10)
     result, error = back["out"]
@@ -485,11 +479,11 @@ def test_a_dead_server_leaves_no_worker(hosted_env: dict[str, Any], tmp_path: Pa
     script.write_text(
         "import sys, threading, time\n"
         "from headforms import hosted\n"
-        "from headforms.hosted import workers\n"
+        "from headforms.hosted import api\n"
         "threading.Thread(target=hosted.analyze, args=(sys.argv[1],), daemon=True).start()\n"
-        "while not [f.pid for f in list(workers._flights.values()) if f.pid]:\n"
+        "while not api.hosting.flights.pids():\n"
         "    time.sleep(0.05)\n"
-        "print([f.pid for f in workers._flights.values() if f.pid][0], flush=True)\n"
+        "print(api.hosting.flights.pids()[0], flush=True)\n"
         "time.sleep(600)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -513,14 +507,14 @@ def test_a_dead_server_leaves_no_worker(hosted_env: dict[str, Any], tmp_path: Pa
 def _count_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record the pid of every worker started."""
     starts: list[int] = []
-    real_start = workers._start_worker
+    real_start = process.start_worker
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         out = real_start(*args, **kwargs)
         starts.append(out[0].pid)
         return out
 
-    monkeypatch.setattr(workers, "_start_worker", counting)
+    monkeypatch.setattr(process, "start_worker", counting)
     return starts
 
 
@@ -575,7 +569,7 @@ def test_the_server_wide_limit_refuses_after_a_bounded_wait(
             r"HEADFORMS_ANALYSIS_CONCURRENT\) and none became free within 1 s "
             r"\(HEADFORMS_QUEUE_SECONDS\)",
         )
-        assert workers.budgets._starts[(hosted.LOCAL, "analyses")] == deque([ANY])
+        assert api.hosting.budgets._starts[(hosted.LOCAL, "analyses")] == deque([ANY])
         _, error = answer(lambda: hosted.analyze(spec, check=leave))
         assert isinstance(error, Left)  # it joined the running worker (no second slot needed)
         assert worker_pids() == [pid]

@@ -1,19 +1,30 @@
-"""The server's HTTP rules (issue 17, item 6): framing, host names, hosted mode's endpoints.
+"""The server's HTTP rules (issue 17, item 6): framing, host names, hosted mode's endpoints;
+who a visitor is and what a session is told of the server (issue 29, items 4 and 7).
 
 Unit tests of :class:`headforms.hosted.http.Rules`, then the real server (``scripts/start.sh``,
-which serves ``server.py``: ``app.py`` behind the rules) in hosted mode on loopback.
+which serves ``server.py``: ``app.py`` behind the rules) in hosted mode on loopback, with no
+trusted proxy.
 """
 
 from __future__ import annotations
 
 import http.client
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from headforms.hosted.http import Rules
-from headforms.settings import ALLOWED_HOSTS_ENV, FRAME_ANCESTORS_ENV
+from headforms.settings import (
+    ALLOWED_HOSTS_ENV,
+    FRAME_ANCESTORS_ENV,
+    SERVER_PROXIES_ENV,
+    TRUSTED_PROXIES_ENV,
+    VISITOR_SAMPLES_ENV,
+)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +77,8 @@ def test_metrics_are_hidden_in_hosted_mode_only() -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """``scripts/start.sh`` in hosted mode; ``dash.example.org`` listed as a host name."""
+    """``scripts/start.sh`` in hosted mode; ``dash.example.org`` listed as a host name; no trusted
+    proxy; one new Theorem 5 sampling per visitor."""
     from servers import free_port, serving
 
     base = tmp_path_factory.mktemp("http")
@@ -75,8 +87,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         **os.environ,
         "HEADFORMS_HOSTED": "1",
         ALLOWED_HOSTS_ENV: "dash.example.org",
+        VISITOR_SAMPLES_ENV: "1",
     }
-    env.pop(FRAME_ANCESTORS_ENV, None)
+    for name in (FRAME_ANCESTORS_ENV, TRUSTED_PROXIES_ENV, SERVER_PROXIES_ENV):
+        env.pop(name, None)
     with serving(port, env, base / "streamlit.log", 120):
         yield port
 
@@ -146,3 +160,73 @@ def test_a_websocket_with_a_spoofed_host_is_refused(server: int) -> None:
     url = f"ws://127.0.0.1:{server}/_stcore/stream"
     with connect(url, subprotocols=["streamlit"], open_timeout=30) as ok:  # its own address
         assert ok.subprotocol == "streamlit"
+
+
+@pytest.mark.slow
+def test_a_session_is_told_nothing_of_the_server(server: int) -> None:
+    """The message that starts each script run names neither the app's directory nor the
+    Streamlit and Python versions, the server's OS or its installation ids (before: all of
+    them)."""
+    from repo import REPO
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit_client import Session
+
+    with Session(server) as session:
+        runs = [session.run(), session.run()]
+    sent = [data for run in runs for data in run.new_sessions]
+    assert len(sent) == 2
+    for data in sent:
+        message = ForwardMsg()
+        message.ParseFromString(data)
+        new = message.new_session
+        assert new.main_script_path == "app.py" and new.page_script_hash
+        assert not new.initialize.HasField("environment_info")
+        assert not new.initialize.user_info.installation_id
+        for fact in (str(REPO), sys.version.split()[0], "Linux"):
+            assert fact.encode() not in data, fact
+
+
+@pytest.mark.slow
+def test_a_forwarded_header_from_an_untrusted_peer_is_not_believed(server: int) -> None:
+    """With no trusted proxy, a client on this machine naming another address in
+    ``X-Forwarded-For`` in each new session is still one visitor, with one budget (before:
+    Streamlit's server believed the header from loopback, and each session got a fresh one)."""
+    from page_runner import plain
+    from streamlit_client import Session
+
+    seed = time.time_ns() % 2**31  # samplings no earlier run computed
+    runs = []
+    for index, address in enumerate(("198.51.100.20", "198.51.100.21", "198.51.100.22")):
+        with Session(server, forwarded_for=address) as session:
+            runs.append(session.run(f"seed={seed + index}&n=16&spectra=10", page_name="theorem5"))
+    first, *refused = runs
+    assert first.status == "FINISHED_SUCCESSFULLY" and not first.errors, first.messages
+    for run in refused:
+        lines = [plain(line) for line in run.messages + run.texts]
+        assert any("you have started 1 new Theorem 5 samplings" in line for line in lines), lines
+
+
+def test_a_server_believing_other_proxies_than_headforms_does_not_start(tmp_path) -> None:
+    """Started without the start commands, Streamlit's server would believe X-Forwarded-For
+    from any client on this machine (uvicorn's default): in hosted mode it refuses to start, in
+    one line."""
+    from repo import REPO
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in (SERVER_PROXIES_ENV, TRUSTED_PROXIES_ENV)
+    }
+    env.update(HEADFORMS_HOSTED="1", PYTHONPATH=str(REPO))
+    result = subprocess.run(
+        [sys.executable, "-c", "import server"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(
+        "headforms: Streamlit's server believes X-Forwarded-For from FORWARDED_ALLOW_IPS="
+        "'127.0.0.1,::1', this app from HEADFORMS_TRUSTED_PROXIES=''"
+    )
+    assert result.stderr.count("\n") == 1

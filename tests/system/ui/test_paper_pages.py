@@ -63,15 +63,14 @@ def test_spectra_page_with_a_chosen_k_and_selected_head():
 def test_theorem5_page_reports_bad_parameters(monkeypatch):
     """Sizes over the sampler's bound are one line, refused before the visitor's budget is
     spent (hosted mode, where the budget exists)."""
-    from headforms.hosted import LOCAL, workers
-    from headforms.hosted.budgets import Budgets
+    from headforms.hosted import LOCAL, api
 
     monkeypatch.setenv("HEADFORMS_HOSTED", "1")
-    monkeypatch.setattr(workers, "budgets", Budgets())
+    monkeypatch.setattr(api, "hosting", api.Hosting())
 
     def samplings() -> int:
         """New samplings this visitor started (none while the figures come from the cache)."""
-        return len(workers.budgets._starts.get((LOCAL, "samples"), ()))
+        return len(api.hosting.budgets._starts.get((LOCAL, "samples"), ()))
 
     at = _run_page("theorem5")
     assert not at.exception and not at.error

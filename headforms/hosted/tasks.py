@@ -1,0 +1,275 @@
+"""What a worker can be asked to compute: one typed task per :class:`TaskKind`.
+
+A task is a frozen dataclass of plain values (a located model, its options), sent to a worker
+as one JSON line (:meth:`Task.encode`, decoded there by :func:`decode_task`) and run there by
+its own :meth:`Task.run`, which computes its result and stores it (the server reads it back
+from the store). No dispatch on strings: the kind names the class (:data:`TASKS`).
+
+Forward passes are :class:`ForwardTask`\\ s: they run in the model's worker (kept loaded
+between passes), are charged as the visitor's forward passes, and say what they need before
+any worker starts: their store key, how to read a stored result, and :meth:`ForwardTask.check`,
+the refusals a server can decide from what it knows of the model (:class:`.ModelFacts`: its
+declared heads, its tokenizer once an earlier pass converted it). A new kind of forward pass
+(an intervention on a head's form, say) is one more subclass here and one more
+:class:`TaskKind`; :func:`headforms.hosted.forward_task` then runs it contained, within the
+same limits (the package doc says how).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..options import AnalysisOptions, SweepOptions
+from ..sources import Located
+
+if TYPE_CHECKING:
+    from ..architectures import Shapes
+    from .model_facts import ModelFacts
+
+Report = Callable[[int, int, str], None]
+"""``report(done, total, message)``: a task's progress, relayed to whoever waits for it."""
+
+
+class TaskKind(Enum):
+    """The kinds of task a worker runs (each the ``kind`` of one class of :data:`TASKS`)."""
+
+    ANALYSIS = "analysis"
+    SWEEP = "sweep"
+    BASELINE = "baseline"
+    ATTENTION = "attention"
+    HEAD_SCORES = "head_scores"
+
+
+class Task(ABC):
+    """One computation for a worker (see the module doc)."""
+
+    kind: ClassVar[TaskKind]
+
+    @abstractmethod
+    def run(self, report: Report) -> None:
+        """Compute the result and store it (in the worker)."""
+
+    @property
+    def hub_repo(self) -> str | None:
+        """The hub repository its files may be downloaded from (the hub cache is evicted to its
+        bound after the task, never this repository)."""
+        return None
+
+    @property
+    def mapped_bytes(self) -> int:
+        """Bytes the worker maps privately beyond its memory limit (a ``.bin`` checkpoint)."""
+        return 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (a located model as :meth:`Located.as_dict`, options as theirs)."""
+        out = {}
+        for field in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            out[field.name] = value.as_dict() if hasattr(value, "as_dict") else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+        """The task of :meth:`as_dict` (a located model opened as it is, never located again)."""
+        values = dict(data)
+        if "located" in values:
+            values["located"] = Located.from_dict(values["located"])
+        return cls(**values)
+
+    def encode(self) -> bytes:
+        """The task as one line for a worker."""
+        return json.dumps({"kind": self.kind.value, "task": self.as_dict()}).encode() + b"\n"
+
+
+def decode_task(line: bytes | str) -> Task:
+    """The task of one line (:meth:`Task.encode`)."""
+    data = json.loads(line)
+    return TASKS[TaskKind(data["kind"])].from_dict(data["task"])
+
+
+class _OfModel:
+    """A task of one located model (mixed into tasks with a ``located`` field)."""
+
+    located: Located
+
+    @property
+    def hub_repo(self) -> str | None:
+        hub = self.located.hub
+        return hub.repo_id if hub is not None else None
+
+    @property
+    def mapped_bytes(self) -> int:
+        # torch maps a .bin file privately and writably: RLIMIT_DATA counts it whole
+        return (self.located.weight_bytes or 0) if self.located.format == "bin" else 0
+
+
+@dataclass(frozen=True)
+class AnalysisTask(_OfModel, Task):
+    """:func:`headforms.engine.analyze` of a located model at ``options``."""
+
+    kind: ClassVar[TaskKind] = TaskKind.ANALYSIS
+    located: Located
+    options: AnalysisOptions
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AnalysisTask:
+        return cls(Located.from_dict(data["located"]), AnalysisOptions.from_dict(data["options"]))
+
+    def run(self, report: Report) -> None:
+        from .. import engine
+
+        engine.analyze(self.located, options=self.options, progress=report)
+
+
+@dataclass(frozen=True)
+class SweepTask(_OfModel, Task):
+    """:func:`headforms.engine.sweep` of a located model over ``options``' RoPE positions."""
+
+    kind: ClassVar[TaskKind] = TaskKind.SWEEP
+    located: Located
+    options: SweepOptions
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepTask:
+        return cls(Located.from_dict(data["located"]), SweepOptions.from_dict(data["options"]))
+
+    def run(self, report: Report) -> None:
+        from .. import engine
+
+        engine.sweep(self.located, options=self.options, progress=report)
+
+
+@dataclass(frozen=True)
+class BaselineTask(Task):
+    """:func:`headforms.baseline.gaussian_baseline` of a model's shapes."""
+
+    kind: ClassVar[TaskKind] = TaskKind.BASELINE
+    shapes: Shapes
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shapes": asdict(self.shapes)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BaselineTask:
+        from ..architectures import Shapes
+
+        return cls(Shapes(**data["shapes"]))
+
+    def run(self, report: Report) -> None:
+        from ..baseline import gaussian_baseline
+
+        report(0, 1, "Gaussian baseline of the same shapes")
+        gaussian_baseline(self.shapes)
+
+
+class ForwardTask(_OfModel, Task):
+    """A forward pass of one located model, run in its model worker (see the module doc).
+
+    A subclass is a frozen dataclass whose first field is ``located`` (already checked for a
+    forward pass: :func:`headforms.behaviour.locate_runnable`) and whose other fields are plain
+    JSON values, with a :class:`TaskKind` of its own."""
+
+    located: Located
+
+    @abstractmethod
+    def key(self, fingerprint: str) -> str:
+        """Its result's store key, given the model's forward-pass fingerprint
+        (:func:`headforms.behaviour.runnable.fingerprint`)."""
+
+    @abstractmethod
+    def stored(self, key: str) -> Any | None:
+        """Its stored result under ``key``, or None (read by the server: no model needed)."""
+
+    @abstractmethod
+    def label(self) -> str:
+        """What it is, for a visitor's message (``the forward pass of X on the prompt``)."""
+
+    def check(self, model: ModelFacts) -> None:
+        """Refuse in one line what can be refused before any worker starts, from what the
+        server knows of ``model`` (a refusal then costs the visitor nothing). The worker checks
+        again, exactly, with the model loaded."""
+
+    @property
+    def mapped_bytes(self) -> int:
+        # a pass reads every shard: a .bin checkpoint's whole size is mapped
+        return (self.located.forward_bytes or 0) if self.located.format == "bin" else 0
+
+
+@dataclass(frozen=True)
+class AttentionTask(ForwardTask):
+    """Every head's attention on a prompt (:func:`headforms.behaviour.attention`)."""
+
+    kind: ClassVar[TaskKind] = TaskKind.ATTENTION
+    located: Located
+    prompt: str
+
+    def key(self, fingerprint: str) -> str:
+        from ..behaviour import cache
+
+        return cache.pattern_key(fingerprint, self.prompt)
+
+    def stored(self, key: str) -> Any | None:
+        from ..behaviour import cache
+        from ..store import ResultStore
+
+        return cache.get_pattern(ResultStore(), key)
+
+    def label(self) -> str:
+        return f"the forward pass of {self.located.spec} on the prompt"
+
+    def check(self, model: ModelFacts) -> None:
+        model.check_text(self.prompt, "the prompt")
+
+    def run(self, report: Report) -> None:
+        from .. import behaviour
+
+        behaviour.attention(self.located, self.prompt, progress=lambda m: report(0, 1, m))
+
+
+@dataclass(frozen=True)
+class HeadScoresTask(ForwardTask):
+    """Every head's head-type scores on the seeded repeated-token probe of ``probe_length``
+    tokens per copy (:func:`headforms.behaviour.head_type_scores`)."""
+
+    kind: ClassVar[TaskKind] = TaskKind.HEAD_SCORES
+    located: Located
+    probe_length: int
+    seed: int
+
+    def key(self, fingerprint: str) -> str:
+        from ..behaviour import cache
+
+        return cache.scores_key(fingerprint, self.probe_length, self.seed)
+
+    def stored(self, key: str) -> Any | None:
+        from ..behaviour import cache
+        from ..store import ResultStore
+
+        return cache.get_scores(ResultStore(), key)
+
+    def label(self) -> str:
+        return f"the head-type scores of {self.located.spec}"
+
+    def check(self, model: ModelFacts) -> None:
+        model.check_tokens(2 * self.probe_length, "the probe")  # two copies, at least
+
+    def run(self, report: Report) -> None:
+        from .. import behaviour
+
+        behaviour.head_type_scores(
+            self.located,
+            probe_length=self.probe_length,
+            seed=self.seed,
+            progress=lambda m: report(0, 1, m),
+        )
+
+
+TASKS: dict[TaskKind, type[Task]] = {
+    cls.kind: cls for cls in (AnalysisTask, SweepTask, BaselineTask, AttentionTask, HeadScoresTask)
+}
+"""The class of each kind of task (how a worker decodes the line it is asked)."""
