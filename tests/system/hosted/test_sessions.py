@@ -11,7 +11,7 @@ import sys
 import pytest
 from repo import REPO
 
-from headforms.settings import HOSTED_ENV
+from headforms.settings import HOSTED_ENV, SERVER_PROXIES_ENV, TRUSTED_PROXIES_ENV
 
 READ_TTL = (
     "import server; from streamlit import config; "
@@ -23,7 +23,9 @@ READ_TTL = (
 def test_the_server_keeps_disconnected_sessions_briefly_when_hosted(
     hosted: str, seconds: str
 ) -> None:
-    env = {**os.environ, HOSTED_ENV: hosted}
+    # Streamlit's HTTP server and the app believe the same proxies (none), as the start
+    # commands set them; otherwise a hosted server refuses to start (tests/system/hosted).
+    env = {**os.environ, HOSTED_ENV: hosted, SERVER_PROXIES_ENV: "", TRUSTED_PROXIES_ENV: ""}
     done = subprocess.run(
         [sys.executable, "-c", READ_TTL], cwd=REPO, env=env, capture_output=True, text=True
     )
