@@ -63,12 +63,16 @@ MAX_SEED = 2**31 - 1
 MANIFEST = "demo.json"
 """Written last in a build: a demo folder with it is complete."""
 
-DESCRIPTION = (
+RUN_DESCRIPTION = (
     f"a tiny llama-family model (2 layers x 4 heads, N = 64) trained by headforms for "
     f"{TRAIN_STEPS} steps on the shipped text (the Declaration of Independence, characters), "
-    f"checkpoints every {CHECKPOINT_EVERY} steps; B is its last checkpoint fine-tuned "
-    f"{FINETUNE_STEPS} more steps on the text's last quarter. Not a real model"
+    f"a checkpoint every {CHECKPOINT_EVERY} steps"
 )
+PAIR_DESCRIPTION = (
+    f"A is its last checkpoint, B that checkpoint fine-tuned {FINETUNE_STEPS} more steps on the "
+    "text's last quarter"
+)
+DESCRIPTION = f"{RUN_DESCRIPTION}; {PAIR_DESCRIPTION}. A toy, not a real model"
 """What the demo is, in one line (the command line and the dashboard say it)."""
 
 
