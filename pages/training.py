@@ -110,6 +110,7 @@ figure = cached(
             every_path=every,
         )
     ),
+    label=f"Drawing {card.total_heads} heads at {series.n_points} checkpoints (one frame each)",
 )
 steps = series.steps
 camera_key = f"series_camera:{frame}"

@@ -128,6 +128,7 @@ class _ForwardPass:
     the fingerprint of what a pass depends on (weights and tokenizer files)."""
 
     located: Located
+    first_message = "waiting for the model to load"
 
     @cached_property
     def model_fingerprint(self) -> str:
