@@ -10,11 +10,11 @@ import sys
 
 import streamlit as st
 
+# The line a server's first page shows while the dashboard's modules are imported.
 STARTING = (
     "Starting headforms: loading its libraries (numpy, pandas, Plotly, the library), then the "
     "model (the first page of a new server) …"
 )
-"""The line a server's first page shows while the dashboard's modules are imported."""
 
 
 def main() -> None:
