@@ -20,7 +20,7 @@ import streamlit as st
 from headforms.demo import (
     CHECKPOINT_EVERY,
     DEMO_SEED,
-    DESCRIPTION,
+    PAIR_DESCRIPTION,
     RUN_DESCRIPTION,
     TRAIN_STEPS,
     Demo,
@@ -110,7 +110,11 @@ def demo_offer(page: Page, current: Sequence[str]) -> None:
         except HeadformsError as error:
             st.error(guard.plain(guard.public_message(str(error))), icon=":material/error:")
             return
-        st.info(f"The demo: {DESCRIPTION}.", icon=":material/science:")
+        pair = f" {PAIR_DESCRIPTION}." if page == "diff" else ""
+        st.info(
+            f"The demo: {RUN_DESCRIPTION}.{pair} A toy, not a real model.",
+            icon=":material/science:",
+        )
         return
     left, right = st.columns([1, 4], vertical_alignment="center")
     left.button(
