@@ -6,15 +6,26 @@ everything else lives in ``pages/`` and ``ui/``.
 
 from __future__ import annotations
 
+import sys
+
 import streamlit as st
 
-from ui import guard, links, notices, state
-from ui.sidebar import page_scope, render_sidebar, tab_title
-from ui.static import ensure_plotly_js
+# The line a server's first page shows while the dashboard's modules are imported.
+STARTING = (
+    "Starting headforms: loading its libraries (numpy, pandas, Plotly, the library), then the "
+    "model (the first page of a new server) …"
+)
 
 
 def main() -> None:
     """One run of the app: page config, navigation, the shared sidebar, then the page."""
+    starting = st.empty()  # the first run of a server imports for seconds: say so, at once
+    if "ui.sidebar" not in sys.modules:
+        starting.caption(STARTING)
+    from ui import guard, links, notices, state
+    from ui.sidebar import page_scope, render_sidebar, tab_title
+    from ui.static import ensure_plotly_js
+
     guard.protect_session()  # first: hosted mode shows no exception details
     # An explicit favicon: without one, Streamlit shows each page's Material icon as the
     # favicon, fetched from fonts.gstatic.com (the only requests the app would make off the
@@ -59,7 +70,8 @@ def main() -> None:
     notices.begin(page.url_path)
     links.start_page(page.title)
     top = st.container()  # notices: a link's corrected values, a model that failed to load
-    context = render_sidebar()
+    context = render_sidebar()  # the model's own progress bar while it is analysed
+    starting.empty()
     notices.show(top)
     st.set_page_config(page_title=tab_title(page.title, context))
     if context is None:  # not even the last good model loads: its error is shown, no page runs

@@ -20,6 +20,7 @@ from ui import (
     select_from_customdata,
     state,
 )
+from ui.demo import demo_offer
 from ui.motion import bind_second, bind_views, load_diff, view_controls
 from ui.widgets import head_rows
 
@@ -29,6 +30,7 @@ st.caption(
     "Two models of the same shapes (a base model and its fine-tune, two seeds) matched head by "
     "head: where each head of A went in B. A is the sidebar's model."
 )
+offer = st.container()  # above the controls: the demo's button, or what the demo is
 controls = st.columns([3, 3, 3], vertical_alignment="bottom")
 bind_second()
 bind_views()
@@ -48,6 +50,8 @@ second = controls[0].selectbox(
 )
 view, frame = view_controls(controls[1], controls[2])
 jump_toggle()
+with offer:
+    demo_offer("diff", [ctx.spec, second or ""])
 if not second:
     st.info("Choose or type model B above.", icon=":material/info:")
     links.stop_page()

@@ -98,6 +98,7 @@ figure = cached(
             sweep, view, ctx.color_by, ctx.selected, frame, start, every_path=every
         )
     ),
+    label=f"Drawing {card.total_heads} heads at {len(positions)} positions (one frame each)",
 )
 camera_key = f"motion_camera:{frame}"
 links.bind(links.camera("camera", camera_key))

@@ -24,6 +24,7 @@ from ui import (
     show_figure,
     state,
 )
+from ui.demo import demo_offer
 from ui.loading import load_baseline, models_key
 from ui.motion import (
     MAX_SERIES_CHECKPOINTS,
@@ -42,6 +43,7 @@ st.caption(
     "simplex starts at its Gaussian counterpart (where a randomly initialised head sits) and "
     "goes through every checkpoint; the step slider moves every head in the browser."
 )
+offer = st.container()  # above the box: the demo's button, or what the demo is
 bind_series()
 text = st.text_area(
     "Checkpoints",
@@ -55,9 +57,11 @@ text = st.text_area(
     f"of the folder name or revision. At most {MAX_SERIES_CHECKPOINTS} checkpoints.",
 )
 inputs = series_inputs(text)
+with offer:
+    demo_offer("training", inputs)
 if not inputs:
     st.info(
-        "Give a run directory or a list of checkpoints above (press Ctrl+Enter).",
+        "Give a run directory or a list of checkpoints above (press Ctrl+Enter), or try the demo.",
         icon=":material/info:",
     )
     links.stop_page()
@@ -106,6 +110,7 @@ figure = cached(
             every_path=every,
         )
     ),
+    label=f"Drawing {card.total_heads} heads at {series.n_points} checkpoints (one frame each)",
 )
 steps = series.steps
 camera_key = f"series_camera:{frame}"

@@ -60,15 +60,33 @@ def peek(computation: Computation[R]) -> R | None:
     return gateway().peek(computation, visitor=guard.visitor())
 
 
-def cached(kind: str, key: Hashable, build: Callable[[], T]) -> T:
+def cached(kind: str, key: Hashable, build: Callable[[], T], label: str | None = None) -> T:
     """``build()`` kept process-wide under ``(kind, key)`` in the gateway's cache (bounded in
     bytes, per visitor too; the least recently used dropped first); treat it as read-only.
 
     ``key`` must name every input of ``build``, the weights included: e.g.
     ``cached("simplex", (ctx.model, color_by, selected), lambda: fig)``, where ``ctx.model`` is
     ``(spec, fingerprint, RoPE position)``; other models by :func:`ui.loading.models_key`.
+    ``label``: what building it does (a figure of every head at every point: seconds), shown
+    as one line while it is built, never when it is kept.
     """
+    if label is not None:
+        build = _saying(label, build)
     return gateway().cached((kind, key), build, visitor=guard.visitor())
+
+
+def _saying(label: str, build: Callable[[], T]) -> Callable[[], T]:
+    """``build``, under one caption line ``label …`` while it runs."""
+
+    def building() -> T:
+        line = st.empty()
+        line.caption(f"{label} …")
+        try:
+            return build()
+        finally:
+            line.empty()
+
+    return building
 
 
 def in_server(budget: str, build: Callable[[], T]) -> T:

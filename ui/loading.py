@@ -106,7 +106,8 @@ def load_analysis(
     request = Analysis(located_model(spec), dashboard_options(rope_position, spectra))
     analysis = peek(request)
     if analysis is None:
-        with ProgressBar(guard.shown(spec), where, quiet=quiet) as bar:
+        what = "Computing the spectra of" if tuple(spectra) else "Analysing the heads of"
+        with ProgressBar(f"{what} {guard.shown(spec)}", where, quiet=quiet) as bar:
             analysis = run(request, bar)
     card = analysis.card
     state.remember_model(spec, card.n_layers, card.n_heads)

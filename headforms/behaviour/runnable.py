@@ -320,6 +320,8 @@ def _load_directory(located: Located, say: Progress) -> Runnable:
 
 
 CAUSAL_LM_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+LOAD_POLL_S = 0.25
+"""Seconds between a waiting thread's relays of the load it waits for."""
 """Endings of the ``architectures`` a config.json names for a causal language model."""
 
 
@@ -415,6 +417,8 @@ class LoadedModels:
         )
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
+        self._said: dict[str, str] = {}
+        """What each load running now last said (relayed to the threads waiting for it)."""
 
     def get(
         self, located: Located, progress: Progress | None = None, budget: int | None = None
@@ -428,17 +432,40 @@ class LoadedModels:
         with self._lock:
             gate = self._loading.setdefault(key, threading.Lock())
         try:
-            with gate:
+            self._enter(gate, key, progress)
+            try:
                 hit = self._items.get(key)
                 if hit is not None:
                     return hit
-                model = load(located, progress)
+                model = load(located, self._reporting(key, progress))
                 self._items.max_bytes = budget if budget is not None else settings().models_memory
                 self._items.put(key, model)
                 return model
+            finally:
+                gate.release()
         finally:
             with self._lock:
                 self._loading.pop(key, None)
+                self._said.pop(key, None)
+
+    def _enter(self, gate: threading.Lock, key: str, progress: Progress | None) -> None:
+        """Take ``gate``; while another thread loads the model, relay what that load says
+        (a page's forward pass waiting for the load its page started early says what is
+        being done, not nothing)."""
+        while not gate.acquire(timeout=LOAD_POLL_S):
+            said = self._said.get(key)
+            if progress is not None and said is not None:
+                progress(said)
+
+    def _reporting(self, key: str, progress: Progress | None) -> Progress:
+        """``progress``, also kept as the load's last message for threads waiting on it."""
+
+        def say(message: str) -> None:
+            self._said[key] = message
+            if progress is not None:
+                progress(message)
+
+        return say
 
     def nbytes(self) -> int:
         """Bytes of the models kept now."""

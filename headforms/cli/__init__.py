@@ -1,7 +1,7 @@
 """Command line: ``headforms analyze MODEL`` (``--rope-positions A:B``: every position at once),
 ``models [FILE]``, ``survey MODEL...``, ``trajectory CHECKPOINT...``, ``diff A B``, ``serve``,
 ``attention MODEL``, ``behaviour MODEL``, ``intervene MODEL --edit EDIT``,
-``export MODEL --html FILE``; also
+``export MODEL --html FILE``, ``demo``; also
 ``python -m headforms ...``.
 
 One module per family of commands, each with ``add_parsers(sub)``; the flags they share are
@@ -18,10 +18,10 @@ from typing import Any
 
 from ..errors import HeadformsError
 from ..settings import settings
-from . import analyze, behaviour, export, intervene, motion, serve, survey
+from . import analyze, behaviour, demo, export, intervene, motion, serve, survey
 from .common import write_table
 
-COMMANDS = (analyze, serve, survey, behaviour, intervene, motion, export)
+COMMANDS = (analyze, serve, survey, behaviour, intervene, motion, export, demo)
 """The modules of the subcommands, in the order ``--help`` lists them."""
 
 

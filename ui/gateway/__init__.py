@@ -39,7 +39,14 @@ from .base import POLL_S, Abandoned, Gateway, Job
 from .cache import ResultCache
 from .computation import Check, Computation, Progress
 from .hosted import HostedGateway
-from .kinds import Analysis, GaussianBaseline, ProbeScores, PromptAttention, RopeSweep
+from .kinds import (
+    Analysis,
+    DemoBuild,
+    GaussianBaseline,
+    ProbeScores,
+    PromptAttention,
+    RopeSweep,
+)
 from .local import LocalGateway
 
 __all__ = [
@@ -48,6 +55,7 @@ __all__ = [
     "Analysis",
     "Check",
     "Computation",
+    "DemoBuild",
     "GaussianBaseline",
     "Gateway",
     "HostedGateway",

@@ -4,7 +4,8 @@
 - :class:`GaussianBaseline`: the Gaussian baseline of a model's shapes;
 - :class:`RopeSweep`: every head of a located model at every RoPE position of a range;
 - :class:`PromptAttention`: a forward pass's attention patterns on a prompt;
-- :class:`ProbeScores`: a forward pass's head-type scores on the repeated-token probe.
+- :class:`ProbeScores`: a forward pass's head-type scores on the repeated-token probe;
+- :class:`DemoBuild`: the demo training run and model pair, built once.
 
 Each says what it is by content (:attr:`~ui.gateway.computation.Computation.key`), how to
 compute it here (``local``: the library) and in a hosted server (``hosted``: the public
@@ -23,6 +24,7 @@ from headforms import hosted
 from headforms.baseline import baseline_key, gaussian_baseline, stored_baseline
 from headforms.behaviour import attention, cache, head_type_scores, runnable
 from headforms.behaviour.limits import check_probe, check_prompt
+from headforms.demo import DEMO_SEED, DEMO_VERSION, build_demo, built_demo
 from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from headforms.architectures import Shapes
     from headforms.baseline import Baseline
     from headforms.behaviour import AttentionPattern, HeadTypeScores
+    from headforms.demo import Demo
     from headforms.options import AnalysisOptions, SweepOptions
     from headforms.sources import Located
     from headforms.sweeps import PositionSweep
@@ -125,6 +128,7 @@ class _ForwardPass:
     the fingerprint of what a pass depends on (weights and tokenizer files)."""
 
     located: Located
+    first_message = "waiting for the model to load"
 
     @cached_property
     def model_fingerprint(self) -> str:
@@ -218,3 +222,30 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
         return hosted.forward_pass(  # type: ignore[return-value]
             self.located, probe=probe, progress=progress, check=check, visitor=visitor
         )
+
+
+@dataclass(frozen=True)
+class DemoBuild(Computation["Demo"]):
+    """The demo training run and model pair (:mod:`headforms.demo`): read when built, else
+    built once (under its lock: one build per server and cache, whoever asks); in hosted mode
+    at the first visitor's turn, charged as one new analysis, the seed fixed by the page."""
+
+    seed: int = DEMO_SEED
+    first_message = "starting the demo's build"
+
+    @property
+    def key(self) -> tuple:
+        return ("demo", DEMO_VERSION, self.seed)
+
+    def stored(self) -> Demo | None:
+        return built_demo(self.seed)
+
+    def in_store(self) -> bool:
+        return built_demo(self.seed) is not None
+
+    def local(self, progress: Progress) -> Demo:
+        return build_demo(self.seed, progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> Demo:
+        build = lambda: build_demo(self.seed, progress)  # noqa: E731
+        return hosted.in_server("analyses", build, visitor=visitor, check=check)

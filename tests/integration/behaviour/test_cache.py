@@ -122,3 +122,37 @@ def test_loaded_models_are_an_lru_bounded_by_bytes(tmp_path: Path) -> None:
     # a model larger than the budget is kept alone
     models.get(locate(str(directories[0])), budget=1)
     assert models.keys() == [fingerprint(locate(str(directories[0])))]
+
+
+def test_a_wait_for_a_load_started_elsewhere_says_what_that_load_does(
+    checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's forward pass waiting for the load its page started early (no progress of its
+    own) hears that load's steps, not nothing."""
+    import threading
+    from types import SimpleNamespace
+
+    loaded = LoadedModels()
+    located = locate(str(checkpoint))
+    started, finish = threading.Event(), threading.Event()
+
+    def slow_load(located, progress=None):  # noqa: ANN001
+        progress("reading and dequantizing the weights")
+        started.set()
+        finish.wait(10)
+        return SimpleNamespace(nbytes=1)  # what the LRU keeps of a model: its size
+
+    monkeypatch.setattr(runnable, "load", slow_load)
+    early = threading.Thread(target=lambda: loaded.get(located))  # prepare(): no progress
+    early.start()
+    assert started.wait(10)
+    heard: list[str] = []
+
+    def waiting(message: str) -> None:
+        heard.append(message)
+        finish.set()  # heard once: let the load end
+
+    model = loaded.get(located, waiting)
+    early.join(10)
+    assert heard and heard[0] == "reading and dequantizing the weights"
+    assert model is loaded.get(located)  # one load, kept

@@ -1,0 +1,267 @@
+"""The demo models: a tiny training run and a fine-tuned pair that headforms builds itself, so that
+the Training run and Model diff views show something on a fresh install (no bundled model has
+checkpoints, and no two bundled models share their shapes).
+
+What it is, honestly: a tiny llama-family model (:data:`SHAPES`: 2 layers x 4 query heads, 2 kv
+heads, N = 64, n = 16; about 0.1 M parameters), character-level, trained from a seeded random
+initialisation for :data:`TRAIN_STEPS` steps on the shipped text (the Declaration of
+Independence, :mod:`headforms.interventions.text`), saved as a training run's
+``checkpoint-STEP`` folders every :data:`CHECKPOINT_EVERY` steps (step 0 is the initialisation);
+and its last checkpoint fine-tuned :data:`FINETUNE_STEPS` more steps on the text's last quarter
+only (model B of the pair, A being that last checkpoint). It is not a real language model: its
+heads are what a few hundred steps of a toy make of 8 KB of text.
+
+The build is seeded and deterministic (one CPU thread: the same seed gives the same weights on
+one machine, :attr:`Demo.fingerprint`), takes seconds and writes a few MB into the cache
+directory (:func:`demo_directory`), atomically: into a hidden folder renamed into place when
+complete, under a lock, so that a crash leaves no half-written demo and two processes never
+build it twice (:func:`build_demo`; :func:`built_demo` reads a finished one, never builds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import OptionError
+from .store.location import cache_dir
+from .store.locks import key_lock
+
+if TYPE_CHECKING:
+    import torch
+
+Progress = Callable[[int, int, str], None]
+"""``progress(done, total, message)``, as the engine reports."""
+
+DEMO_VERSION = 1
+"""Bumped when the recipe below changes (a new folder; the old one is left alone)."""
+DEMO_SEED = 0
+TRAIN_STEPS = 200
+CHECKPOINT_EVERY = 25
+FINETUNE_STEPS = 50
+BATCH, CONTEXT = 8, 48
+"""Sequences per step and characters per sequence."""
+LEARNING_RATE = 3e-3
+SHAPES = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 128,
+}
+"""The tiny llama's shapes (its config besides the vocabulary)."""
+MAX_SEED = 2**31 - 1
+MANIFEST = "demo.json"
+"""Written last in a build: a demo folder with it is complete."""
+
+RUN_DESCRIPTION = (
+    f"a tiny llama-family model (2 layers x 4 heads, N = 64) trained by headforms for "
+    f"{TRAIN_STEPS} steps on the shipped text (the Declaration of Independence, characters), "
+    f"a checkpoint every {CHECKPOINT_EVERY} steps"
+)
+PAIR_DESCRIPTION = (
+    f"A is its last checkpoint, B that checkpoint fine-tuned {FINETUNE_STEPS} more steps on the "
+    "text's last quarter"
+)
+DESCRIPTION = f"{RUN_DESCRIPTION}; {PAIR_DESCRIPTION}. A toy, not a real model"
+"""What the demo is, in one line (the command line and the dashboard say it)."""
+
+
+@dataclass(frozen=True)
+class Demo:
+    """A built demo: its folders, its steps and the fingerprint of its weights."""
+
+    directory: Path
+    seed: int
+    steps: tuple[int, ...]
+    fingerprint: str
+    """SHA-256 over every weight file, in order (the same seed: the same fingerprint)."""
+
+    @property
+    def run(self) -> Path:
+        """The training run: a directory of ``checkpoint-STEP`` folders."""
+        return self.directory / "run"
+
+    @property
+    def base(self) -> Path:
+        """Model A of the pair: the run's last checkpoint."""
+        return self.checkpoint(self.steps[-1])
+
+    @property
+    def finetuned(self) -> Path:
+        """Model B of the pair: A fine-tuned on the text's last quarter."""
+        return self.directory / "finetuned"
+
+    def checkpoint(self, step: int) -> Path:
+        """The folder of the checkpoint at ``step``."""
+        return self.run / f"checkpoint-{step}"
+
+    def weight_files(self) -> list[Path]:
+        """Every weight file of the demo, checkpoints in step order, then B."""
+        folders = [self.checkpoint(step) for step in self.steps] + [self.finetuned]
+        return [folder / "model.safetensors" for folder in folders]
+
+
+def check_seed(seed: object) -> int:
+    """A demo seed (a whole number from 0 to :data:`MAX_SEED`), or a one-line error."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise OptionError(f"demo seed {seed!r}: a whole number from 0 to {MAX_SEED}")
+    return seed
+
+
+def demo_directory(seed: int = DEMO_SEED) -> Path:
+    """Where the demo of ``seed`` lives: ``<cache>/demo/v<version>-seed<seed>``."""
+    return cache_dir() / "demo" / f"v{DEMO_VERSION}-seed{check_seed(seed)}"
+
+
+def built_demo(seed: int = DEMO_SEED) -> Demo | None:
+    """The demo of ``seed`` if it is built (its manifest written last), else None; builds
+    nothing."""
+    directory = demo_directory(seed)
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        return Demo(directory, seed, tuple(manifest["steps"]), str(manifest["fingerprint"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def build_demo(seed: int = DEMO_SEED, progress: Progress | None = None) -> Demo:
+    """The demo of ``seed``: the one built before, else built now (module doc), once across
+    threads and processes; ``progress`` says what it is doing."""
+    directory = demo_directory(seed)
+    found = built_demo(seed)
+    if found is not None:
+        return found
+    with key_lock(f"demo-v{DEMO_VERSION}-seed{seed}"):
+        found = built_demo(seed)  # built by another while this one waited
+        if found is not None:
+            return found
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(directory, ignore_errors=True)  # an incomplete one (no manifest)
+        building = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}."))
+        try:
+            steps, fingerprint = _build(building, seed, progress or _quiet)
+            manifest = {
+                "version": DEMO_VERSION,
+                "seed": seed,
+                "steps": list(steps),
+                "fingerprint": fingerprint,
+                "what": DESCRIPTION,
+            }
+            (building / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+            os.chmod(building, 0o755)  # mkdtemp makes it private
+            os.replace(building, directory)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+    return Demo(directory, seed, steps, fingerprint)
+
+
+def _quiet(done: int, total: int, message: str) -> None:
+    """No progress shown."""
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """torch on one thread while the demo trains (the same sums in the same order: the same
+    weights for a seed), restored afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _build(directory: Path, seed: int, progress: Progress) -> tuple[tuple[int, ...], str]:
+    """Train and save the demo into ``directory``: its steps and weights' fingerprint."""
+    total = TRAIN_STEPS + FINETUNE_STEPS
+    progress(0, total, "loading torch and transformers")
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from .interventions.text import DEFAULT_TEXT
+
+    tokenizer = _tokenizer(DEFAULT_TEXT)
+    ids = torch.tensor(tokenizer.encode(DEFAULT_TEXT), dtype=torch.long)
+    with _one_thread():
+        torch.manual_seed(seed)
+        config = LlamaConfig(vocab_size=len(tokenizer), tie_word_embeddings=False, **SHAPES)
+        model = LlamaForCausalLM(config).float()
+        batches = torch.Generator().manual_seed(seed)
+        optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+        steps: list[int] = []
+        for step in range(TRAIN_STEPS + 1):
+            if step % CHECKPOINT_EVERY == 0:
+                steps.append(step)
+                _save(model, tokenizer, directory / "run" / f"checkpoint-{step}")
+            if step < TRAIN_STEPS:
+                _train_step(model, optimiser, ids, batches)
+                if step % 5 == 4:
+                    progress(step + 1, total, f"training step {step + 1}/{TRAIN_STEPS}")
+        tail = ids[len(ids) * 3 // 4 :]
+        optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+        for step in range(FINETUNE_STEPS):
+            _train_step(model, optimiser, tail, batches)
+            if step % 5 == 4:
+                message = f"fine-tuning B, step {step + 1}/{FINETUNE_STEPS}"
+                progress(TRAIN_STEPS + step + 1, total, message)
+        _save(model, tokenizer, directory / "finetuned")
+    demo = Demo(directory, seed, tuple(steps), "")
+    return tuple(steps), weights_fingerprint(demo.weight_files())
+
+
+def _train_step(model: Any, optimiser: Any, ids: torch.Tensor, batches: torch.Generator) -> None:
+    """One step of next-character prediction on :data:`BATCH` random windows of ``ids``."""
+    import torch
+
+    starts = torch.randint(0, len(ids) - CONTEXT, (BATCH,), generator=batches)
+    windows = torch.stack([ids[s : s + CONTEXT] for s in starts.tolist()])
+    loss = model(input_ids=windows, labels=windows).loss  # shifted inside: the next character
+    optimiser.zero_grad()
+    loss.backward()
+    optimiser.step()
+
+
+def _save(model: Any, tokenizer: Any, folder: Path) -> None:
+    """A checkpoint folder as transformers saves one: config, safetensors (float32, the
+    metadata transformers reads), tokenizer."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model.config.save_pretrained(folder)
+    tensors = {name: value.detach().contiguous() for name, value in model.state_dict().items()}
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    tokenizer.save_pretrained(folder)
+
+
+def _tokenizer(text: str) -> Any:
+    """A character-level tokenizer of ``text``'s characters (a BPE without merges), with an
+    unknown token for any other character, so that the demo runs on any prompt."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, **{c: i + 1 for i, c in enumerate(sorted(set(text)))}}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+
+
+def weights_fingerprint(files: list[Path]) -> str:
+    """SHA-256 over ``files``' bytes, in order."""
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(2**20), b""):
+                digest.update(block)
+    return digest.hexdigest()

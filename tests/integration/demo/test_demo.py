@@ -1,0 +1,116 @@
+"""The demo (headforms.demo) built for real: a training run of checkpoint folders of one tiny
+llama's shapes whose heads change over training, a pair of the same shapes that differ, the same
+weights for the same seed (a second build in another cache, two threads building at once: one
+build), and nothing left behind by a build that fails."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+
+import headforms.demo as demo_module
+from headforms.analyses.motion import moved_most
+from headforms.demo import (
+    CHECKPOINT_EVERY,
+    SHAPES,
+    TRAIN_STEPS,
+    Demo,
+    build_demo,
+    built_demo,
+    demo_directory,
+    weights_fingerprint,
+)
+from headforms.diff import diff
+from headforms.errors import OptionError
+from headforms.series import open_series, trajectory
+
+N, HEADS, KV = SHAPES["hidden_size"], SHAPES["num_attention_heads"], SHAPES["num_key_value_heads"]
+HEAD_DIM = N // HEADS
+
+
+@pytest.fixture(scope="module")
+def demo() -> Demo:
+    return build_demo()
+
+
+def test_the_run_is_checkpoint_folders_of_one_tiny_llama(demo: Demo) -> None:
+    assert demo.steps == tuple(range(0, TRAIN_STEPS + 1, CHECKPOINT_EVERY))
+    found = open_series([str(demo.run)])
+    assert [c.step for c in found] == list(demo.steps)
+    for folder in [demo.checkpoint(step) for step in demo.steps] + [demo.finetuned]:
+        config = json.loads((folder / "config.json").read_text())
+        assert config["model_type"] == "llama"
+        assert (config["num_hidden_layers"], config["num_attention_heads"]) == (2, HEADS)
+        assert (config["num_key_value_heads"], config["hidden_size"]) == (KV, N)
+        assert (folder / "tokenizer.json").is_file()
+        with safe_open(folder / "model.safetensors", "pt") as weights:
+            for layer in range(2):
+                prefix = f"model.layers.{layer}.self_attn"
+                assert tuple(weights.get_slice(f"{prefix}.q_proj.weight").get_shape()) == (N, N)
+                kv_shape = (KV * HEAD_DIM, N)
+                assert tuple(weights.get_slice(f"{prefix}.k_proj.weight").get_shape()) == kv_shape
+    assert built_demo() == demo
+    assert demo.fingerprint == weights_fingerprint(demo.weight_files())
+    assert not [p for p in demo.directory.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_training_changes_the_heads_and_the_pair_differs(demo: Demo) -> None:
+    run = trajectory(str(demo.run))
+    assert run.steps == demo.steps and run.card.total_heads == 2 * HEADS
+    moved = moved_most(run, 2 * HEADS)
+    assert moved["distance"].max() > 0.05  # from the initialisation to step 200
+    pair = diff(str(demo.base), str(demo.finetuned))
+    table = pair.table()
+    assert len(table) == 2 * HEADS and table["distance"].max() > 0.01
+    first = run.analyses[-1].columns["a"]
+    assert np.array_equal(np.asarray(first), np.asarray(pair.analyses[0].columns["a"]))
+
+
+def test_the_same_seed_builds_the_same_weights_once(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path))
+    builds: list[int] = []
+    real = demo_module._build
+
+    def counted(directory: Path, seed: int, progress):  # noqa: ANN001
+        builds.append(seed)
+        return real(directory, seed, progress)
+
+    monkeypatch.setattr(demo_module, "_build", counted)
+    results: list[Demo] = []
+    threads = [threading.Thread(target=lambda: results.append(build_demo())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert builds == [0]  # two at once: one build, the other waits for it
+    assert {r.fingerprint for r in results} == {demo.fingerprint}
+    assert results[0].directory == demo_directory() != demo.directory
+
+
+def test_a_failed_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path))
+    calls: list[int] = []
+
+    def failing(*args: object) -> None:
+        calls.append(1)
+        if len(calls) > 3:
+            raise RuntimeError("the machine stopped")
+
+    monkeypatch.setattr(demo_module, "_train_step", failing)
+    with pytest.raises(RuntimeError):
+        build_demo(seed=7)
+    assert built_demo(seed=7) is None
+    assert list((tmp_path / "demo").iterdir()) == []  # no half-written demo, no hidden folder
+
+
+def test_seeds_are_checked() -> None:
+    for bad in (-1, 2**31, 1.5, "0", True):
+        with pytest.raises(OptionError):
+            demo_directory(bad)  # type: ignore[arg-type]
