@@ -20,7 +20,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HOST=0.0.0.0 \
     PORT=8501 \
     HEADFORMS_HOSTED=1 \
-    HEADFORMS_MODEL_ROOTS=/models \
+    HEADFORMS_MODEL_ROOTS=/models:/app/cache/demo \
     HEADFORMS_HUB_ALLOWLIST=HuggingFaceTB/SmolLM2-*,openai-community/gpt2,sentence-transformers/all-MiniLM-*,Qwen/Qwen2.5-0.5B* \
     HEADFORMS_MAX_MODEL_BYTES=1073741824
 WORKDIR /app

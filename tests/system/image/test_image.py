@@ -316,7 +316,10 @@ def test_page_and_plotly_js_are_served(app: str) -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("/etc", "/etc is outside the model directories this server allows: /models"),
+        (
+            "/etc",
+            "/etc is outside the model directories this server allows: /models or /app/cache/demo",
+        ),
         ("gpt2", "hub model 'gpt2' is not allowed on this server"),
         ("/models/big", "more than this server's limit of 1 GiB"),
         ("smollm2-135m;id", "the shell metacharacter ';'"),
