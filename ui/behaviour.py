@@ -51,12 +51,7 @@ R = TypeVar("R")
 PROMPT_KEY = "prompt"  # bound by Streamlit: the parameter's name
 PRE_SOFTMAX_KEY = "hf_pre_softmax"
 LAYER_VIEW_KEY = "hf_layer_view"
-SHORT_NAMES = {
-    "previous_token": "previous token",
-    "first_token": "first token",
-    "duplicate_token": "duplicate token",
-    "induction": "induction",
-}
+SHORT_NAMES = figures.SHORT_SCORES
 """Metric labels that fit a quarter of the page at 1280 px."""
 LOGGER = logging.getLogger(__name__)
 PROBE = (DEFAULT_PROBE_LENGTH, DEFAULT_SEED)
