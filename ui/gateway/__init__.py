@@ -6,7 +6,7 @@ when ``HEADFORMS_HOSTED`` is on) and draws progress while it works.
 
 - :mod:`.computation`: :class:`Computation`, what one request says (key, local, hosted, ...).
 - :mod:`.kinds`: the kinds the dashboard asks for (analysis, Gaussian baseline, RoPE sweep,
-  attention pattern of a prompt, head-type scores of a probe).
+  attention pattern of a prompt, head-type scores of a probe, an intervention).
 - :mod:`.base`: :class:`Gateway`: the cache, the job table, the waiting with progress.
 - :mod:`.cache`: :class:`ResultCache`: by content, bounded in bytes in all and per visitor.
 - :mod:`.local`, :mod:`.hosted`: how a job runs on a private server and on a hosted one.
@@ -39,7 +39,14 @@ from .base import POLL_S, Abandoned, Gateway, Job
 from .cache import ResultCache
 from .computation import Check, Computation, Progress
 from .hosted import HostedGateway
-from .kinds import Analysis, GaussianBaseline, ProbeScores, PromptAttention, RopeSweep
+from .kinds import (
+    Analysis,
+    GaussianBaseline,
+    Intervention,
+    ProbeScores,
+    PromptAttention,
+    RopeSweep,
+)
 from .local import LocalGateway
 
 __all__ = [
@@ -51,6 +58,7 @@ __all__ = [
     "GaussianBaseline",
     "Gateway",
     "HostedGateway",
+    "Intervention",
     "Job",
     "LocalGateway",
     "ProbeScores",
