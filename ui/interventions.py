@@ -181,25 +181,21 @@ def edit_head_section(ctx: PageContext, before_profile: dict[str, Any]) -> None:
     row = result.table.iloc[0]
     key = (ctx.spec, result.fingerprint, ctx.layer, ctx.head, edit, *checked)
     measure = result.measure
-    left, right = st.columns([1, 1])
-    with left:
-        show_figure(
-            cached(
-                "edit_controls",
-                key,
-                lambda: figures.controls_figure(
-                    float(row[measure]),
-                    result.controls[measure][0],
-                    measure,
-                    edit,
-                    ctx.label,
-                ),
+    show_figure(
+        cached(
+            "edit_controls",
+            key,
+            lambda: figures.controls_figure(
+                float(row[measure]), result.controls[measure][0], measure, edit, ctx.label
             ),
-            "The edit's measure (diamond) against each matched control's (open circles): a "
-            "random form of the same Frobenius size as the edit's change at every relative "
-            "position d.",
-            key="edit_controls",
-        )
+        ),
+        "The edit's measure (diamond) against each matched control's (open circles, spread "
+        "vertically so that none hides another): a random form of the same Frobenius size as the "
+        "edit's change at every relative position d.",
+        key="edit_controls",
+    )
+    left, right = st.columns(2)
+    with left:
         if np.isfinite(row.get("a_edited", np.nan)):
             after = {c: float(row[f"{c}_edited"]) for c in "abcd"}
             parities = (str(before_profile["parity"]), str(row["parity_edited"]))
@@ -213,6 +209,8 @@ def edit_head_section(ctx: PageContext, before_profile: dict[str, Any]) -> None:
                 "edit; the parity type in the legend.",
                 key="edit_profile",
             )
+        else:
+            st.caption(f"{edit} acts on the head's output: its form, and profile, are kept.")
     with right:
         scores = [c.removesuffix("_before") for c in row.index if c.endswith("_before")]
         if scores and all(np.isfinite(row[f"{s}_before"]) for s in scores):

@@ -97,7 +97,7 @@ MAX_TOKEN_LABELS = 40
 label has a row of about 15 px, so 11 px labels never overlap."""
 
 
-def _tick_labels(tokens: Sequence[str]) -> list[str]:
+def tick_labels(tokens: Sequence[str]) -> list[str]:
     return [f"{token_label(t)} ·{i}" for i, t in enumerate(tokens)]
 
 
@@ -118,7 +118,7 @@ def attention_figure(
     if np.shape(matrix) != (length, length):
         raise FigureInputError(f"a {np.shape(matrix)} matrix for {length} tokens")
     values = _masked(matrix, kind, causal)
-    labels = _tick_labels(tokens)
+    labels = tick_labels(tokens)
     hover = np.empty((length, length, 2), dtype=object)
     hover[:, :, 0] = np.array(labels, dtype=object)[:, None]
     hover[:, :, 1] = np.array(labels, dtype=object)[None, :]

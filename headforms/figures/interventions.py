@@ -9,6 +9,7 @@ head]`` like every clickable head in headforms.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -18,7 +19,13 @@ from plotly.subplots import make_subplots
 
 from ..analyses.behaviour import GEOMETRY_COLUMNS, Correlation
 from ..analyses.interventions import MEASURES
-from .behaviour import SHORT_SCORES, attention_figure, parity_jitter, parity_traces
+from .behaviour import (
+    SHORT_SCORES,
+    attention_figure,
+    parity_jitter,
+    parity_traces,
+    tick_labels,
+)
 from .heatmaps import HeatmapPanel, heatmap_panels_figure, heatmap_range
 from .style import (
     BASELINE_COLOR,
@@ -143,7 +150,7 @@ def controls_figure(
         fig.add_trace(
             go.Scatter(
                 x=values,
-                y=np.zeros(values.size),
+                y=_spread(values.size),
                 mode="markers",
                 marker={"color": BASELINE_COLOR, "size": 10, "symbol": "circle-open"},
                 name=f"matched controls ({values.size})",
@@ -190,6 +197,16 @@ def controls_figure(
     return fig
 
 
+SIDE_BY_SIDE_LABELS = 24
+"""At most this many token labels per axis of each of two panels side by side."""
+
+
+def _spread(count: int) -> np.ndarray:
+    """A fixed vertical spread in [-0.3, 0.3] (golden-ratio steps), so that controls of nearly
+    equal value do not hide one another."""
+    return ((np.arange(count) * 0.6180339887) % 1.0 - 0.5) * 0.6
+
+
 def patterns_figure(
     tokens: Sequence[str],
     before: np.ndarray,
@@ -204,24 +221,33 @@ def patterns_figure(
         for matrix, name in ((before, "before"), (after, "after"))
     ]
     fig = make_subplots(
-        rows=1, cols=2, subplot_titles=["before the edit", "after the edit"], horizontal_spacing=0.1
+        rows=1,
+        cols=2,
+        subplot_titles=["before the edit", "after the edit"],
+        horizontal_spacing=0.04,
     )
+    step = max(1, math.ceil(len(tokens) / SIDE_BY_SIDE_LABELS))
+    labels = tick_labels(tokens)
     for index, panel in enumerate(panels, start=1):
         trace = panel.data[0]
         trace.update(showscale=index == 2, name=f"{title}: {'before' if index == 1 else 'after'}")
         fig.add_trace(trace, row=1, col=index)
         axes = panel.layout
-        fig.update_xaxes(axes.xaxis.to_plotly_json(), row=1, col=index)
+        xaxis = axes.xaxis.to_plotly_json()
         yaxis = axes.yaxis.to_plotly_json()
+        for axis in (xaxis, yaxis):  # half the width each: fewer labels
+            axis["tickvals"] = list(range(0, len(tokens), step))
+            axis["ticktext"] = labels[::step]
         yaxis["scaleanchor"] = "x" if index == 1 else "x2"
-        if index == 2:
-            yaxis["title"] = None
+        if index == 2:  # the same tokens as the left panel's
+            yaxis.update(title=None, showticklabels=False)
+        fig.update_xaxes(xaxis, row=1, col=index)
         fig.update_yaxes(yaxis, row=1, col=index)
     fig.update_layout(
         template=TEMPLATE,
         title={"text": title, "x": 0.0, "xanchor": "left"},
         plot_bgcolor=panels[0].layout.plot_bgcolor,
-        height=min(620, max(420, 6 * len(tokens) + 260)),
+        height=min(760, max(440, 4 * len(tokens) + 320)),
         margin={"l": 10, "r": 10, "t": 90, "b": 10},
         uirevision=UIREVISION,
     )

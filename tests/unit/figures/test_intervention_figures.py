@@ -100,3 +100,12 @@ def test_profile_and_scores_before_and_after() -> None:
     assert list(scores.data[1].y) == [0.2, 0.1]
     with pytest.raises(FigureInputError):
         figures.profile_change_figure({"a": 1.0}, after, ("I+", "I-"))
+
+
+def test_long_texts_label_at_most_24_tokens_per_axis_of_each_panel() -> None:
+    tokens = [f"t{i}" for i in range(128)]
+    matrix = np.tril(np.ones((128, 128))) / np.arange(1, 129)[:, None]
+    fig = figures.patterns_figure(tokens, matrix, matrix, "x", causal=True)
+    for axis in (fig.layout.xaxis, fig.layout.xaxis2, fig.layout.yaxis):
+        assert 16 <= len(axis.ticktext) <= 24 and axis.ticktext[1] == "t6 ·6"
+    assert fig.layout.yaxis2.showticklabels is False
