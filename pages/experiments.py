@@ -27,9 +27,9 @@ MEASURE_KEY = "hf_experiments_measure"
 GEOMETRY_KEY = "hf_experiments_geometry"
 SWEEP_ASKED_KEY = "_hf_experiments_sweep_asked"
 TABLE_ASKED_KEY = "_hf_experiments_table_asked"
+# The whole-model table's rows: every edit of the forms (identity: the machinery's check) and
+# the two reference points.
 WHOLE_MODEL_EDITS = (*FORM_EDITS, "output_zero", "output_mean")
-"""The whole-model table's rows: every edit of the forms (identity: the machinery's check) and
-the two reference points."""
 
 ctx = page_context()
 st.title("Edit the forms")

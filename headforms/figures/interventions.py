@@ -40,6 +40,9 @@ from .style import (
 )
 
 PROFILE = ("a", "b", "c", "d")
+SATURATION_PERCENTILE = 98.0
+"""A sweep heatmap's colour range: this percentile of |value| when the largest is more than
+twice it (one head carrying the model would leave every other cell white)."""
 
 
 def _check(frame: pd.DataFrame, measure: str, column: str | None = None) -> None:
@@ -69,7 +72,15 @@ def sweep_heatmap_figure(
         raise FigureInputError(f"no head has a finite {measure}")
     panel = HeatmapPanel(model, model, model, frame[keep].reset_index(drop=True), values[keep])
     title = f"{MEASURES[measure]} of '{edit}' on each head alone"
-    return heatmap_panels_figure([panel], measure, title, selected, heatmap_range([values], 0.0))
+    low, high = heatmap_range([values], 0.0)
+    robust = float(np.percentile(np.abs(values[keep]), SATURATION_PERCENTILE))
+    if 0.0 < robust < high / 2:  # a few heads far above the rest: saturate them
+        low, high = -robust, robust
+        title += (
+            f"<br><sup>colour saturates at ±{robust:.3g} ({SATURATION_PERCENTILE:g}th percentile "
+            "of |value|); hover for each value</sup>"
+        )
+    return heatmap_panels_figure([panel], measure, title, selected, (low, high))
 
 
 def sweep_scatter_figure(
