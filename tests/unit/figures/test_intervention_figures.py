@@ -39,7 +39,7 @@ def test_the_heatmap_has_a_clickable_cell_per_head_with_a_value() -> None:
     assert "flip" in fig.layout.title.text and "ΔCE" in fig.layout.title.text
     assert [s.name for s in fig.layout.shapes] == ["selected"]
     assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
-    outlier = data.copy()
+    outlier = frame(10, 6)
     outlier.loc[5, "delta_ce"] = 40.0  # one head far above the rest: the scale saturates
     saturated = figures.sweep_heatmap_figure(outlier, "m", "flip")
     want = np.percentile(np.abs(outlier["delta_ce"].dropna()), figures.SATURATION_PERCENTILE)
