@@ -77,8 +77,8 @@ def sweep_heatmap_figure(
     if 0.0 < robust < high / 2:  # a few heads far above the rest: saturate them
         low, high = -robust, robust
         title += (
-            f"<br><sup>colour saturates at ±{robust:.3g} ({SATURATION_PERCENTILE:g}th percentile "
-            "of |value|); hover for each value</sup>"
+            f"<br><sup>colour saturates at ±{robust:.3g} ({SATURATION_PERCENTILE:g}th "
+            "percentile); hover: each value</sup>"
         )
     return heatmap_panels_figure([panel], measure, title, selected, (low, high))
 
