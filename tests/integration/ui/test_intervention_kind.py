@@ -37,8 +37,15 @@ def test_the_kind_gives_the_librarys_result_kept_by_content(
     request = request_of("flip", heads="1.2", controls=2, seed=3, probe=True)
     gateway = LocalGateway()
     seen: list[tuple[int, int, str]] = []
-    result = gateway.run(Intervention(located, request), lambda *p: seen.append(p))
-    assert seen and seen[-1][0] == seen[-1][1]  # the passes' progress reached the caller
+    real = kinds.intervention
+
+    def spied(*args, progress, **kwargs):  # the library's progress, as the kind hands it on
+        return real(*args, progress=lambda *p: seen.append(p) or progress(*p), **kwargs)
+
+    monkeypatch.setattr(kinds, "intervention", spied)
+    result = gateway.run(Intervention(located, request), lambda *p: None)
+    assert seen and seen[-1][0] == seen[-1][1] == request.passes(1)  # every pass reported
+    monkeypatch.setattr(kinds, "intervention", real)
     want = intervention(str(model_dir), request, use_cache=False)
     np.testing.assert_allclose(result.table["delta_ce"], want.table["delta_ce"], atol=1e-9)
     np.testing.assert_allclose(result.controls["delta_ce"], want.controls["delta_ce"], atol=1e-9)
