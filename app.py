@@ -64,6 +64,9 @@ def main() -> None:
             st.Page("pages/pairing.py", title="Pairing", icon=":material/compare_arrows:"),
             st.Page("pages/compare.py", title="Compare", icon=":material/stacked_bar_chart:"),
         ],
+        "Experiments": [
+            st.Page("pages/experiments.py", title="Edit the forms", icon=":material/science:"),
+        ],
     }
 
     page = st.navigation(pages)

@@ -58,6 +58,7 @@ PROMPT_CHARACTERS_ENV = "HEADFORMS_PROMPT_CHARACTERS"
 PROMPT_TOKENS_ENV = "HEADFORMS_PROMPT_TOKENS"
 MODELS_MEMORY_ENV = "HEADFORMS_MODELS_MEMORY"
 VISITOR_FORWARD_PASSES_ENV = "HEADFORMS_VISITOR_FORWARD_PASSES"
+INTERVENTION_PASSES_ENV = "HEADFORMS_INTERVENTION_PASSES"
 MODEL_IDLE_ENV = "HEADFORMS_MODEL_IDLE_SECONDS"
 
 DEFAULT_MAX_BYTES = 2 * 2**30
@@ -100,6 +101,7 @@ DEFAULT_MODELS_MEMORY = 2 * 2**30
 """Bytes of loaded models kept between forward passes (the three bundled models' float32
 weights together take 1.7 GB); in hosted mode, of the model workers kept (their estimates)."""
 DEFAULT_VISITOR_FORWARD_PASSES = 60
+DEFAULT_INTERVENTION_PASSES = 1024
 """New forward passes (prompts or probes not yet computed) one visitor may start per window."""
 DEFAULT_MODEL_IDLE_SECONDS = 300.0
 """Seconds a hosted model worker is kept with nothing to do before it is stopped."""

@@ -38,7 +38,7 @@ from headforms.settings import PROMPT_CHARACTERS_ENV, settings
 from headforms.sources import Located
 
 from . import guard, links, state
-from .compute import ProgressLine, cached, gateway, later, peek, run
+from .compute import ProgressBar, ProgressLine, cached, gateway, later, peek, run
 from .gateway import Computation, ProbeScores, PromptAttention
 from .loading import located_model
 from .widgets import show_figure
@@ -51,12 +51,7 @@ R = TypeVar("R")
 PROMPT_KEY = "prompt"  # bound by Streamlit: the parameter's name
 PRE_SOFTMAX_KEY = "hf_pre_softmax"
 LAYER_VIEW_KEY = "hf_layer_view"
-SHORT_NAMES = {
-    "previous_token": "previous token",
-    "first_token": "first token",
-    "duplicate_token": "duplicate token",
-    "induction": "induction",
-}
+SHORT_NAMES = figures.SHORT_SCORES
 """Metric labels that fit a quarter of the page at 1280 px."""
 LOGGER = logging.getLogger(__name__)
 PROBE = (DEFAULT_PROBE_LENGTH, DEFAULT_SEED)
@@ -70,19 +65,28 @@ def runnable_model(spec: str) -> Located:
     return locate_runnable(located_model(spec))
 
 
-def _forward(
-    spec: str, label: str, request_of: Callable[[Located], Computation[R]], where: Any
+def forward(
+    spec: str,
+    label: str,
+    request_of: Callable[[Located], Computation[R]],
+    where: Any = None,
+    bar: bool = False,
 ) -> tuple[Computation[R], R] | None:
     """The request ``request_of`` makes of ``spec``'s runnable model and its result (kept, or
-    computed under a progress line in ``where``); None after one line saying why not."""
+    computed under a progress line in ``where``, with a progress bar while it runs when
+    ``bar``: a long computation); None after one line saying why not."""
     line = ProgressLine(label, where)
     try:
         request = request_of(runnable_model(spec))
         found = peek(request)
         if found is not None:
             return request, found
-        line.show()
-        value = run(request, line)
+        if bar:
+            with ProgressBar(label, where) as progress:
+                value = run(request, progress)
+        else:
+            line.show()
+            value = run(request, line)
     except HeadformsError as error:
         line.info(guard.public_message(str(error)))
         return None
@@ -99,7 +103,7 @@ def _forward(
 def _pattern(
     spec: str, prompt: str, where: Any = None
 ) -> tuple[Computation[AttentionPattern], AttentionPattern] | None:
-    return _forward(
+    return forward(
         spec,
         f"Running {guard.plain(spec)} on the prompt",
         lambda located: PromptAttention(located, prompt),
@@ -115,7 +119,7 @@ def attention_pattern(spec: str, prompt: str, where: Any = None) -> AttentionPat
 
 def head_scores(spec: str, where: Any = None) -> HeadTypeScores | None:
     """Every head's head-type scores on the default probe (None after one line saying why)."""
-    found = _forward(
+    found = forward(
         spec,
         f"Scoring every head of {guard.plain(spec)} on the repeated-token probe",
         lambda located: ProbeScores(located, *PROBE),

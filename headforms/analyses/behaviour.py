@@ -42,15 +42,22 @@ BOOTSTRAP_SAMPLES = 2000
 CONFIDENCE = 0.95
 
 
-def behaviour_frame(heads: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per head (layer-major): ``layer, head, parity``, every geometric column and every
-    score present in ``scores`` (joined on layer and head)."""
+def geometry_frame(heads: pd.DataFrame) -> pd.DataFrame:
+    """One row per head of the per-head table: ``layer, head, parity`` and every column of
+    :data:`GEOMETRY_COLUMNS` (the one place they are derived)."""
     frame = heads[["layer", "head", "parity", "a", "c", "d", "pairing", "energy"]].copy()
     frame = frame.reset_index(drop=True)
     frame["c_minus_d"] = frame["c"] - frame["d"]
     _, distance, _ = theta_projection(heads[["a", "b", "c", "d"]].to_numpy(dtype=float))
     frame["theta_distance"] = distance
     frame["parity_rank"] = frame["parity"].map(PARITY_RANK).astype(float)
+    return frame
+
+
+def behaviour_frame(heads: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per head (layer-major): ``layer, head, parity``, every geometric column and every
+    score present in ``scores`` (joined on layer and head)."""
+    frame = geometry_frame(heads)
     wanted = ["layer", "head", *(c for c in BEHAVIOUR_COLUMNS if c in scores.columns)]
     joined = frame.merge(scores[wanted], on=["layer", "head"], how="left", validate="one_to_one")
     return joined.sort_values(["layer", "head"], ignore_index=True)

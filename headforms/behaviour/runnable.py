@@ -170,7 +170,7 @@ ATTENTION_BYTES_PER_WEIGHT = 24
 tensors and numpy copies, and the softmax's temporaries."""
 
 
-def _config_layers_heads(config: dict[str, Any] | None) -> tuple[Any, Any]:
+def config_layers_heads(config: dict[str, Any] | None) -> tuple[Any, Any]:
     """(layers, query heads) as a config.json declares them (a composite's text config)."""
     config = config or {}
     config = config.get("text_config", config)
@@ -220,7 +220,7 @@ def declared_size(located: Located) -> tuple[int, int, int] | None:
         if params is None and located.format == "bin" and located.weight_bytes:
             params = located.weight_bytes // 2  # at worst float16 on disk
         transient = 4 * (params or 0)
-        layers, heads = _config_layers_heads(located.config)
+        layers, heads = config_layers_heads(located.config)
     if params is None or not all(isinstance(v, int) and v > 0 for v in (layers, heads)):
         return None
     return params, transient, layers * heads

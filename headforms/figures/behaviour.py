@@ -46,6 +46,13 @@ WEIGHTS_SCALE: list[list] = [
 MASKED_COLOR = "#e3e3e3"
 """Background of cells a query cannot see (the causal triangle)."""
 KINDS = {"weights": "attention weight", "scores": "pre-softmax score"}
+SHORT_SCORES = {
+    "previous_token": "previous token",
+    "first_token": "first token",
+    "duplicate_token": "duplicate token",
+    "induction": "induction",
+}
+"""Head-type scores by column: short labels (a quarter of the page at 1280 px)."""
 
 
 def token_label(text: str) -> str:
@@ -90,7 +97,7 @@ MAX_TOKEN_LABELS = 40
 label has a row of about 15 px, so 11 px labels never overlap."""
 
 
-def _tick_labels(tokens: Sequence[str]) -> list[str]:
+def tick_labels(tokens: Sequence[str]) -> list[str]:
     return [f"{token_label(t)} ·{i}" for i, t in enumerate(tokens)]
 
 
@@ -111,7 +118,7 @@ def attention_figure(
     if np.shape(matrix) != (length, length):
         raise FigureInputError(f"a {np.shape(matrix)} matrix for {length} tokens")
     values = _masked(matrix, kind, causal)
-    labels = _tick_labels(tokens)
+    labels = tick_labels(tokens)
     hover = np.empty((length, length, 2), dtype=object)
     hover[:, :, 0] = np.array(labels, dtype=object)[:, None]
     hover[:, :, 1] = np.array(labels, dtype=object)[None, :]
@@ -227,7 +234,7 @@ def layer_attention_figure(
     return fig
 
 
-def _jitter(frame: pd.DataFrame) -> np.ndarray:
+def parity_jitter(frame: pd.DataFrame) -> np.ndarray:
     """A deterministic spread of ±0.18 per head, so heads of one parity do not overlap."""
     key = (
         frame["layer"].to_numpy().astype(int) * 7919 + frame["head"].to_numpy().astype(int) * 104729
@@ -249,7 +256,7 @@ def _check_columns(frame: pd.DataFrame, geometry: str, score: str) -> None:
         raise FigureInputError("the frame lacks " + ", ".join(sorted(missing)))
 
 
-def _parity_traces(
+def parity_traces(
     frame: pd.DataFrame, x: np.ndarray, y: np.ndarray, model: str, columns: list[str]
 ) -> list[go.Scatter]:
     """One clickable trace of head markers per parity type, in the parity colours."""
@@ -302,9 +309,9 @@ def geometry_behaviour_figure(
     _check_columns(frame, geometry, score)
     x = frame[geometry].to_numpy(dtype=float)
     if geometry == "parity_rank":
-        x = x + _jitter(frame)
+        x = x + parity_jitter(frame)
     y = frame[score].to_numpy(dtype=float)
-    fig = go.Figure(_parity_traces(frame, x, y, model, [geometry, score]))
+    fig = go.Figure(parity_traces(frame, x, y, model, [geometry, score]))
     found = selected_row({model: frame}, selected, [geometry, score])
     if found is not None:
         row, name = found

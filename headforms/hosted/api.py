@@ -29,13 +29,22 @@ from .model_facts import KnownModels
 from .model_workers import ModelWorkers
 from .policy import Policy
 from .slots import Slots
-from .tasks import AnalysisTask, AttentionTask, BaselineTask, ForwardTask, HeadScoresTask, SweepTask
+from .tasks import (
+    AnalysisTask,
+    AttentionTask,
+    BaselineTask,
+    ForwardTask,
+    HeadScoresTask,
+    InterventionTask,
+    SweepTask,
+)
 from .visitors import LOCAL
 
 if TYPE_CHECKING:
     from ..architectures import Shapes
     from ..baseline import Baseline
     from ..behaviour import AttentionPattern, HeadTypeScores
+    from ..interventions import InterventionRequest, InterventionResult
     from ..model_analysis import ModelAnalysis
     from ..options import AnalysisOptions, SweepOptions
     from ..sources import Located, Spec
@@ -271,15 +280,15 @@ def forward_task(
     if hit is None:
         limits = limits or Limits.from_env()
         facts = hosting.known.facts(located, model_fingerprint, settings().prompt_tokens)
-        need = facts.memory
+        need = task.memory(facts)
         if need is None or need > limits.memory:
             size = f"an estimated {human_bytes(need)} of" if need else "an unknown amount of"
             raise LimitError(
-                f"{located.spec} is too large to run on this server: a forward pass needs {size} "
+                f"{located.spec} is too large to run on this server: {task.what} needs {size} "
                 f"memory, more than its limit of {human_bytes(limits.memory)} per analysis "
                 f"({MEMORY_ENV}); the geometry views still work"
             )
-        task.check(facts)
+        task.check(facts, limits)
         flight = hosting.flights.run(
             (task.kind, key),
             task.label(),
@@ -290,10 +299,39 @@ def forward_task(
             visitor,
             budget="forward_passes",
             model=(model_fingerprint, need),
+            cost=task.cost(facts),
         )
         hit = result(flight, stored)
     hit.model = located.spec
     return hit
+
+
+def intervention(
+    spec: str | Spec | Located,
+    request: InterventionRequest,
+    progress: Progress | None = None,
+    *,
+    visitor: str = LOCAL,
+    check: Callable[[], None] | None = None,
+    limits: Limits | None = None,
+    policy: Policy | None = None,
+) -> InterventionResult:
+    """:func:`headforms.interventions.intervention` of ``request`` as :func:`forward_task` runs
+    it: in the model's worker, charged one of the visitor's forward passes per
+    :data:`.tasks.PASSES_PER_CHARGE` sequence passes, refused at no charge before any worker
+    when its passes, tokens or estimated memory pass the server's limits (``progress``,
+    ``visitor``, ``check``, ``limits`` as for :func:`forward_pass`)."""
+    from ..behaviour.run import locate_runnable
+    from ..behaviour.runnable import config_layers_heads
+
+    request = request.checked()
+    limits = limits or Limits.from_env()
+    located = locate_runnable(spec, policy or Policy.from_limits(limits), what="interventions")
+    layers, heads = config_layers_heads(located.config)
+    if isinstance(layers, int) and isinstance(heads, int):
+        request.scope.check_shape(layers, heads, located.display_name)
+    task = InterventionTask(located, request.as_dict())
+    return forward_task(task, progress, visitor=visitor, check=check, limits=limits)
 
 
 def in_server(

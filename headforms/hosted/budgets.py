@@ -45,38 +45,54 @@ class Budgets:
         self._starts: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
         self.max_visitors = max_visitors
 
-    def check(self, visitor: str, kind: str, limits: Limits) -> None:
-        """A one-line :class:`LimitError` if ``visitor`` may start no new ``kind`` now."""
+    def check(self, visitor: str, kind: str, limits: Limits, count: int = 1) -> None:
+        """A one-line :class:`LimitError` if ``visitor`` may not start ``count`` new ``kind``
+        now."""
         with self._lock:
-            starts = self._starts.get((visitor, kind))
-            if starts is not None:
-                self._refuse_if_spent(starts, kind, limits, time.monotonic())
+            starts = self._starts.get((visitor, kind), deque())
+            self._refuse_if_spent(starts, kind, limits, time.monotonic(), count)
 
-    def spend(self, visitor: str, kind: str, limits: Limits) -> None:
-        """Count one new ``kind`` for ``visitor`` (refused past the limit, as :meth:`check`)."""
+    def spend(self, visitor: str, kind: str, limits: Limits, count: int = 1) -> None:
+        """Count ``count`` new ``kind`` for ``visitor`` (a computation that costs several, as an
+        intervention of many sequence passes does; refused past the limit, as :meth:`check`)."""
         now = time.monotonic()
         with self._lock:
             starts = self._starts.setdefault((visitor, kind), deque())
-            self._refuse_if_spent(starts, kind, limits, now)
-            starts.append(now)
+            self._refuse_if_spent(starts, kind, limits, now, count)
+            starts.extend([now] * count)
             self._starts.move_to_end((visitor, kind))
             while len(self._starts) > self.max_visitors * len(KINDS):
                 self._starts.popitem(last=False)
 
-    def refund(self, visitor: str, kind: str) -> None:
-        """Give back the last start of ``kind`` (it never ran: e.g. refused as busy)."""
+    def refund(self, visitor: str, kind: str, count: int = 1) -> None:
+        """Give back the last ``count`` starts of ``kind`` (it never ran: e.g. refused as
+        busy)."""
         with self._lock:
             starts = self._starts.get((visitor, kind))
-            if starts:
-                starts.pop()
+            for _ in range(count):
+                if starts:
+                    starts.pop()
 
     @staticmethod
-    def _refuse_if_spent(starts: deque[float], kind: str, limits: Limits, now: float) -> None:
+    def _refuse_if_spent(
+        starts: deque[float], kind: str, limits: Limits, now: float, count: int = 1
+    ) -> None:
         limit = limit_of(kind, limits)
+        what, variable = KINDS[kind]
+        if count > limit:
+            raise LimitError(
+                f"this computation counts as {count} {what}, more than the {limit} one visitor "
+                f"may start within {_span(limits.window)} on this server ({variable})"
+            )
         while starts and now - starts[0] > limits.window:
             starts.popleft()
-        if len(starts) >= limit:
-            what, variable = KINDS[kind]
+        if len(starts) + count > limit:
+            if starts and len(starts) < limit:
+                raise LimitError(
+                    f"this computation counts as {count} {what}; you have {limit - len(starts)} "
+                    f"of the {limit} one visitor may start within {_span(limits.window)} left "
+                    f"on this server ({variable})"
+                )
             wait = max(1, round((limits.window - (now - starts[0])) / 60))
             raise LimitError(
                 f"you have started {limit} {what} within {_span(limits.window)}, the most one "

@@ -76,8 +76,10 @@ class Flight:
         charged: bool,
         budget: str,
         model: ModelKey | None,
+        cost: int = 1,
     ) -> None:
         self.flights = flights
+        self.cost = cost
         self.key = key
         self.label = label
         self.task = task
@@ -159,7 +161,7 @@ class Flight:
     def _never_ran(self, outcome: Outcome) -> None:
         """End a flight whose worker was never asked: its charge given back."""
         if self.charged:
-            self.flights.budgets.refund(self.visitor, self.budget)
+            self.flights.budgets.refund(self.visitor, self.budget, self.cost)
         self.outcome = outcome
         self.flights.forget(self)
         self.done.set()
@@ -264,12 +266,13 @@ class Flights:
         charge: bool = True,
         budget: str = "analyses",
         model: ModelKey | None = None,
+        cost: int = 1,
     ) -> Flight:
         """Wait, attached, for the flight computing ``key`` (started if none is: ``task``,
-        charged to ``visitor``'s ``budget`` when ``charge``) to end; ``progress`` relays its
-        progress, ``check()`` is called every :data:`POLL` seconds and may raise to stop
+        charged ``cost`` of ``visitor``'s ``budget`` when ``charge``) to end; ``progress``
+        relays its progress, ``check()`` is called every :data:`POLL` seconds and may raise to stop
         waiting (the flight then goes on for :data:`ABANDON_GRACE` seconds)."""
-        flight = self._join(key, label, task, limits, visitor, charge, budget, model)
+        flight = self._join(key, label, task, limits, visitor, charge, budget, model, cost)
         shown = None
         try:
             while not flight.done.wait(POLL):
@@ -292,13 +295,16 @@ class Flights:
         charge: bool,
         budget: str,
         model: ModelKey | None,
+        cost: int,
     ) -> Flight:
         with self._lock:
             flight = self._table.get(key)
             if flight is None:
                 if charge:
-                    self.budgets.spend(visitor, budget, limits)
-                flight = Flight(self, key, label, task, limits, visitor, charge, budget, model)
+                    self.budgets.spend(visitor, budget, limits, cost)
+                flight = Flight(
+                    self, key, label, task, limits, visitor, charge, budget, model, cost
+                )
                 self._table[key] = flight
                 threading.Thread(target=flight.fly, name="headforms-flight", daemon=True).start()
             flight.attach()

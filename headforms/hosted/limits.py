@@ -27,6 +27,7 @@ from ..settings import (
     CONCURRENT_ENV,
     DEFAULT_CONCURRENT,
     DEFAULT_HUB_CACHE_BYTES,
+    DEFAULT_INTERVENTION_PASSES,
     DEFAULT_MAX_BYTES,
     DEFAULT_MEMORY,
     DEFAULT_MODEL_IDLE_SECONDS,
@@ -40,6 +41,7 @@ from ..settings import (
     DEFAULT_VISITOR_SAMPLES,
     DEFAULT_WINDOW,
     HUB_CACHE_ENV,
+    INTERVENTION_PASSES_ENV,
     MAX_BYTES_ENV,
     MEMORY_ENV,
     MODEL_IDLE_ENV,
@@ -76,6 +78,7 @@ class Limits:
     visitor_analyses: int = DEFAULT_VISITOR_ANALYSES
     visitor_samples: int = DEFAULT_VISITOR_SAMPLES
     visitor_forward_passes: int = DEFAULT_VISITOR_FORWARD_PASSES
+    intervention_passes: int = DEFAULT_INTERVENTION_PASSES
     window: float = DEFAULT_WINDOW
     models_memory: int = DEFAULT_MODELS_MEMORY
     model_idle_seconds: float = DEFAULT_MODEL_IDLE_SECONDS
@@ -112,6 +115,7 @@ class Limits:
             visitor_forward_passes=values.whole(
                 VISITOR_FORWARD_PASSES_ENV, DEFAULT_VISITOR_FORWARD_PASSES
             ),
+            intervention_passes=values.whole(INTERVENTION_PASSES_ENV, DEFAULT_INTERVENTION_PASSES),
             window=values.positive(WINDOW_ENV, DEFAULT_WINDOW),
             models_memory=values.models_memory,
             model_idle_seconds=values.positive(MODEL_IDLE_ENV, DEFAULT_MODEL_IDLE_SECONDS),

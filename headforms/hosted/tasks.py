@@ -29,6 +29,8 @@ from ..sources import Located
 
 if TYPE_CHECKING:
     from ..architectures import Shapes
+    from ..interventions import InterventionRequest
+    from .limits import Limits
     from .model_facts import ModelFacts
 
 Report = Callable[[int, int, str], None]
@@ -43,6 +45,7 @@ class TaskKind(Enum):
     BASELINE = "baseline"
     ATTENTION = "attention"
     HEAD_SCORES = "head_scores"
+    INTERVENTION = "intervention"
 
 
 class Task(ABC):
@@ -189,10 +192,22 @@ class ForwardTask(_OfModel, Task):
     def label(self) -> str:
         """What it is, for a visitor's message (``the forward pass of X on the prompt``)."""
 
-    def check(self, model: ModelFacts) -> None:
+    what: ClassVar[str] = "a forward pass"
+    """What it is in a refusal (``... too large to run on this server: a forward pass needs``)."""
+
+    def check(self, model: ModelFacts, limits: Limits) -> None:
         """Refuse in one line what can be refused before any worker starts, from what the
         server knows of ``model`` (a refusal then costs the visitor nothing). The worker checks
         again, exactly, with the model loaded."""
+
+    def memory(self, model: ModelFacts) -> int | None:
+        """Its estimated peak memory (default: a forward pass at the token cap); None: not
+        known."""
+        return model.memory
+
+    def cost(self, model: ModelFacts) -> int:
+        """How many of the visitor's forward passes it counts as (default: one)."""
+        return 1
 
     @property
     def mapped_bytes(self) -> int:
@@ -222,7 +237,7 @@ class AttentionTask(ForwardTask):
     def label(self) -> str:
         return f"the forward pass of {self.located.spec} on the prompt"
 
-    def check(self, model: ModelFacts) -> None:
+    def check(self, model: ModelFacts, limits: Limits) -> None:
         model.check_text(self.prompt, "the prompt")
 
     def run(self, report: Report) -> None:
@@ -255,7 +270,7 @@ class HeadScoresTask(ForwardTask):
     def label(self) -> str:
         return f"the head-type scores of {self.located.spec}"
 
-    def check(self, model: ModelFacts) -> None:
+    def check(self, model: ModelFacts, limits: Limits) -> None:
         model.check_tokens(2 * self.probe_length, "the probe")  # two copies, at least
 
     def run(self, report: Report) -> None:
@@ -269,7 +284,109 @@ class HeadScoresTask(ForwardTask):
         )
 
 
+PASSES_PER_CHARGE = 10
+"""Sequence passes of an intervention that count as one of the visitor's forward passes (an
+edited sequence runs from its edited layer up, so ten cost about what a few full passes do)."""
+
+
+@dataclass(frozen=True)
+class InterventionTask(ForwardTask):
+    """An intervention on heads' forms (:func:`headforms.interventions.intervention`);
+    ``request``: its :meth:`~headforms.interventions.InterventionRequest.as_dict`. Bounded in
+    tokens (the request's check), sequence passes (``HEADFORMS_INTERVENTION_PASSES``, from the
+    model's declared heads before any worker) and seconds (the worker's limit); charged one
+    forward pass per :data:`PASSES_PER_CHARGE` sequence passes."""
+
+    kind: ClassVar[TaskKind] = TaskKind.INTERVENTION
+    what: ClassVar[str] = "an intervention"
+    located: Located
+    request: dict
+
+    @property
+    def checked(self) -> InterventionRequest:
+        """The request as a checked value."""
+        from ..interventions import InterventionRequest
+
+        return InterventionRequest.from_dict(self.request)
+
+    def key(self, fingerprint: str) -> str:
+        from ..interventions import intervention_key
+
+        return intervention_key(fingerprint, self.checked)
+
+    def stored(self, key: str) -> Any | None:
+        from ..interventions import result
+        from ..store import ResultStore
+
+        return result.get(ResultStore(), key)
+
+    def label(self) -> str:
+        request = self.checked
+        return f"the {request.edit} edit of {request.scope.label} of {self.located.spec}"
+
+    def passes(self, model: ModelFacts) -> int | None:
+        """Its sequence passes, from the model's declared heads (a layer or parity group edited
+        head by head: counted as every head, an upper bound); None when not declared."""
+        request = self.checked
+        if request.scope.kind == "heads":
+            return request.passes(len(request.scope.heads))
+        if not request.each:
+            return request.passes(1)
+        return None if model.heads_all is None else request.passes(model.heads_all)
+
+    def check(self, model: ModelFacts, limits: Limits) -> None:
+        from ..errors import LimitError
+        from ..settings import INTERVENTION_PASSES_ENV
+
+        request = self.checked
+        model.check_tokens(request.max_tokens, "the text")
+        if request.probe_length is not None:
+            model.check_tokens(2 * request.probe_length, "the probe")
+        passes = self.passes(model)
+        if passes is not None and passes > limits.intervention_passes:
+            raise LimitError(
+                f"{self.label()} takes {passes} sequence passes; this server runs at most "
+                f"{limits.intervention_passes} per intervention ({INTERVENTION_PASSES_ENV}): "
+                "fewer heads or controls"
+            )
+
+    def memory(self, model: ModelFacts) -> int | None:
+        from ..behaviour.runnable import ATTENTION_BYTES_PER_WEIGHT
+        from ..interventions.passes import BATCH, CLEAN_PASS_BYTES
+
+        if model.memory is None or model.heads_all is None:
+            return None
+        request = self.checked
+        tokens = max(request.max_tokens, 2 * (request.probe_length or 0))
+        batch = (BATCH - 1) * ATTENTION_BYTES_PER_WEIGHT * model.heads_all * tokens * tokens
+        return model.memory + batch + CLEAN_PASS_BYTES
+
+    def cost(self, model: ModelFacts) -> int:
+        passes = self.passes(model) or 1
+        return max(1, -(-passes // PASSES_PER_CHARGE))
+
+    def run(self, report: Report) -> None:
+        from ..interventions import InterventionLimits, intervention
+        from .limits import Limits
+
+        limits = Limits.from_env()
+        intervention(
+            self.located,
+            self.checked,
+            progress=report,
+            limits=InterventionLimits(limits.intervention_passes, limits.seconds),
+        )
+
+
 TASKS: dict[TaskKind, type[Task]] = {
-    cls.kind: cls for cls in (AnalysisTask, SweepTask, BaselineTask, AttentionTask, HeadScoresTask)
+    cls.kind: cls
+    for cls in (
+        AnalysisTask,
+        SweepTask,
+        BaselineTask,
+        AttentionTask,
+        HeadScoresTask,
+        InterventionTask,
+    )
 }
 """The class of each kind of task (how a worker decodes the line it is asked)."""

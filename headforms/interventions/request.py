@@ -93,6 +93,22 @@ class Scope:
             )
         return self
 
+    def check_shape(self, n_layers: int, n_heads: int, name: str) -> None:
+        """A one-line :class:`OptionError` for a listed head or layer a model of ``n_layers``
+        layers of ``n_heads`` heads does not have (what a server can tell from a config)."""
+
+        def check(what: str, value: int, count: int) -> None:
+            if not 0 <= value < count:
+                raise OptionError(
+                    f"{what} {value} does not exist: {name} has {what}s 0 to {count - 1}"
+                )
+
+        for layer, head in self.heads:
+            check("layer", layer, n_layers)
+            check("head", head, n_heads)
+        if self.kind == "layer" and self.layer is not None:
+            check("layer", self.layer, n_layers)
+
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "heads": [list(pair) for pair in self.heads]}
 

@@ -6,7 +6,7 @@ when ``HEADFORMS_HOSTED`` is on) and draws progress while it works.
 
 - :mod:`.computation`: :class:`Computation`, what one request says (key, local, hosted, ...).
 - :mod:`.kinds`: the kinds the dashboard asks for (analysis, Gaussian baseline, RoPE sweep,
-  attention pattern of a prompt, head-type scores of a probe).
+  attention pattern of a prompt, head-type scores of a probe, an intervention).
 - :mod:`.base`: :class:`Gateway`: the cache, the job table, the waiting with progress.
 - :mod:`.cache`: :class:`ResultCache`: by content, bounded in bytes in all and per visitor.
 - :mod:`.local`, :mod:`.hosted`: how a job runs on a private server and on a hosted one.
@@ -43,6 +43,7 @@ from .kinds import (
     Analysis,
     DemoBuild,
     GaussianBaseline,
+    Intervention,
     ProbeScores,
     PromptAttention,
     RopeSweep,
@@ -59,6 +60,7 @@ __all__ = [
     "GaussianBaseline",
     "Gateway",
     "HostedGateway",
+    "Intervention",
     "Job",
     "LocalGateway",
     "ProbeScores",

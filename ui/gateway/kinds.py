@@ -5,6 +5,7 @@
 - :class:`RopeSweep`: every head of a located model at every RoPE position of a range;
 - :class:`PromptAttention`: a forward pass's attention patterns on a prompt;
 - :class:`ProbeScores`: a forward pass's head-type scores on the repeated-token probe;
+- :class:`Intervention`: an edit of heads' forms (or outputs) and what the model loses;
 - :class:`DemoBuild`: the demo training run and model pair, built once.
 
 Each says what it is by content (:attr:`~ui.gateway.computation.Computation.key`), how to
@@ -26,6 +27,8 @@ from headforms.behaviour import attention, cache, head_type_scores, runnable
 from headforms.behaviour.limits import check_probe, check_prompt
 from headforms.demo import DEMO_SEED, DEMO_VERSION, build_demo, built_demo
 from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
+from headforms.interventions import InterventionRequest, intervention, intervention_key
+from headforms.interventions import result as intervention_store
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
 
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from headforms.baseline import Baseline
     from headforms.behaviour import AttentionPattern, HeadTypeScores
     from headforms.demo import Demo
+    from headforms.interventions import InterventionResult
     from headforms.options import AnalysisOptions, SweepOptions
     from headforms.sources import Located
     from headforms.sweeps import PositionSweep
@@ -221,6 +225,46 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
         probe = (self.probe_length, self.seed)
         return hosted.forward_pass(  # type: ignore[return-value]
             self.located, probe=probe, progress=progress, check=check, visitor=visitor
+        )
+
+
+@dataclass(frozen=True)
+class Intervention(_ForwardPass, Computation["InterventionResult"]):
+    """An intervention ``request`` (edit, scope, text, controls, seed, probe; checked when
+    made) on ``located``'s runnable model: its rows, controls and, for one head, its patterns."""
+
+    request: InterventionRequest = field(default=None)  # type: ignore[assignment]
+    first_message = "loading the model for the edit"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.request, InterventionRequest):
+            raise TypeError("an Intervention needs an InterventionRequest")
+        self.request.checked()
+
+    @property
+    def store_key(self) -> str:
+        """The result's key in the result store (fingerprint, request, code, libraries)."""
+        return intervention_key(self.model_fingerprint, self.request)
+
+    @property
+    def key(self) -> tuple:
+        return ("intervention", self.store_key)
+
+    def stored(self) -> InterventionResult | None:
+        found = intervention_store.get(ResultStore(), self.store_key)
+        if found is not None:
+            found.model = self.located.spec
+        return found
+
+    def in_store(self) -> bool:
+        return self.store_key in ResultStore()
+
+    def local(self, progress: Progress) -> InterventionResult:
+        return intervention(self.located, self.request, progress=progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> InterventionResult:
+        return hosted.intervention(
+            self.located, self.request, progress, check=check, visitor=visitor
         )
 
 
