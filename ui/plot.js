@@ -2,7 +2,9 @@
 // static files, draws a figure (with its animation frames, if any), sends clicks on head markers
 // back to Python, lists the heads under the pointer when markers overlap, and adds SVG/PNG
 // downloads to the toolbar.
-// Linted by eslint (eslint.config.mjs, `make lint`).
+// Linted by eslint (eslint.config.mjs, `make lint`). Helper scripts joined before it (ui/plot.py's
+// SCRIPTS): plot_wheel.js (the wheel scrolls the page).
+/* global guardWheel */
 
 const REGISTRY = "__headformsPlotly";
 
@@ -530,6 +532,7 @@ export default function ({ data, parentElement, setStateValue, setTriggerValue }
     const remember = (e) => (plot.hfPointer = { x: e.clientX, y: e.clientY });
     plot.addEventListener("pointerdown", remember, true);
     watchSceneClicks(wrap, plot);
+    guardWheel(wrap);
     wrap.appendChild(plot);
     parentElement.appendChild(wrap);
   }
