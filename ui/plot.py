@@ -57,7 +57,7 @@ TOOLBAR_BAND_PX = 30
 ASSETS = Path(__file__).resolve().parent
 """The component's browser code lives beside this module as real files, which eslint reads."""
 
-SCRIPTS = ("plot_wheel.js", "plot.js")
+SCRIPTS = ("plot_wheel.js", "plot_ring.js", "plot.js")
 """The component's JS, joined in this order: helper scripts first, ``plot.js`` (the only one
 with ``export default``) last."""
 
