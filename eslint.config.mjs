@@ -23,6 +23,12 @@ export default [
     },
   },
   {
+    // The component's helper scripts, concatenated before ui/plot.js (ui/plot.py's SCRIPTS):
+    // classic scripts whose top-level functions plot.js calls (named in `/* exported */`).
+    files: ["ui/plot_*.js"],
+    languageOptions: { sourceType: "script" },
+  },
+  {
     files: ["headforms/gallery/**/*.js"],
     ...js.configs.recommended,
     languageOptions: {

@@ -58,17 +58,19 @@ with left:
 
 with right:
     st.subheader("Parity of the heads")
+    # this model's shares and the paper's Table 2, to one decimal alike
+    PARITY_COLUMNS = {
+        "I+": st.column_config.NumberColumn("Type I+ (%)", format="%.1f"),
+        "II": st.column_config.NumberColumn("Type II (%)", format="%.1f"),
+        "I-": st.column_config.NumberColumn("Type I− (%)", format="%.1f"),
+        "heads": st.column_config.NumberColumn("heads"),
+    }
     table = parity_table({card.name: ctx.heads}, ctx.tolerance)
     st.dataframe(
         table,
         width="stretch",
         hide_index=True,  # one model, named in the caption: its long name pushed "heads" off
-        column_config={
-            "I+": st.column_config.NumberColumn("Type I+ (%)", format="%.1f"),
-            "II": st.column_config.NumberColumn("Type II (%)", format="%.1f"),
-            "I-": st.column_config.NumberColumn("Type I− (%)", format="%.1f"),
-            "heads": st.column_config.NumberColumn("heads"),
-        },
+        column_config=PARITY_COLUMNS,
     )
     st.caption(
         f"Percent of heads by parity (Table 2 style): Type II if c_S + d_S ≤ {ctx.tolerance:g} "
@@ -76,7 +78,7 @@ with right:
         "I+ if c_S > d_S, else I−."
     )
     with st.expander("The paper's Table 2, for comparison"):
-        st.dataframe(paper_table2())
+        st.dataframe(paper_table2(), column_config=PARITY_COLUMNS)  # 34.0, never "34"
     show_figure(
         cached(
             "parity_by_layer",

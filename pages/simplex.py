@@ -33,14 +33,18 @@ from ui.loading import analysis_download, baselines_of, load_models, models_key
 from ui.motion import chosen_positions, sweep_at_hand
 
 BASELINE_KEY = "simplex_baseline"
+# The 3D plot's height (px): the whole tetrahedron, and so every head, on the first screen at
+# 1280 x 800 below the page's short top (a scene's drawing scales with its height).
+SIMPLEX_HEIGHT = 560
 
 ctx = page_context()
-st.title("Profiles on the simplex")
+# The page's top is kept short (title and switches in one row, one line of caption, one row of
+# controls) so that the plots, and the heads on them, are on the first screen at 1280 x 800.
+title, switches = st.columns([3, 1], vertical_alignment="center")
+title.title("Profiles on the simplex")
 st.caption(
-    "Each head's form L = KᵀQ has a profile (a, b, c, d): the share of ‖L‖² in its "
-    "antisymmetric part (a), in matched positive/negative eigenvalue pairs of S (b), and in the "
-    "excess positive (c) or negative (d) eigenvalues. Drag to rotate, scroll to zoom; click a "
-    "head to open it."
+    "Each head's profile (a, b, c, d): the shares of ‖L‖² in A, in S's paired eigenvalues, and "
+    "in its excess positive or negative ones."
 )
 
 controls = st.columns([4, 3, 2], vertical_alignment="bottom")
@@ -78,7 +82,7 @@ camera_key = f"simplex_camera:{frame}"  # each view keeps its own camera
 links.bind(links.camera("camera", camera_key))
 with controls[2]:
     go_to_head_box(ctx)
-with st.container(horizontal=True, gap="large"):
+with switches:
     jump_toggle()
     links.bind(links.flag("baseline", BASELINE_KEY, False, "Gaussian baseline"))
     show_baseline = st.toggle(
@@ -102,7 +106,7 @@ simplex = cached(
                 models, ctx.color_by, ctx.selected, frame=frame, baselines=baselines
             ),
             1.12 if frame == "simplex" else 1.0,  # vertex labels inside a narrow column
-        )
+        ).update_layout(height=SIMPLEX_HEIGHT)
     ),
 )
 triangle = cached(
@@ -130,10 +134,11 @@ with left:
         simplex,
         key="simplex",
         on_click=select_from_customdata,
-        caption=f"The tetrahedron Δ₃ of profiles (a, b, c, d). {framed} Marker shape = parity "
-        "type as in the paper's Figures 2 and 8 (+ Type I+, ○ Type II, and ◆ for Type I−, a 3D "
-        "scene has no dash), colour as chosen in the sidebar; red: Θ, where rank-one forms land; "
-        f"the selected head is ringed and labelled. Where markers overlap, a click lists them."
+        caption=f"The tetrahedron Δ₃ of profiles (a, b, c, d); drag to rotate. {framed} Marker "
+        "shape = parity type as in the paper's Figures 2 and 8 (+ Type I+, ○ Type II, and ◆ for "
+        "Type I−, a 3D scene has no dash), colour as chosen in the sidebar; red: Θ, where "
+        "rank-one forms land; the selected head is ringed and labelled. Where markers overlap, a "
+        "click lists them."
         f"{overlays}",
         data=profiles,
         filename=f"{ctx.spec}_simplex",
@@ -148,7 +153,7 @@ with right:
         caption="Symmetric profiles (b_S, c_S, d_S) of S alone on the triangle a = 0, oriented "
         "as the paper's Figure 10 (c = 1 left, b = 1 right); markers as in Figure 9: + Type I+, "
         "○ Type II, − Type I−. The band near the b vertex "
-        f"(c_S + d_S ≤ {PARITY_TYPE_II_TEXT}) is Type II. Scroll to zoom; click a head to open it.",
+        f"(c_S + d_S ≤ {PARITY_TYPE_II_TEXT}) is Type II. Click a head to open it.",
         data=profiles,
         filename=f"{ctx.spec}_triangle",
         scroll_zoom=True,

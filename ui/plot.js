@@ -2,7 +2,9 @@
 // static files, draws a figure (with its animation frames, if any), sends clicks on head markers
 // back to Python, lists the heads under the pointer when markers overlap, and adds SVG/PNG
 // downloads to the toolbar.
-// Linted by eslint (eslint.config.mjs, `make lint`).
+// Linted by eslint (eslint.config.mjs, `make lint`). Helper scripts joined before it (ui/plot.py's
+// SCRIPTS): plot_wheel.js (the wheel scrolls the page), plot_ring.js (the chooser's ring).
+/* global guardWheel, showRing, hideRing */
 
 const REGISTRY = "__headformsPlotly";
 
@@ -189,7 +191,7 @@ function markersNear(gd, at, radius, only3d) {
       const customdata = Array.from(trace.customdata[i]);
       const id = JSON.stringify(customdata);
       if (!found.has(id) || found.get(id).distance > distance) {
-        found.set(id, { customdata, choice: choices[i], distance });
+        found.set(id, { customdata, choice: choices[i], distance, xy });
       }
     }
   }
@@ -232,6 +234,7 @@ function choiceCells(item, decimals, withModel) {
 function hideChooser(wrap) {
   const old = wrap.querySelector(".hf-chooser");
   if (old) old.remove();
+  hideRing(wrap);
   wrap.classList.remove("hf-choosing");
   if (wrap.hfDismiss) {
     document.removeEventListener("pointerdown", wrap.hfDismiss, true);
@@ -278,9 +281,12 @@ function showChooser(wrap, near, at) {
       hideChooser(wrap);
       send(wrap, wrap.querySelector("div.hf-plot"), item.customdata);
     };
+    // the entry's marker ringed in the plot, from the pointer or the keyboard
+    button.onmouseenter = button.onfocus = () => showRing(wrap, item.xy);
     box.appendChild(button);
   }
   wrap.appendChild(box);
+  showRing(wrap, near[0].xy);
   wrap.classList.add("hf-choosing"); // hides plotly's hover label, which would cover the list
   // Beside the pointer (below and right of it, else above or left), inside the plot and, where
   // it fits, inside the window.
@@ -530,6 +536,7 @@ export default function ({ data, parentElement, setStateValue, setTriggerValue }
     const remember = (e) => (plot.hfPointer = { x: e.clientX, y: e.clientY });
     plot.addEventListener("pointerdown", remember, true);
     watchSceneClicks(wrap, plot);
+    guardWheel(wrap);
     wrap.appendChild(plot);
     parentElement.appendChild(wrap);
   }

@@ -57,9 +57,16 @@ TOOLBAR_BAND_PX = 30
 ASSETS = Path(__file__).resolve().parent
 """The component's browser code lives beside this module as real files, which eslint reads."""
 
+SCRIPTS = ("plot_wheel.js", "plot_ring.js", "plot.js")
+"""The component's JS, joined in this order: helper scripts first, ``plot.js`` (the only one
+with ``export default``) last."""
+
+WHEEL_ZOOM_TEXT = "Zoom: Ctrl + scroll (⌘ on a Mac) or pinch; the wheel alone scrolls the page."
+"""What a plot that zooms says in its caption (ui/plot_wheel.js: the wheel scrolls the page)."""
+
 _component = st.components.v2.component(
     COMPONENT_NAME,
-    js=(ASSETS / "plot.js").read_text(encoding="utf-8"),
+    js="\n".join((ASSETS / name).read_text(encoding="utf-8") for name in SCRIPTS),
     css=(ASSETS / "plot.css").read_text(encoding="utf-8"),
     isolate_styles=False,
 )
@@ -142,10 +149,12 @@ def clickable_plot(
     the figure's ``layout.height``. Below the plot: ``caption`` and a CSV download of ``data``
     (a table or a function returning one; default: the figure's points, see
     :meth:`PlotPayload.table`), named ``filename`` (default: the key). ``scroll_zoom``: the
-    mouse wheel zooms the plot (else it scrolls the page). ``camera_key``: the session key of a
-    3D figure's camera (``{"eye": {x, y, z}, "center": ..., "up": ...}``, or None for the
-    figure's own): the figure is drawn with it, and each rotation or zoom of the visitor's is
-    stored in it (so it survives reruns, and :func:`ui.links.camera` puts it in the URL).
+    mouse wheel with Ctrl (or ⌘) held zooms the plot, which the caption says
+    (:data:`WHEEL_ZOOM_TEXT`); the wheel alone always scrolls the page. ``camera_key``: the
+    session key of a 3D figure's camera (``{"eye": {x, y, z}, "center": ..., "up": ...}``, or
+    None for the figure's own): the figure is drawn with it, and each rotation or zoom of the
+    visitor's is stored in it (so it survives reruns, and :func:`ui.links.camera` puts it in
+    the URL).
     """
     assets = ensure_plotly_js()
     payload = figure if isinstance(figure, PlotPayload) else PlotPayload.of(figure)
@@ -195,6 +204,8 @@ def clickable_plot(
         table = data() if callable(data) else data
         return (table if table is not None else payload.table()).to_csv(index=False)
 
+    if scroll_zoom:
+        caption = f"{caption} {WHEEL_ZOOM_TEXT}" if caption else WHEEL_ZOOM_TEXT
     below = st.container(horizontal=True, vertical_alignment="top", gap="small")
     if caption:
         below.caption(caption)

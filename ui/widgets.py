@@ -46,10 +46,7 @@ def metric_vs_baseline(
         shown, delta, arrow = str(value), f"baseline {baseline}", "off"
     else:
         shown = number(value, digits)
-        if math.isfinite(baseline) and math.isfinite(value):
-            delta, arrow = f"{value - baseline:+.{digits}f}", "auto"
-        else:
-            delta, arrow = "no baseline", "off"
+        delta, arrow = baseline_delta(value, baseline, digits)
     description = None if isinstance(baseline, str) else f"vs {number(baseline, digits)}"
     st.metric(
         label,
@@ -60,6 +57,18 @@ def metric_vs_baseline(
         delta_description=description,
         help=help,
     )
+
+
+def baseline_delta(value: float, baseline: float, digits: int = 3) -> tuple[str, str]:
+    """The delta of a value from its baseline as shown (signed, ``digits`` decimals) and its
+    arrow ("auto" up or down, "off"): a difference that rounds to zero is ``0.000`` with no arrow,
+    never "↓ -0.000"."""
+    if not (math.isfinite(baseline) and math.isfinite(value)):
+        return "no baseline", "off"
+    difference = round(value - baseline, digits)
+    if difference == 0:
+        return f"{0:.{digits}f}", "off"
+    return f"{difference:+.{digits}f}", "auto"
 
 
 def format_layers(layers: list[int]) -> str:

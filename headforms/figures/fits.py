@@ -28,6 +28,8 @@ FAMILY_COLORS: dict[str, str] = {
     "weibull": "#9467bd",
 }
 LOBE_NAMES = {"+": "λ₊ (positive lobe)", "-": "λ₋ (negative lobe, absolute values)"}
+"""Each lobe's name (its first word, λ₊ or λ₋, names it in a legend: "error λ₊ 0.233, λ₋ 0.082",
+never "+ 0.233, - 0.082", which reads as arithmetic)."""
 
 
 FIT_VIEW_MASS = 0.95
@@ -107,7 +109,9 @@ def fit_head_figure(histograms: pd.DataFrame, curves: pd.DataFrame, title: str =
             x, density = part["x"].to_numpy(dtype=float), part["density"].to_numpy(dtype=float)
             at_centres = np.interp(centres[centres <= x_end], x, density)
             top = max(top, float(np.nanmax(at_centres, initial=0.0)))
-            errs = ", ".join(f"{lb} {e:.3f}" for lb, e in errors[family].items())
+            errs = ", ".join(
+                f"{LOBE_NAMES[lb].split(' ')[0]} {e:.3f}" for lb, e in errors[family].items()
+            )
             fig.add_trace(
                 go.Scatter(
                     x=x,

@@ -126,6 +126,12 @@ def diff_figure(
     return fig
 
 
+SMALLEST_DISTANCE_RANGE = 1e-3
+"""The least span of a distance axis or colour bar (unit edges; profiles are shown to 3
+decimals): heads that did not move get ticks 0 to 0.001, not plotly's SI "pico" ticks of a
+range 1e-12 wide."""
+
+
 def distance_figure(movement: pd.DataFrame, model: str, selected: Selected = None) -> go.Figure:
     """The distance each head moved on the simplex (:func:`headforms.analyses.motion.movement`)
     as a layer x head grid (clickable: a cell opens that head of ``model``), white at 0."""
@@ -138,7 +144,7 @@ def distance_figure(movement: pd.DataFrame, model: str, selected: Selected = Non
         "distance",
         f"Distance each head moved on the simplex (unit edges): {model}",
         selected,
-        color_range=(0.0, max(top, 1e-12)),
+        color_range=(0.0, max(top, SMALLEST_DISTANCE_RANGE)),
         colorscale=SEQUENTIAL_SCALE,
     )
 
@@ -190,7 +196,10 @@ def moved_most_figure(moved: pd.DataFrame, model: str, axis: str = "model") -> g
         xaxis={
             "title": {"text": "distance moved on the simplex (unit edges)"},
             # room beside the longest bar for its "I+ → II"
-            "range": [0.0, 1.3 * max(float(rows["distance"].max(skipna=True)), 1e-12)]
+            "range": [
+                0.0,
+                1.3 * max(float(rows["distance"].max(skipna=True)), SMALLEST_DISTANCE_RANGE),
+            ]
             if rows["distance"].notna().any()
             else None,
         },
