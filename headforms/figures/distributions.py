@@ -15,6 +15,10 @@ from .style import (
     model_color,
 )
 
+ORIGIN_MARGIN = 0.03
+"""Share of the value range left empty on each side of the x axis, so that its first tick
+label ("0") sits clear of the y axis' first one instead of on it at the corner."""
+
 
 def distribution_figure(
     models: Mapping[str, pd.DataFrame],
@@ -81,8 +85,11 @@ def distribution_figure(
             "<br><sup>dashed lines: model medians; dotted: medians of independent<br>Gaussian "
             "K, Q of the same shapes (their histograms: click the legend)</sup>"
         },
-        xaxis={"title": {"text": label}, "range": [low, high]},
-        yaxis={"title": {"text": "density of heads"}},
+        xaxis={
+            "title": {"text": label},
+            "range": [low - ORIGIN_MARGIN * (high - low), high + ORIGIN_MARGIN * (high - low)],
+        },
+        yaxis={"title": {"text": "density of heads"}, "rangemode": "tozero"},
         barmode="overlay",
         legend={"orientation": "h", "y": -0.25},
     )

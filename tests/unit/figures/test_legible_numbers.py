@@ -1,6 +1,7 @@
 """Numbers that read as what they mean (issue 28, item 9), on synthetic data: a fit's legend names
 the lobes (λ₊, λ₋) rather than writing "+ 0.233, - 0.082"; heads that did not move get distance
-axes from 0 to 0.001, not ticks in plotly's SI "pico" units."""
+axes from 0 to 0.001, not ticks in plotly's SI "pico" units; a histogram's first x tick clear
+of the y axis' first."""
 
 from __future__ import annotations
 
@@ -57,3 +58,18 @@ def test_a_distance_range_follows_heads_that_moved() -> None:
     heads.loc[4, "distance"] = 0.25
     assert moved_most_figure(heads, "m").layout.xaxis.range[1] == 1.3 * 0.25
     assert distance_figure(heads[["layer", "head", "distance"]], "m").layout.coloraxis.cmax == 0.25
+
+
+def test_a_histograms_first_x_tick_sits_clear_of_the_y_axis() -> None:
+    """Pairing and Observations' histograms: the x axis starts a margin below the value range
+    (its "0" tick is not drawn on the y axis' "0" at the corner), the bins still at 0, and the
+    y axis from 0."""
+    from headforms.figures.distributions import ORIGIN_MARGIN, distribution_figure
+
+    rng = np.random.default_rng(1)
+    heads = pd.DataFrame({"pairing": rng.uniform(0.0, 1.0, 64)})
+    fig = distribution_figure({"model": heads})
+    low, high = fig.layout.xaxis.range
+    assert low == -ORIGIN_MARGIN and high == 1.0 + ORIGIN_MARGIN and ORIGIN_MARGIN >= 0.02
+    assert fig.data[0].xbins.start == 0.0 and fig.data[0].xbins.end == 1.0
+    assert fig.layout.yaxis.rangemode == "tozero"
