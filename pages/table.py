@@ -20,6 +20,8 @@ from ui.loading import load_baseline
 from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
+TABLE_HEIGHT = 620
+"""The table's height in pixels at most (Streamlit's grid: a 38 px header, 35 px rows)."""
 PARITY_KEY = "parity"  # bound by Streamlit: the parameter's name
 BASELINE_KEY = "table_baseline"
 BEHAVIOUR_KEY = "table_behaviour"
@@ -134,6 +136,12 @@ here = np.flatnonzero((shown["layer"] == ctx.layer) & (shown["head"] == ctx.head
 st.session_state[TABLE_KEY] = {"selection": {"rows": [int(here[0])] if here.size else []}}
 
 
+def rows_in_view(height: int) -> int:
+    """How many rows a table of ``height`` pixels shows before it scrolls (Streamlit's grid
+    cannot be scrolled to a row from Python: a row past them is also shown above the table)."""
+    return (height - 38) // 35
+
+
 def picked() -> None:
     """Selecting a row selects its head (``shown`` is the frame the user saw). The table sends
     its selection again when its rows change (a filter, the sort): a row of the head already
@@ -157,6 +165,13 @@ config = {
     if column in INTEGER_COLUMNS or column in numeric
 }
 config["parity"] = st.column_config.TextColumn("parity", help=COLUMN_HELP["parity"])
+height = min(38 + 35 * len(shown), TABLE_HEIGHT)
+if here.size and here[0] >= rows_in_view(height):  # below the table's first screen
+    st.caption(
+        f"The selected head, {ctx.label}, is row {here[0] + 1} of {len(shown)} (below: scroll "
+        "the table, or sort to bring it up):"
+    )
+    st.dataframe(shown.iloc[here], hide_index=True, column_config=config)
 st.dataframe(
     shown,
     key=TABLE_KEY,
@@ -164,7 +179,7 @@ st.dataframe(
     selection_mode="single-row",
     hide_index=True,
     column_config=config,
-    height=min(38 + 35 * len(shown), 620),
+    height=height,
 )
 missing = "" if here.size else f" The selected head, {ctx.label}, is filtered out."
 st.caption(

@@ -163,7 +163,7 @@ def test_geometry_against_behaviour_page(model_dir: str) -> None:
 def test_the_heads_table_gains_the_score_columns(model_dir: str) -> None:
     at = run_app("table", **{state.MODEL_KEY: model_dir, "table_behaviour": True})
     assert_clean(at)
-    frame = at.dataframe[0].value
+    frame = at.dataframe[-1].value
     for column in ("previous_token", "first_token", "duplicate_token", "induction"):
         assert column in frame.columns and frame[column].notna().all()
 

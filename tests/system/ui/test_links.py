@@ -47,7 +47,7 @@ def url(at: AppTest) -> dict[str, list[str]]:
 
 def heads_in_table(at: AppTest) -> list[tuple[int, int]]:
     """(layer, head) of the heads table's rows, in their order."""
-    frame = at.dataframe[0].value
+    frame = at.dataframe[-1].value  # the table is the page's last
     return list(zip(frame["layer"].astype(int), frame["head"].astype(int), strict=True))
 
 
