@@ -16,10 +16,15 @@ ui/plot.js after ``Plotly.react``) and the end of the last script run it caused 
 1.2 s and shows the head asked for. Between marker and cell steps the page goes back to the
 Simplex or Heatmaps page (not timed).
 
+``--checkout DIR`` (repeatable) also serves another working tree (e.g. the tree before a change:
+``git archive COMMIT | tar -x -C DIR``) and measures it step by step in turn with this one, in
+its own browser context, so that both share the machine's load alike.
+
 ``--load N`` runs every kind again beside N busy processes (``python -c "while True: pass"``),
 started here and stopped by their ids. Headless chromium draws WebGL in software (SwiftShader).
 
-Run: ``.venv/bin/python benchmarks/bench_steps.py [--steps 20] [--load 2] [--port 8650]``.
+Run: ``.venv/bin/python benchmarks/bench_steps.py [--steps 20] [--load 2] [--port 8650]
+[--checkout DIR]``.
 """
 
 from __future__ import annotations
@@ -113,7 +118,7 @@ def label(layer: int, head: int) -> str:
     return f"Layer {layer} · Head {head}"
 
 
-def start_server(cache: Path, port: int) -> subprocess.Popen:
+def start_server(cache: Path, port: int, tree: Path = ROOT) -> subprocess.Popen:
     env = {
         **os.environ,
         "HEADFORMS_CACHE_DIR": str(cache),
@@ -122,8 +127,8 @@ def start_server(cache: Path, port: int) -> subprocess.Popen:
         "VENV": str(ROOT / ".venv"),
     }
     proc = subprocess.Popen(
-        ["bash", str(ROOT / "scripts" / "start.sh")],
-        cwd=ROOT,
+        ["bash", str(tree / "scripts" / "start.sh")],
+        cwd=tree,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -274,18 +279,23 @@ class Steps:
 KINDS = ("next", "sidebar", "marker", "cell")
 
 
-def run_kinds(steps: Steps, kinds: list[str], n: int, warm: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {}
+def run_kinds(
+    trees: dict[str, Steps], kinds: list[str], n: int, warm: int
+) -> dict[tuple[str, str], list[float]]:
+    """``n`` timed steps of each kind on each tree, the trees taking turns step by step (so
+    that they share the machine's load alike)."""
+    times: dict[tuple[str, str], list[float]] = {}
     for kind in kinds:
-        do: Callable[[], tuple[float, list[str]]] = getattr(steps, kind)
-        for _ in range(warm):
-            do()
-        times[kind] = []
+        for steps in trees.values():
+            for _ in range(warm):
+                getattr(steps, kind)()
         for i in range(n):
-            ms, drawn = do()
-            times[kind].append(ms)
-            if i == 0:
-                print(f"  {kind}: {ms:.0f} ms, drawn {sorted(drawn)}", flush=True)
+            for name, steps in trees.items():
+                do: Callable[[], tuple[float, list[str]]] = getattr(steps, kind)
+                ms, drawn = do()
+                times.setdefault((name, kind), []).append(ms)
+                if i == 0:
+                    print(f"  {name} {kind}: {ms:.0f} ms, drawn {sorted(drawn)}", flush=True)
     return times
 
 
@@ -296,17 +306,18 @@ def busy(count: int) -> list[subprocess.Popen]:
     ]
 
 
-def rows_of(times: dict[str, list[float]], condition: str) -> list[dict]:
+def rows_of(times: dict[tuple[str, str], list[float]], condition: str) -> list[dict]:
     return [
         {
             "step": kind,
+            "tree": tree,
             "machine": condition,
             "steps": len(values),
             "median ms": statistics.median(values),
             "p95 ms": sorted(values)[round(0.95 * (len(values) - 1))],
             "max ms": max(values),
         }
-        for kind, values in times.items()
+        for (tree, kind), values in sorted(times.items(), key=lambda item: item[0][::-1])
     ]
 
 
@@ -318,6 +329,14 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=2, help="busy processes (0: quiet only)")
     parser.add_argument("--port", type=int, default=8650)
     parser.add_argument("--cache", type=Path, help="a cache to reuse (default: a new one)")
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        action="append",
+        default=[],
+        help="another working tree (e.g. `git archive COMMIT | tar -x -C DIR`), measured "
+        "step by step in turn with this one (ports --port + 1, ...)",
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -327,20 +346,23 @@ def main() -> None:
     os.environ["HEADFORMS_CACHE_DIR"] = str(cache)
     card = analyze(MODEL).card  # stored before the server starts: the steps, not the first load
     print(machine_line(2))
-    proc = start_server(cache, args.port)
-    url = f"http://127.0.0.1:{args.port}"
+    trees = {"this tree": ROOT, **{str(tree): tree.resolve() for tree in args.checkout}}
+    procs = [start_server(cache, args.port + i, tree) for i, tree in enumerate(trees.values())]
     rows: list[dict] = []
     hogs: list[subprocess.Popen] = []
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            page.add_init_script(INIT_JS)
-            page.goto(f"{url}/head?model={MODEL}&layer=3&head=2")
-            page.locator('div[data-hf-plot="behaviour_head_pattern"]').wait_for(timeout=300_000)
-            steps = Steps(page, url, random.Random(0), card.n_layers, card.n_heads)
-            steps.where = "head"
-            quiet_page(page)
+            steps: dict[str, Steps] = {}
+            for i, name in enumerate(trees):
+                page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+                page.add_init_script(INIT_JS)
+                url = f"http://127.0.0.1:{args.port + i}"
+                page.goto(f"{url}/head?model={MODEL}&layer=3&head=2")
+                page.locator('div[data-hf-plot="behaviour_head_pattern"]').wait_for(timeout=300_000)
+                steps[name] = Steps(page, url, random.Random(0), card.n_layers, card.n_heads)
+                steps[name].where = "head"
+                quiet_page(page)
             print("quiet", flush=True)
             rows += rows_of(run_kinds(steps, args.kinds, args.steps, args.warm), "quiet")
             if args.load:
@@ -353,8 +375,9 @@ def main() -> None:
         for hog in hogs:
             hog.kill()
             hog.wait()
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
     print_table(f"{MODEL}: steps between heads, input to last plot drawn", rows)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
