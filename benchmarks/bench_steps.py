@@ -23,7 +23,7 @@ its own browser context, so that both share the machine's load alike.
 ``--load N`` runs every kind again beside N busy processes (``python -c "while True: pass"``),
 started here and stopped by their ids. Headless chromium draws WebGL in software (SwiftShader).
 
-Run: ``.venv/bin/python benchmarks/bench_steps.py [--steps 20] [--load 2] [--port 8650]
+Run: ``.venv/bin/python benchmarks/bench_steps.py [--steps 20] [--load 2] [--port PORT]
 [--checkout DIR]``.
 """
 
@@ -33,6 +33,7 @@ import argparse
 import os
 import random
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -112,6 +113,12 @@ CELLS_JS = """(gd) => {
   }
   return out;
 }"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def label(layer: int, head: int) -> str:
@@ -327,7 +334,9 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=2, help="untimed steps of each kind first")
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--load", type=int, default=2, help="busy processes (0: quiet only)")
-    parser.add_argument("--port", type=int, default=8650)
+    parser.add_argument(
+        "--port", type=int, help="the first server's port (default: free loopback ports)"
+    )
     parser.add_argument("--cache", type=Path, help="a cache to reuse (default: a new one)")
     parser.add_argument(
         "--checkout",
@@ -347,7 +356,10 @@ def main() -> None:
     card = analyze(MODEL).card  # stored before the server starts: the steps, not the first load
     print(machine_line(2))
     trees = {"this tree": ROOT, **{str(tree): tree.resolve() for tree in args.checkout}}
-    procs = [start_server(cache, args.port + i, tree) for i, tree in enumerate(trees.values())]
+    ports = [args.port + i if args.port else free_port() for i in range(len(trees))]
+    procs = [
+        start_server(cache, port, tree) for port, tree in zip(ports, trees.values(), strict=True)
+    ]
     rows: list[dict] = []
     hogs: list[subprocess.Popen] = []
     try:
@@ -357,7 +369,7 @@ def main() -> None:
             for i, name in enumerate(trees):
                 page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
                 page.add_init_script(INIT_JS)
-                url = f"http://127.0.0.1:{args.port + i}"
+                url = f"http://127.0.0.1:{ports[i]}"
                 page.goto(f"{url}/head?model={MODEL}&layer=3&head=2")
                 page.locator('div[data-hf-plot="behaviour_head_pattern"]').wait_for(timeout=300_000)
                 steps[name] = Steps(page, url, random.Random(0), card.n_layers, card.n_heads)
