@@ -315,14 +315,16 @@ def head_section(ctx: PageContext) -> None:
     )
     key = (ctx.spec, pattern.fingerprint, prompt, ctx.layer, ctx.head, kind)
 
+    tokens, is_causal = pattern.tokens, pattern.causal
+
     def pattern_figure(layer: int, head: int) -> tuple[tuple, Callable[[], PlotPayload]]:
-        """One head's heatmap: ``(key, build)`` as ``cached`` takes them."""
-        title = f"{head_label(layer, head)}: {figures.KINDS[kind]}s on {len(pattern.tokens)} "
-        title += "tokens"
+        """One head's heatmap: ``(key, build)`` as ``cached`` takes them; the build keeps a
+        copy of the head's matrix, never the pattern (a build waiting ahead holds no pattern
+        the cache has let go of)."""
+        title = f"{head_label(layer, head)}: {figures.KINDS[kind]}s on {len(tokens)} tokens"
+        matrix = np.array(values[layer, head])
         return (*key[:3], layer, head, kind), lambda: PlotPayload.of(
-            figures.attention_figure(
-                pattern.tokens, values[layer, head], title, kind, causal=pattern.causal
-            )
+            figures.attention_figure(tokens, matrix, title, kind, causal=is_causal)
         )
 
     with left:
