@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from headforms import HeadformsError
@@ -11,6 +14,7 @@ from headforms.analyses import motion
 from headforms.figures import curves as curve_figures
 from headforms.figures import head as figures
 from ui import (
+    PlotPayload,
     cached,
     guard,
     metric_vs_baseline,
@@ -20,9 +24,11 @@ from ui import (
     step_head,
 )
 from ui.behaviour import head_section, prefetch
+from ui.compute import ahead
 from ui.interventions import edit_head_section
 from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.motion import chosen_positions, load_sweep, sweep_at_hand
+from ui.state import stepped
 from ui.tables import require_spectra
 from ui.widgets import number
 
@@ -35,11 +41,46 @@ card, row = ctx.card, ctx.head_row
 spectra = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA).spectra  # + sv_a
 baseline = load_baseline(ctx.analysis)
 if baseline is None:  # a published table without N: the head alone (load_baseline said why)
-    base_row = pd.Series({c: "—" if c == "parity" else np.nan for c in row.index})
     base_spectra = {name: [None] * len(ctx.heads) for name in spectra}
 else:
-    base_row, base_spectra = baseline.heads.iloc[ctx.row], baseline.spectra
+    base_spectra = baseline.spectra
 
+
+def baseline_row(i: int) -> pd.Series:
+    """The baseline's row ``i`` (a published table without N: dashes and NaN)."""
+    if baseline is None:
+        return pd.Series({c: "—" if c == "parity" else np.nan for c in ctx.heads.columns})
+    return baseline.heads.iloc[i]
+
+
+def head_figures(layer: int, head: int) -> dict[str, tuple[tuple, Callable[[], PlotPayload]]]:
+    """The four spectra figures of a head: ``kind -> (key, build)`` as ``cached`` takes them
+    (the page draws the selected head's; the next and previous heads' are built ahead)."""
+    i, key = ctx.analysis.row(layer, head), (ctx.model, layer, head)
+    row, base = ctx.heads.iloc[i], baseline_row(i)
+
+    def payload(build: Callable[[], go.Figure]) -> Callable[[], PlotPayload]:
+        return lambda: PlotPayload.of(build())
+
+    builds = {
+        "eig_hist": lambda: figures.eigenvalue_histogram(
+            spectra["eig_s"][i], base_spectra["eig_s"][i], title="Eigenvalues of S"
+        ),
+        "singular_values": lambda: figures.singular_values_figure(
+            spectra["sv_a"][i], base_spectra["sv_a"][i]
+        ),
+        "lobes": lambda: figures.lobes_figure(
+            spectra["lobe_pos"][i],
+            spectra["lobe_neg"][i],
+            base_spectra["lobe_pos"][i],
+            base_spectra["lobe_neg"][i],
+        ),
+        "profile": lambda: figures.profile_bar_figure(row, base),
+    }
+    return {kind: (key, payload(build)) for kind, build in builds.items()}
+
+
+base_row = baseline_row(ctx.row)
 nav = st.columns([5, 1.5, 1.2], vertical_alignment="bottom")  # "Previous" whole at 1280 px
 nav[0].title(ctx.label)
 nav[1].button(
@@ -78,49 +119,43 @@ for start in range(0, len(METRICS), 4):
         with col:
             metric_vs_baseline(label, row[name], base_row[name], help=BASELINE_HELP)
 
-key = (ctx.model, ctx.layer, ctx.head)
-i = ctx.row
+shown = head_figures(ctx.layer, ctx.head)
+
+
+def show(kind: str, caption: str) -> None:
+    key, build = shown[kind]
+    show_figure(cached(kind, key, build), caption)
+
+
 left, right = st.columns(2)
 with left:
-    show_figure(
-        cached(
-            "eig_hist",
-            key,
-            lambda: figures.eigenvalue_histogram(
-                spectra["eig_s"][i], base_spectra["eig_s"][i], title="Eigenvalues of S"
-            ),
-        ),
+    show(
+        "eig_hist",
         "Histogram of the non-zero eigenvalues of the symmetric part S, scaled by ‖S‖: "
         "positive lobe λ₊ red, negative lobe λ₋ blue, Gaussian baseline as a grey outline.",
     )
-    show_figure(
-        cached(
-            "singular_values",
-            key,
-            lambda: figures.singular_values_figure(spectra["sv_a"][i], base_spectra["sv_a"][i]),
-        ),
+    show(
+        "singular_values",
         "Singular values of the antisymmetric part A by rank (unit length), head vs baseline.",
     )
 with right:
-    show_figure(
-        cached(
-            "lobes",
-            key,
-            lambda: figures.lobes_figure(
-                spectra["lobe_pos"][i],
-                spectra["lobe_neg"][i],
-                base_spectra["lobe_pos"][i],
-                base_spectra["lobe_neg"][i],
-            ),
-        ),
+    show(
+        "lobes",
         "The i-th largest positive eigenvalue λ₊ᵢ against the i-th largest |negative| one "
         "λ₋ᵢ; on the diagonal the lobes pair exactly (S hyperbolic, b_S = 1).",
     )
-    show_figure(
-        cached("profile", key, lambda: figures.profile_bar_figure(row, base_row)),
+    show(
+        "profile",
         "Profile (a, b, c, d) of L and symmetric profile (b_S, c_S, d_S) of S, head vs "
         "Gaussian baseline; each profile sums to 1.",
     )
+ahead(  # "Next" and "Previous" find their figures built
+    (kind, key, build)
+    for step in (1, -1)
+    for kind, (key, build) in head_figures(
+        *stepped(ctx.layer, ctx.head, step, card.n_layers, card.n_heads)
+    ).items()
+)
 
 st.subheader("Spectral statistics")
 model_dim = card.model_dim or "unknown"  # a published table without N

@@ -54,6 +54,9 @@ API
     ``build()`` kept process-wide under ``(kind, key)`` in the gateway's cache (bounded in
     bytes in all and per visitor): use for figures and exports; ``key`` must name every input,
     the weights included (``ctx.model``, ``models_key(...)``), and the options.
+    ``ahead([(kind, key, build), ...])`` builds the same in the background for the visitor's
+    probable next step (the Head page: the next and previous heads' figures), so that the step
+    finds them kept; cache a figure as its ``PlotPayload`` (serialised once).
 ``clickable_plot(figure_or_payload, key, on_click=None, height=None, caption=None, data=None,
 filename=None, scroll_zoom=False)`` (:mod:`ui.plot`)
     Every figure is drawn by this one component: clicks reach Python (``on_click(customdata)``

@@ -38,9 +38,12 @@ from headforms.settings import PROMPT_CHARACTERS_ENV, settings
 from headforms.sources import Located
 
 from . import guard, links, state
-from .compute import ProgressBar, ProgressLine, cached, gateway, later, peek, run
+from .compute import ProgressBar, ProgressLine, ahead, cached, gateway, later, peek, run
 from .gateway import Computation, ProbeScores, PromptAttention
 from .loading import located_model
+from .plot import PlotPayload
+from .sidebar import head_label
+from .state import stepped
 from .widgets import show_figure
 
 if TYPE_CHECKING:
@@ -307,7 +310,6 @@ def head_section(ctx: PageContext) -> None:
         st.info(guard.plain(str(error)), icon=":material/info:")
         kind, values = "weights", pattern.weights
     layer, head = ctx.layer, ctx.head  # the CSV is made when clicked: it keeps no pattern
-    matrix = values[layer, head]
     scores = head_scores(ctx.spec)
     left, right = st.columns([3, 1])
     causal = (
@@ -316,22 +318,32 @@ def head_section(ctx: PageContext) -> None:
         else ("bidirectional: every query sees every token")
     )
     key = (ctx.spec, pattern.fingerprint, prompt, ctx.layer, ctx.head, kind)
-    title = f"{ctx.label}: {figures.KINDS[kind]}s on {len(pattern.tokens)} tokens"
+
+    tokens, is_causal = pattern.tokens, pattern.causal
+
+    def pattern_figure(layer: int, head: int) -> tuple[tuple, Callable[[], PlotPayload]]:
+        """One head's heatmap: ``(key, build)`` as ``cached`` takes them; the build keeps a
+        copy of the head's matrix, never the pattern (a build waiting ahead holds no pattern
+        the cache has let go of)."""
+        title = f"{head_label(layer, head)}: {figures.KINDS[kind]}s on {len(tokens)} tokens"
+        matrix = np.array(values[layer, head])
+        return (*key[:3], layer, head, kind), lambda: PlotPayload.of(
+            figures.attention_figure(tokens, matrix, title, kind, causal=is_causal)
+        )
+
     with left:
         show_figure(
-            cached(
-                "behaviour_pattern",
-                key,
-                lambda: figures.attention_figure(
-                    pattern.tokens, matrix, title, kind, causal=pattern.causal
-                ),
-            ),
+            cached("behaviour_pattern", *pattern_figure(layer, head)),
             f"Row = query token, column = key token; {causal}. Hover a cell for both tokens and "
             "the value.",
             key="behaviour_head_pattern",
             data=later(request, lambda kept: _pattern_table(kept, layer, head, kind)),
             filename=f"{ctx.spec}_L{ctx.layer}H{ctx.head}_{kind}",
         )
+    ahead(  # "Next" and "Previous" find their heatmaps built
+        ("behaviour_pattern", *pattern_figure(*stepped(layer, head, step, *values.shape[:2])))
+        for step in (1, -1)
+    )
     with right:
         _score_metrics(ctx, pattern, scores)
     if st.toggle(

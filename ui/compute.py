@@ -8,7 +8,8 @@ instance, progress drawn while it works, the figure cache, downloads made when c
   drawing its progress with a :class:`ProgressBar` or a :class:`ProgressLine`; :func:`peek`:
   the result if nothing needs computing.
 - :func:`cached`: what a page builds itself (figures, tables), kept in the same cache, under a
-  key naming every input (the weights' fingerprints included: ``PageContext.model``).
+  key naming every input (the weights' fingerprints included: ``PageContext.model``);
+  :func:`ahead`: the same, built in the background for the visitor's probable next step.
 - :func:`in_server`: a small computation bounded by its inputs (a Theorem 5 sampling), at the
   visitor's turn and charged to its budget when hosted.
 - :func:`later`: a download's data made when it is clicked, from a computation's result asked
@@ -22,7 +23,7 @@ and a progress bar must be drawn only while a computation really runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -87,6 +88,14 @@ def _saying(label: str, build: Callable[[], T]) -> Callable[[], T]:
             line.empty()
 
     return building
+
+
+def ahead(builds: Iterable[tuple[str, Hashable, Callable[[], Any]]]) -> None:
+    """Start building, in the background, what the visitor's probable next step will ask
+    :func:`cached` for (``(kind, key, build)`` as for :func:`cached`: e.g. the next and previous
+    heads' figures), so that the step finds them kept. Nothing waits for it; a batch is dropped
+    when the server has guesses waiting already (:meth:`ui.gateway.Gateway.ahead`)."""
+    gateway().ahead([((kind, key), build) for kind, key, build in builds], visitor=guard.visitor())
 
 
 def in_server(budget: str, build: Callable[[], T]) -> T:

@@ -145,12 +145,19 @@ def select_from_customdata(point: Sequence[Any] | None, jump: bool = True) -> No
         select_head(*target, jump=jump)
 
 
+def stepped(layer: int, head: int, step: int, n_layers: int, n_heads: int) -> tuple[int, int]:
+    """The head ``step`` heads after ``(layer, head)`` in layer-major order, wrapping at the
+    ends (what "Next" and "Previous" select)."""
+    index = (int(layer) * n_heads + int(head) + step) % (n_layers * n_heads)
+    return divmod(index, n_heads)
+
+
 def step_head(step: int, n_layers: int, n_heads: int) -> None:
     """Move the selection ``step`` heads in layer-major order, wrapping at the ends."""
     state = st.session_state
-    index = int(state[LAYER_KEY]) * n_heads + int(state[HEAD_KEY]) + step
-    index %= n_layers * n_heads
-    state[LAYER_KEY], state[HEAD_KEY] = divmod(index, n_heads)
+    state[LAYER_KEY], state[HEAD_KEY] = stepped(
+        state[LAYER_KEY], state[HEAD_KEY], step, n_layers, n_heads
+    )
 
 
 def take_pending_jump() -> bool:

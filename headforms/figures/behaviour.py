@@ -9,6 +9,7 @@ Builders take arrays and frames (a pattern from :mod:`headforms.behaviour`, the 
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -101,6 +102,30 @@ def tick_labels(tokens: Sequence[str]) -> list[str]:
     return [f"{token_label(t)} ·{i}" for i, t in enumerate(tokens)]
 
 
+TOKEN_CHAR_PX = (6.5, 12.0)
+"""Widths (px) of a token label's characters at :data:`TOKEN_FONT_PX`, generously (an average
+narrow one measures about 5 px in chromium): a narrow one, a wide one (East Asian wide or
+full-width, emoji)."""
+AXIS_TITLE_PX = 34
+"""Room for an axis title beside its tick labels."""
+
+
+def label_width(text: str) -> float:
+    """The width (px) ``text`` takes as a token label, generously (:data:`TOKEN_CHAR_PX`), so
+    that margins made from it hold the label."""
+    narrow, wide = TOKEN_CHAR_PX
+    return sum(wide if unicodedata.east_asian_width(c) in "WF" else narrow for c in text)
+
+
+def _token_margins(labels: Sequence[str]) -> dict[str, int]:
+    """Margins that hold the token labels and axis titles: the left one the widest label, the
+    bottom one the widest label turned by 60 degrees. Fixed rather than plotly.js's automargin,
+    which draws the figure again until its margins settle (several times slower to draw)."""
+    widest = max((label_width(label) for label in labels), default=0.0)
+    turned = widest * math.sin(math.radians(60)) + TOKEN_FONT_PX * math.cos(math.radians(60))
+    return {"l": math.ceil(widest) + AXIS_TITLE_PX, "b": math.ceil(turned) + AXIS_TITLE_PX}
+
+
 def attention_figure(
     tokens: Sequence[str],
     matrix: np.ndarray,
@@ -148,6 +173,7 @@ def attention_figure(
         "tickfont": {"size": TOKEN_FONT_PX},
         "showgrid": False,
         "zeroline": False,
+        "automargin": False,  # margins from the labels (_token_margins): drawn in one pass
     }
     size = min(760, max(440, 12 * length + 200))
     fig.update_layout(
@@ -169,7 +195,7 @@ def attention_figure(
         },
         plot_bgcolor=MASKED_COLOR,
         height=size,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        margin={"r": 10, "t": 60, **_token_margins(labels[::step])},
         uirevision=UIREVISION,
     )
     return fig

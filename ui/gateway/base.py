@@ -21,11 +21,12 @@ process, on a pool of threads) or :class:`ui.gateway.hosted.HostedGateway` (cont
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable
-from concurrent.futures import Executor, Future
+from collections.abc import Callable, Hashable, Iterable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -49,6 +50,10 @@ T = TypeVar("T")
 
 POLL_S = 0.25
 """Seconds between a waiting caller's ``progress`` calls."""
+AHEAD_BATCHES = 2
+"""Batches of :meth:`Gateway.ahead` waiting at most (in the whole server); a further one is
+dropped: a guess at the next step is worth nothing once the visitor has moved on."""
+LOGGER = logging.getLogger(__name__)
 
 
 class Abandoned(Exception):
@@ -102,6 +107,8 @@ class Gateway(ABC):
         self._jobs: dict[Hashable, Job[Any]] = {}
         self._live: weakref.WeakValueDictionary[Hashable, Any] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
+        self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="headforms-ahead")
+        self._ahead_waiting = 0
 
     # The interface ----------------------------------------------------------------------------
 
@@ -140,6 +147,35 @@ class Gateway(ABC):
             self._remember(key, found)
             self.cache.put(key, found, visitor)
         return found
+
+    def ahead(
+        self, builds: Iterable[tuple[Hashable, Callable[[], Any]]], *, visitor: str = LOCAL
+    ) -> bool:
+        """Build in the background, one thread for the server, what :meth:`cached` will
+        probably be asked for next (``(key, build)`` pairs not in the cache yet: the figures
+        of the neighbouring heads), so that the next step finds them. At most
+        :data:`AHEAD_BATCHES` batches wait; a further one is dropped. A build that fails is
+        logged and left for the step that needs it. True if a batch was queued."""
+        missing = [(key, build) for key, build in builds if key not in self.cache]
+        if not missing:
+            return False
+        with self._lock:
+            if self._ahead_waiting >= AHEAD_BATCHES:
+                return False
+            self._ahead_waiting += 1
+        self._ahead.submit(self._build_ahead, missing, visitor)
+        return True
+
+    def _build_ahead(self, builds: list[tuple[Hashable, Callable[[], Any]]], visitor: str) -> None:
+        try:
+            for key, build in builds:
+                try:
+                    self.cached(key, build, visitor=visitor)
+                except Exception:  # the step that needs it builds it again, and says why
+                    LOGGER.exception("building %r ahead failed", key)
+        finally:
+            with self._lock:
+                self._ahead_waiting -= 1
 
     def clear(self) -> None:
         """Forget every result and figure kept (jobs running go on)."""

@@ -5,6 +5,10 @@ and in the URL, and show engine errors as ``st.error``."""
 from __future__ import annotations
 
 import io
+import threading
+import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +20,7 @@ from tiny_models import build
 from headforms import DEFAULT_MODEL, analyze
 from headforms.baseline import gaussian_baseline
 from headforms.columns import ALL_SPECTRA, METRIC_COLUMNS
+from headforms.figures import head as head_figures
 from ui import state
 from ui.exports import heads_csv, spectra_npz
 from ui.loading import DASHBOARD_SPECTRA, dashboard_options, warm
@@ -105,6 +110,34 @@ def test_previous_and_next_buttons_walk_the_heads_and_wrap(tiny_llama: str) -> N
     previous.click().run()
     assert_clean(at)
     assert title(at) == f"Layer {last_layer} · Head {last_head}"
+
+
+def test_next_finds_the_next_heads_figures_built_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Head page builds the next and previous heads' figures in the background: the "Next"
+    step draws them from the cache, building none of its own (a fresh model: nothing kept)."""
+    build("llama", tmp_path, seed=11)
+    threads: list[str] = []
+    original = head_figures.eigenvalue_histogram
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(head_figures, "eigenvalue_histogram", counted)
+    at = run_app("head", {"model": str(tmp_path), "layer": "0", "head": "0"})
+    assert_clean(at)
+    deadline = time.monotonic() + 60
+    while sum(name.startswith("headforms-ahead") for name in threads) < 2:  # next and previous
+        assert time.monotonic() < deadline, threads
+        time.sleep(0.2)
+        at.run()  # the same head again: a guess dropped while others' were waiting is made again
+    before = len(threads)
+    next(b for b in at.button if b.label == "Next").click().run()
+    assert_clean(at)
+    assert title(at) == "Layer 0 · Head 1"
+    assert all(name.startswith("headforms-ahead") for name in threads[before:]), threads
 
 
 def test_a_shared_link_opens_the_same_head(tiny_llama: str) -> None:

@@ -146,3 +146,18 @@ def test_the_plane_draws_the_highest_scores_last(frame: pd.DataFrame) -> None:
     assert low <= drawn["x"].min() and drawn["x"].max() <= high  # every head inside the axes
     low, high = fig.layout.yaxis.range
     assert low <= drawn["y"].min() and drawn["y"].max() <= high
+
+
+def test_the_token_margins_hold_the_widest_label_without_plotlys_automargin() -> None:
+    """Fixed margins (automargin draws the figure again and again): the left one holds the
+    widest label, the bottom one that label turned by 60 degrees; a wide character counts
+    wider than a narrow one."""
+    tokens = ["a", "Ġextraordinarily", "b"]
+    fig = figures.attention_figure(tokens, causal_weights(3), "t")
+    widest = figures.label_width("Ġextraordinarily ·1")
+    assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
+    assert fig.layout.margin.l >= widest + figures.AXIS_TITLE_PX
+    assert fig.layout.margin.b >= widest * np.sin(np.radians(60)) + figures.AXIS_TITLE_PX
+    short = figures.attention_figure(["a", "b", "c"], causal_weights(3), "t")
+    assert short.layout.margin.l < fig.layout.margin.l
+    assert figures.label_width("漢字") > figures.label_width("ab")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import gc
 import threading
+import time
 import weakref
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
@@ -267,6 +268,59 @@ def test_a_figure_is_built_once_per_key() -> None:
         gateway.cached(("fig", "weights-1"), lambda: builds.append("1") or Result("1"))
     gateway.cached(("fig", "weights-2"), lambda: builds.append("2") or Result("2"))
     assert builds == ["1", "2"]
+
+
+def settled(gateway: Gateway) -> None:
+    """Wait until the gateway's builds ahead have run (one thread: a marker build after them)."""
+    done = threading.Event()
+    deadline = time.monotonic() + HANG_GUARD
+    while not gateway.ahead([(("marker", object()), lambda: done.set() or Result("m"))]):
+        assert time.monotonic() < deadline, "the batches ahead never ran"
+        time.sleep(0.01)  # past the batches waiting: queued once they have run
+    assert done.wait(HANG_GUARD)
+
+
+def test_a_figure_built_ahead_is_not_built_again_by_the_step_that_shows_it() -> None:
+    gateway = LocalGateway()
+    builds: list[str] = []
+    assert gateway.ahead([(("fig", "next"), lambda: builds.append("ahead") or Result("n"))])
+    settled(gateway)
+    shown = gateway.cached(("fig", "next"), lambda: builds.append("step") or Result("n"))
+    assert builds == ["ahead"] and shown.name == "n"
+
+
+def test_nothing_kept_is_built_ahead_and_a_failure_is_left_to_the_step() -> None:
+    gateway = LocalGateway()
+    gateway.cached(("fig", "kept"), lambda: Result("k"))
+    assert not gateway.ahead([(("fig", "kept"), lambda: pytest.fail("built again"))])
+
+    def broken() -> Result:
+        raise ValueError("bad figure")
+
+    assert gateway.ahead([(("fig", "broken"), broken)])
+    settled(gateway)
+    assert ("fig", "broken") not in gateway.cache
+    with pytest.raises(ValueError, match="bad figure"):
+        gateway.cached(("fig", "broken"), broken)
+
+
+def test_guesses_past_the_waiting_batches_are_dropped() -> None:
+    gateway = LocalGateway()
+    gate, started = threading.Event(), threading.Event()
+
+    def held() -> Result:
+        started.set()
+        assert gate.wait(HANG_GUARD)
+        return Result("held")
+
+    queued = [gateway.ahead([(("fig", i), held)]) for i in range(base.AHEAD_BATCHES + 1)]
+    assert started.wait(HANG_GUARD)
+    assert queued == [True] * base.AHEAD_BATCHES + [False]
+    gate.set()
+    settled(gateway)
+    assert [("fig", i) in gateway.cache for i in range(base.AHEAD_BATCHES + 1)] == (
+        [True] * base.AHEAD_BATCHES + [False]
+    )
 
 
 def size(result: Result) -> int:
