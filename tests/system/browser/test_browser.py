@@ -26,6 +26,13 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pandas as pd
 import pytest
+from browser_scripts import (
+    CELL_POINTS_JS,
+    ONE_MARKER_JS,
+    PAGE_STATE_JS,
+    SCENE_VIEW_JS,
+    SMALLEST_TEXT_JS,
+)
 from numerics import assert_shares_close
 from plotly_scene import (
     SCENE_POINTS_JS,
@@ -48,52 +55,6 @@ PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also 
 HEAD_PAGE_MS = 30_000
 
 SCENE_READY_JS = scene_ready_js("simplex")
-
-ONE_MARKER_JS = """
-async (gd, which) => {
-  // Keep only the `which`-th head trace (or the selection ring), reduced to its first point with
-  // the marker settings plotly.js resolved for it (a per-point size array stays an array), in
-  // black; hide every other trace and the annotations: the plot then shows one marker exactly
-  // as that trace draws its markers. Without `which`: how many such traces there are.
-  const Plotly = gd.hfPlotly;
-  const probes = gd._fullData
-    .map((t, i) => [t, i])
-    .filter(([t]) => t.meta && ["heads", "selected"].includes(t.meta.role));
-  if (which === undefined || which === null) return probes.length;
-  const [trace, index] = probes[which];
-  const size = typeof trace.marker.size === "number" ? trace.marker.size : [trace.marker.size[0]];
-  const others = gd._fullData.map((_, i) => i).filter((i) => i !== index);
-  await Plotly.restyle(gd, { visible: false }, others);
-  await Plotly.restyle(
-    gd,
-    { x: [[trace.x[0]]], y: [[trace.y[0]]], z: [[trace.z[0]]], "marker.size": [size],
-      "marker.color": "#000000", "marker.opacity": 1, visible: true },
-    [index],
-  );
-  await Plotly.relayout(gd, { "scene.annotations": [] });
-  return { role: trace.meta.role, parity: trace.meta.parity || null, top: gd._fullLayout._size.t };
-}
-"""
-
-CELL_POINTS_JS = """
-(gd) => {
-  // Screen position of every cell of the trained-heads panel (first trace) of a heatmap.
-  const full = gd._fullLayout;
-  const trace = gd._fullData.find((t) => t.meta && t.meta.role === "cells");
-  const xa = full[trace.xaxis.replace("x", "xaxis")], ya = full[trace.yaxis.replace("y", "yaxis")];
-  const rect = gd.getBoundingClientRect();
-  const points = [];
-  for (let i = 0; i < trace.x.length; i++) {
-    points.push({
-      x: rect.left + xa._offset + xa.l2p(trace.x[i]),
-      y: rect.top + ya._offset + ya.l2p(trace.y[i]),
-      layer: trace.customdata[i][1],
-      head: trace.customdata[i][2],
-    });
-  }
-  return points;
-}
-"""
 
 
 def free_port() -> int:
@@ -172,11 +133,6 @@ def wait_for_head(page, layer: int, head: int) -> None:
     """Wait until the head page's title names this head."""
     title = page.locator("h1", has_text=f"Layer {layer} · Head {head}")
     title.wait_for(timeout=HEAD_PAGE_MS)
-
-
-SCENE_VIEW_JS = """
-(gd) => Array.from(gd._fullLayout.scene._scene.glplot.cameraParams.view)
-"""
 
 
 def open_simplex(page, url: str) -> object:
@@ -442,19 +398,6 @@ def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     assert "layer=2&head=3" in page.url
 
 
-PAGE_STATE_JS = """
-() => {
-  // How many figure components the page drew (Streamlit's bidi components: each holds one
-  // plot) and how many of them have drawn their text.
-  const components = [...document.querySelectorAll('[data-testid^="stBidiComponent"]')];
-  return {
-    components: components.length,
-    drawn: components.filter((c) => c.querySelector("div[data-hf-plot] .main-svg text")).length,
-  };
-}
-"""
-
-
 def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
     """Wait until the page's script has finished and every figure it made has drawn its text,
     unchanged over three polls a second apart (a script's first redraw can come after the page's
@@ -472,33 +415,6 @@ def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
         page.wait_for_timeout(1000)
     raise AssertionError(f"{page.url}: not drawn within {timeout_s:.0f} s ({last})")
 
-
-SMALLEST_TEXT_JS = """
-() => {
-  // Every piece of text plotly.js draws in SVG (titles, ticks, legends, annotations, bar
-  // labels, <sup> lines), at the size it appears on screen: its font size times the scale of
-  // its transforms (plotly.js shrinks bar labels by a transform). Invisible text is left out.
-  const sizes = [];
-  for (const div of document.querySelectorAll("div[data-hf-plot]")) {
-    for (const el of div.querySelectorAll("svg text, svg tspan")) {
-      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
-      if (!own) continue;
-      const style = getComputedStyle(el);
-      const hidden =
-        style.display === "none" || style.visibility === "hidden" ||
-        parseFloat(style.opacity) === 0 || parseFloat(style.fillOpacity) === 0 ||
-        /rgba\\(.*,\\s*0\\)$/.test(style.fill);
-      const box = el.getBoundingClientRect();
-      if (hidden || !box.width || !box.height) continue;
-      const m = el.getScreenCTM();
-      const scale = m ? Math.sqrt(Math.abs(m.a * m.d - m.b * m.c)) : 1;
-      const text = el.textContent.slice(0, 40);
-      sizes.push([parseFloat(style.fontSize) * scale, div.dataset.hfPlot, text]);
-    }
-  }
-  return sizes;
-}
-"""
 
 MIN_TEXT_PX = 11
 """The smallest text a figure may draw at 1280 px wide."""
