@@ -13,6 +13,7 @@ import streamlit as st
 from headforms.figures import simplex as figures
 from headforms.figures.camera import FRAMED_SHARE, FRAMES
 from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geometry_reference
+from headforms.figures.triangle import triangle_figure
 from headforms.forms import PARITY_TYPE_II_TEXT
 from headforms.gallery import gallery_html
 from ui import (
@@ -109,7 +110,7 @@ triangle = cached(
     "triangle",
     key,
     lambda: PlotPayload.of(
-        fit_to_column(figures.triangle_figure(models, ctx.color_by, ctx.selected, baselines))
+        fit_to_column(triangle_figure(models, ctx.color_by, ctx.selected, baselines))
     ),
 )
 profiles = cached("profile_table", key[:2], lambda: figures.profile_table(models))
