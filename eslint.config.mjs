@@ -22,6 +22,29 @@ export default [
       "prefer-const": "error",
     },
   },
+  // ui/plot.py joins ui/plot_labels.js, ui/plot_legend.js and ui/plot.js into one module: the
+  // functions the first two define are the last one's.
+  {
+    files: ["ui/plot_labels.js", "ui/plot_legend.js"],
+    rules: {
+      "no-unused-vars": [
+        "error",
+        { varsIgnorePattern: "^(rememberLabels|placeLabels|labelsAfterRelayout|applyHidden|reportHidden)$" },
+      ],
+    },
+  },
+  {
+    files: ["ui/plot.js"],
+    languageOptions: {
+      globals: {
+        rememberLabels: "readonly",
+        placeLabels: "readonly",
+        labelsAfterRelayout: "readonly",
+        applyHidden: "readonly",
+        reportHidden: "readonly",
+      },
+    },
+  },
   {
     files: ["headforms/gallery/**/*.js"],
     ...js.configs.recommended,

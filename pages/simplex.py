@@ -32,8 +32,11 @@ from ui import (
 )
 from ui.loading import analysis_download, baselines_of, load_models, models_key
 from ui.motion import chosen_positions, sweep_at_hand
+from ui.plot import hidden_link
 
 BASELINE_KEY = "simplex_baseline"
+HIDDEN_KEYS = {"simplex": "simplex_hidden", "triangle": "triangle_hidden"}
+"""Session keys of the legend entries hidden in each plot (URL ``hide=``, ``hide_triangle=``)."""
 
 ctx = page_context()
 st.title("Profiles on the simplex")
@@ -125,6 +128,8 @@ framed = (
     "b = 0 and the dashed edge a = b = 0 are empty); Zoom to heads pulls the crowd near Θ apart."
 )
 
+hidden_link("hide", HIDDEN_KEYS["simplex"], simplex)
+hidden_link("hide_triangle", HIDDEN_KEYS["triangle"], triangle)
 left, right = st.columns([3, 2])
 with left:
     clickable_plot(
@@ -140,6 +145,7 @@ with left:
         filename=f"{ctx.spec}_simplex",
         scroll_zoom=True,
         camera_key=camera_key,
+        hidden_key=HIDDEN_KEYS["simplex"],
     )
 with right:
     clickable_plot(
@@ -153,6 +159,7 @@ with right:
         data=profiles,
         filename=f"{ctx.spec}_triangle",
         scroll_zoom=True,
+        hidden_key=HIDDEN_KEYS["triangle"],
     )
 
 row = ctx.head_row
