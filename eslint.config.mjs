@@ -29,7 +29,7 @@ export default [
     rules: {
       "no-unused-vars": [
         "error",
-        { varsIgnorePattern: "^(rememberLabels|placeLabels|labelsAfterRelayout|applyHidden|reportHidden)$" },
+        { varsIgnorePattern: "^(rememberLabels|placeLabels|labelsAfterRelayout|imageOptions|applyHidden|reportHidden)$" },
       ],
     },
   },
@@ -40,6 +40,7 @@ export default [
         rememberLabels: "readonly",
         placeLabels: "readonly",
         labelsAfterRelayout: "readonly",
+        imageOptions: "readonly",
         applyHidden: "readonly",
         reportHidden: "readonly",
       },

@@ -35,8 +35,8 @@ from ui.motion import chosen_positions, sweep_at_hand
 from ui.plot import hidden_link
 
 BASELINE_KEY = "simplex_baseline"
+# the legend entries hidden in each plot (URL hide=, hide_triangle=)
 HIDDEN_KEYS = {"simplex": "simplex_hidden", "triangle": "triangle_hidden"}
-"""Session keys of the legend entries hidden in each plot (URL ``hide=``, ``hide_triangle=``)."""
 
 ctx = page_context()
 st.title("Profiles on the simplex")

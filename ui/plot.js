@@ -426,7 +426,7 @@ function exportButtons(Plotly, filename, vector, pngScale) {
     name: "download-" + format,
     title,
     icon,
-    click: (gd) => Plotly.downloadImage(gd, { format, filename, scale }),
+    click: (gd) => Plotly.downloadImage(gd, imageOptions(gd, { format, filename, scale })),
   }));
 }
 

@@ -144,8 +144,16 @@ function labelUpdate(gd) {
   return update;
 }
 
+// Options of an exported image: the size the page shows (plotly.js would draw a responsive
+// figure 700 px wide), so that its labels sit where they were placed.
+function imageOptions(gd, options) {
+  const full = gd._fullLayout || {};
+  return Object.assign({ width: full.width, height: full.height }, options);
+}
+
 // Place the scene's labels now (after a draw). The relayout it makes is not a camera change.
 async function placeLabels(gd, Plotly) {
+  gd.hfImageOptions = (options) => imageOptions(gd, options); // what the export uses (tests)
   if (!gd._fullLayout || !gd._fullLayout.scene || !gd.hfLabelBase) return;
   const update = labelUpdate(gd);
   if (!Object.keys(update).length) return;

@@ -59,9 +59,9 @@ LABELS_JS = """
 
 EXPORT_LABELS_JS = """
 async (gd) => {
-  // The labels of the image the toolbar exports (Plotly.toImage, as Plotly.downloadImage
-  // makes it; SVG so that its labels can be measured), drawn in a hidden box of the page.
-  const url = await gd.hfPlotly.toImage(gd, { format: "svg" });
+  // The labels of the image the toolbar exports (Plotly.toImage with the options its buttons
+  // give Plotly.downloadImage; SVG so that its labels can be measured), drawn hidden.
+  const url = await gd.hfPlotly.toImage(gd, gd.hfImageOptions({ format: "svg" }));
   const text = decodeURIComponent(url.slice(url.indexOf(",") + 1));
   const holder = document.createElement("div");
   holder.style.cssText = "position: absolute; left: 0; top: 0; visibility: hidden;";
@@ -165,8 +165,10 @@ def labels_settled(page, plot) -> dict:
 def test_every_parity_type_shows_in_the_crowd(page, server: str, model: str) -> None:
     """Issue 28.1: in the default whole-simplex view, the heads at Θ's midpoint show each
     parity type's colour (Type II's were hidden under the Type I− diamonds)."""
-    page.goto(f"{server}/simplex?model={model}")
+    page.goto(f"{server}/?model={model}")
     plot = drawn(page, "simplex")
+    settled_points(page, plot)
+    plot.scroll_into_view_if_needed()  # the crowd inside the viewport, which is what is shot
     points = settled_points(page, plot)
     x, y = np.median([[p["x"] for p in points], [p["y"] for p in points]], axis=1)
     clip = {
@@ -182,7 +184,7 @@ def test_every_parity_type_shows_in_the_crowd(page, server: str, model: str) -> 
 def test_a_hidden_legend_entry_is_kept_in_the_link(page, server: str) -> None:
     """Issue 28.1: hiding "Type I−" in the legend writes hide= into the URL, and the link opens
     the simplex with it hidden."""
-    page.goto(f"{server}/simplex?model={DEFAULT_MODEL}")
+    page.goto(f"{server}/?model={DEFAULT_MODEL}")
     plot = drawn(page, "simplex")
     settled_points(page, plot)
     plot.locator("g.traces", has_text="Type I−").locator("rect.legendtoggle").click()
@@ -201,7 +203,7 @@ def test_a_hidden_legend_entry_is_kept_in_the_link(page, server: str) -> None:
     ("path", "key"),
     [
         (f"positions?model={DEFAULT_MODEL}&layer=14&head=3", "motion_simplex"),
-        (f"simplex?model={DEFAULT_MODEL}&view=heads&layer=14&head=3", "simplex"),
+        (f"?model={DEFAULT_MODEL}&view=heads&layer=14&head=3", "simplex"),
     ],
 )
 def test_the_selected_head_is_on_top_and_in_the_frame(page, server: str, path: str, key: str):
@@ -223,7 +225,7 @@ def test_the_selected_head_is_on_top_and_in_the_frame(page, server: str, path: s
 def test_labels_stay_inside_and_apart_after_a_rotation(page, server: str) -> None:
     """Issue 28.4: with a shared link's camera, after a rotation, and in the exported image,
     every label of the scene is inside the plot and off every other label."""
-    page.goto(f"{server}/simplex?model={DEFAULT_MODEL}&camera={LINK_CAMERA}")
+    page.goto(f"{server}/?model={DEFAULT_MODEL}&camera={LINK_CAMERA}")
     plot = drawn(page, "simplex")
     settled_points(page, plot)
     labels = labels_settled(page, plot)
