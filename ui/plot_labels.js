@@ -90,6 +90,36 @@ function placeBox(box, area, placed) {
   return [inX, inY];
 }
 
+// The box of the selected head's name where a trace draws it as WebGL text (an animated view's
+// ring, whose name rides with it): projected from its point, the name above its ring. Labels
+// are kept off it like off each other.
+function ringTextBoxes(gd) {
+  const full = gd._fullLayout;
+  const scene = full.scene._scene;
+  if (!scene || !scene.glplot) return [];
+  const cam = scene.glplot.cameraParams;
+  const scale = scene.dataScale;
+  const area = sceneArea(gd);
+  const mul = (m, v) =>
+    [0, 1, 2, 3].map((r) => m[r] * v[0] + m[4 + r] * v[1] + m[8 + r] * v[2] + m[12 + r] * v[3]);
+  const boxes = [];
+  for (const trace of gd._fullData) {
+    const role = trace.meta && trace.meta.role;
+    if (role !== "selected" || trace.type !== "scatter3d" || !String(trace.mode).includes("text")) {
+      continue;
+    }
+    const world = [trace.x[0] * scale[0], trace.y[0] * scale[1], trace.z[0] * scale[2], 1];
+    const clip = mul(cam.projection, mul(cam.view, mul(cam.model, world)));
+    if (!(clip[3] > 0)) continue;
+    const width = area.right - area.left + 2 * LABEL_PAD_PX;
+    const height = area.bottom - area.top + 2 * LABEL_PAD_PX;
+    const x = area.left - LABEL_PAD_PX + ((clip[0] / clip[3] + 1) / 2) * width;
+    const y = area.top - LABEL_PAD_PX + ((1 - clip[1] / clip[3]) / 2) * height;
+    boxes.push({ left: x - 30, right: x + 30, top: y - 30, bottom: y + 8 });
+  }
+  return boxes;
+}
+
 function labelRank(name) {
   const rank = LABEL_ORDER.indexOf(name);
   return rank < 0 ? LABEL_ORDER.length : rank;
@@ -119,7 +149,7 @@ function labelUpdate(gd) {
     .map((annotation, index) => ({ annotation, index }))
     .filter((item) => item.annotation.visible !== false)
     .sort((a, b) => labelRank(a.annotation.name) - labelRank(b.annotation.name));
-  const placed = [];
+  const placed = ringTextBoxes(gd);
   const update = {};
   for (const { annotation, index } of order) {
     const box = labelBox(gd, index);
