@@ -22,6 +22,30 @@ export default [
       "prefer-const": "error",
     },
   },
+  // ui/plot.py joins ui/plot_labels.js, ui/plot_legend.js and ui/plot.js into one module: the
+  // functions the first two define are the last one's.
+  {
+    files: ["ui/plot_labels.js", "ui/plot_legend.js"],
+    rules: {
+      "no-unused-vars": [
+        "error",
+        { varsIgnorePattern: "^(rememberLabels|placeLabels|labelsAfterRelayout|imageOptions|applyHidden|reportHidden)$" },
+      ],
+    },
+  },
+  {
+    files: ["ui/plot.js"],
+    languageOptions: {
+      globals: {
+        rememberLabels: "readonly",
+        placeLabels: "readonly",
+        labelsAfterRelayout: "readonly",
+        imageOptions: "readonly",
+        applyHidden: "readonly",
+        reportHidden: "readonly",
+      },
+    },
+  },
   {
     // The component's helper scripts, concatenated before ui/plot.js (ui/plot.py's SCRIPTS):
     // classic scripts whose top-level functions plot.js calls (named in `/* exported */`).

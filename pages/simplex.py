@@ -13,6 +13,7 @@ import streamlit as st
 from headforms.figures import simplex as figures
 from headforms.figures.camera import FRAMED_SHARE, FRAMES
 from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geometry_reference
+from headforms.figures.triangle import triangle_figure
 from headforms.forms import PARITY_TYPE_II_TEXT
 from headforms.gallery import gallery_html
 from ui import (
@@ -31,11 +32,14 @@ from ui import (
 )
 from ui.loading import analysis_download, baselines_of, load_models, models_key
 from ui.motion import chosen_positions, sweep_at_hand
+from ui.plot import hidden_link
 
 BASELINE_KEY = "simplex_baseline"
 # The 3D plot's height (px): the whole tetrahedron, and so every head, on the first screen at
 # 1280 x 800 below the page's short top (a scene's drawing scales with its height).
 SIMPLEX_HEIGHT = 560
+# the legend entries hidden in each plot (URL hide=, hide_triangle=)
+HIDDEN_KEYS = {"simplex": "simplex_hidden", "triangle": "triangle_hidden"}
 
 ctx = page_context()
 # The page's top is kept short (title and switches in one row, one line of caption, one row of
@@ -113,7 +117,7 @@ triangle = cached(
     "triangle",
     key,
     lambda: PlotPayload.of(
-        fit_to_column(figures.triangle_figure(models, ctx.color_by, ctx.selected, baselines))
+        fit_to_column(triangle_figure(models, ctx.color_by, ctx.selected, baselines))
     ),
 )
 profiles = cached("profile_table", key[:2], lambda: figures.profile_table(models))
@@ -128,6 +132,8 @@ framed = (
     "b = 0 and the dashed edge a = b = 0 are empty); Zoom to heads pulls the crowd near Θ apart."
 )
 
+hidden_link("hide", HIDDEN_KEYS["simplex"], simplex)
+hidden_link("hide_triangle", HIDDEN_KEYS["triangle"], triangle)
 left, right = st.columns([3, 2])
 with left:
     clickable_plot(
@@ -144,6 +150,7 @@ with left:
         filename=f"{ctx.spec}_simplex",
         scroll_zoom=True,
         camera_key=camera_key,
+        hidden_key=HIDDEN_KEYS["simplex"],
     )
 with right:
     clickable_plot(
@@ -157,6 +164,7 @@ with right:
         data=profiles,
         filename=f"{ctx.spec}_triangle",
         scroll_zoom=True,
+        hidden_key=HIDDEN_KEYS["triangle"],
     )
 
 row = ctx.head_row

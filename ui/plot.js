@@ -432,7 +432,7 @@ function exportButtons(Plotly, filename, vector, pngScale) {
     name: "download-" + format,
     title,
     icon,
-    click: (gd) => Plotly.downloadImage(gd, { format, filename, scale }),
+    click: (gd) => Plotly.downloadImage(gd, imageOptions(gd, { format, filename, scale })),
   }));
 }
 
@@ -485,6 +485,8 @@ async function draw(wrap, gd, Plotly, figure, data) {
   gd.hfPlotly = Plotly;
   fitTitle(figure, gd.clientWidth);
   applyCamera(figure, data);
+  applyHidden(figure, data); // ui/plot_legend.js
+  rememberLabels(gd, figure); // ui/plot_labels.js
   const config = {
     displaylogo: false,
     responsive: true,
@@ -499,10 +501,13 @@ async function draw(wrap, gd, Plotly, figure, data) {
   await Plotly.react(gd, { data: figure.data, layout: figure.layout, config, frames });
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py
   gd.hfViewShown = sceneView(gd);
+  await placeLabels(gd, Plotly); // ui/plot_labels.js
   if (!gd.hfBound) {
     gd.hfBound = true;
     gd.on("plotly_click", (event) => onPlotClick(wrap, gd, event));
     gd.on("plotly_relayout", (update) => reportCamera(wrap, gd, update));
+    gd.on("plotly_relayout", (update) => labelsAfterRelayout(gd, gd.hfPlotly, update));
+    gd.on("plotly_restyle", (update) => reportHidden(wrap, gd, update));
     // The point of an animated figure shown now (slider or Play), kept across reruns.
     gd.on("plotly_animatingframe", (event) => {
       gd.hfFrame = { axis: gd.hfAxis, name: event.name };

@@ -39,7 +39,7 @@ from headforms.figures.export import (
     figure_table,
 )
 
-from . import guard
+from . import guard, links
 from .static import GL3D_TRACE_TYPES, ensure_plotly_js
 
 COMPONENT_NAME = "headforms.plot"
@@ -57,12 +57,17 @@ TOOLBAR_BAND_PX = 30
 ASSETS = Path(__file__).resolve().parent
 """The component's browser code lives beside this module as real files, which eslint reads."""
 
-SCRIPTS = ("plot_wheel.js", "plot_ring.js", "plot.js")
-"""The component's JS, joined in this order: helper scripts first, ``plot.js`` (the only one
-with ``export default``) last."""
+SCRIPTS = ("plot_wheel.js", "plot_ring.js", "plot_labels.js", "plot_legend.js", "plot.js")
+"""The component's browser code, joined into one module in this order: the wheel that scrolls
+the page, the chooser's ring, the labels of a 3D scene kept inside the plot and apart, the
+legend's hidden entries, then the component (the only one with ``export default``, which calls
+the functions of the others)."""
 
 WHEEL_ZOOM_TEXT = "Zoom: Ctrl + scroll (⌘ on a Mac) or pinch; the wheel alone scrolls the page."
 """What a plot that zooms says in its caption (ui/plot_wheel.js: the wheel scrolls the page)."""
+
+MAX_HIDDEN = 40
+"""Legend entries a plot reports hidden, at most (a figure has a few)."""
 
 _component = st.components.v2.component(
     COMPONENT_NAME,
@@ -103,6 +108,8 @@ class PlotPayload:
     vector: bool = True
     """Whether its SVG export is vector (:func:`headforms.figures.export.exports_as_vector`);
     otherwise the toolbar offers a high-resolution PNG only."""
+    legend: tuple[str, ...] = ()
+    """The names of its legend entries (what a link's ``hide=`` may name)."""
 
     @classmethod
     def of(cls, figure: go.Figure) -> PlotPayload:
@@ -114,7 +121,14 @@ class PlotPayload:
         first_line = re.split(r"<br\s*/?>", str(figure.layout.title.text or ""))[0]
         title = re.sub(r"<[^>]+>", "", first_line).strip()
         height = int(figure.layout.height or DEFAULT_HEIGHT)
-        payload = cls(figure.to_json(), height, title, exports_as_vector(figure))
+        legend = tuple(
+            dict.fromkeys(
+                str(trace.name)
+                for trace in figure.data
+                if trace.name and trace.showlegend is not False
+            )
+        )
+        payload = cls(figure.to_json(), height, title, exports_as_vector(figure), legend)
         figure._hf_payload = payload
         return payload
 
@@ -140,6 +154,7 @@ def clickable_plot(
     filename: str | None = None,
     scroll_zoom: bool = False,
     camera_key: str | None = None,
+    hidden_key: str | None = None,
 ) -> None:
     """Draw ``figure``; a click on a point with customdata calls ``on_click(customdata)``.
 
@@ -155,6 +170,9 @@ def clickable_plot(
     None for the figure's own): the figure is drawn with it, and each rotation or zoom of the
     visitor's is stored in it (so it survives reruns, and :func:`ui.links.camera` puts it in
     the URL).
+    ``hidden_key``: the session key of the legend entries hidden (a list of their names, see
+    :attr:`PlotPayload.legend`): the figure is drawn with them hidden, and each legend click's
+    outcome is stored in it (:func:`hidden_link` puts it in the URL).
     """
     assets = ensure_plotly_js()
     payload = figure if isinstance(figure, PlotPayload) else PlotPayload.of(figure)
@@ -173,7 +191,16 @@ def clickable_plot(
         if camera_key is not None and value is not None:
             st.session_state[camera_key] = value
 
+    def toggled() -> None:
+        state = st.session_state.get(key)
+        value = state.get("hidden") if hasattr(state, "get") else None
+        if hidden_key is not None and isinstance(value, list):
+            names = set(value[:MAX_HIDDEN])
+            st.session_state[hidden_key] = [name for name in payload.legend if name in names]
+
     listeners = {"on_camera_change": moved} if camera_key is not None else {}
+    if hidden_key is not None:
+        listeners["on_hidden_change"] = toggled
 
     _component(
         key=key,
@@ -189,6 +216,8 @@ def clickable_plot(
             "pick_radius": PICK_RADIUS_PX,
             "camera": st.session_state.get(camera_key) if camera_key else None,
             "report_camera": camera_key is not None,
+            "hidden": list(st.session_state.get(hidden_key) or []) if hidden_key else [],
+            "report_hidden": hidden_key is not None,
             "plotly": {
                 "full": url_path(assets.full),
                 "gl3d": url_path(assets.gl3d) if assets.gl3d else None,
@@ -226,3 +255,10 @@ def figure_key(fig: go.Figure | PlotPayload, caption: str) -> str:
     """A stable key for a figure shown without one (its title and caption)."""
     title = fig.title if isinstance(fig, PlotPayload) else str(fig.layout.title.text or "")
     return "fig-" + hashlib.sha1(f"{title}\n{caption}".encode()).hexdigest()[:12]
+
+
+def hidden_link(name: str, key: str, payload: PlotPayload) -> None:
+    """Bind the legend entries hidden in the plot drawn with ``hidden_key=key`` to the URL
+    parameter ``name`` (``hide=Type I−``; by default none), before drawing it: a link keeps
+    what the sender hid, and names only entries of this figure."""
+    links.bind(links.subset(name, key, list(payload.legend), [], "legend entries"))

@@ -2,8 +2,8 @@
 path (:class:`headforms.head_paths.HeadPaths`: RoPE positions, training steps, two models).
 
 The animated views are :func:`headforms.figures.simplex.simplex_figure` and
-:func:`~headforms.figures.simplex.triangle_figure` at the first point, plus one Plotly frame per
-point holding the head traces (:func:`~headforms.figures.simplex.head_traces`) and the selected
+:func:`~headforms.figures.triangle.triangle_figure` at the first point, plus one Plotly frame per
+point holding the head traces (:func:`~headforms.figures.head_markers.head_traces`) and the selected
 head's ring there, and a slider (and Play button) that animates them in the browser: every
 frame travels once with the figure, so moving the slider redraws the markers without asking the
 server. The selected head's path through every point is drawn as a line (from its Gaussian
@@ -21,7 +21,8 @@ import plotly.graph_objects as go
 from ..forms import PARITY_LABELS
 from ..head_paths import HeadPaths
 from .geometry import SIMPLEX_VERTICES, TRIANGLE_VERTICES, barycentric_points
-from .simplex import head_traces, simplex_figure, triangle_figure
+from .head_markers import head_traces
+from .simplex import simplex_figure
 from .style import (
     BASELINE_COLOR,
     PARITY_NAMES,
@@ -31,6 +32,7 @@ from .style import (
     head_name,
     selected_marker,
 )
+from .triangle import triangle_figure
 
 VIEWS: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
     "simplex": (("a", "b", "c", "d"), SIMPLEX_VERTICES),
@@ -268,8 +270,9 @@ def animated_figure(
     three_d = view == "simplex"
     models = point_models(paths)
     first = {models[start]: paths.heads_at(start)}
+    extras = _extras(paths, view, three_d, selected, baseline, every_path)
     fig = (
-        simplex_figure(first, color_by, None, frame=frame)
+        simplex_figure(first, color_by, None, frame=frame, in_frame=_kept_in_frame(extras))
         if three_d
         else triangle_figure(first, color_by, None)
     )
@@ -285,9 +288,7 @@ def animated_figure(
     )
     color = paths.stacked(color_by).astype(float) if color_by not in ("parity", "model") else None
     labels = [head_name(layer, head) for layer, head in zip(*_layer_head(paths), strict=True)]
-    extra = [
-        t.to_plotly_json() for t in _extras(paths, view, three_d, selected, baseline, every_path)
-    ]
+    extra = [t.to_plotly_json() for t in extras]
     data = kept + extra
     first_head = len(data)
 
@@ -417,7 +418,7 @@ def _parity_styles(
     three_d: bool,
 ) -> dict[str, dict]:
     """Each parity type's head trace as the simplex draws it (marker, name, legend group):
-    taken from :func:`~headforms.figures.simplex.head_traces` of one head of that type, so the
+    taken from :func:`~headforms.figures.head_markers.head_traces` of one head of that type, so the
     animated views keep its encodings exactly."""
     styles = {}
     for label in PARITY_LABELS:
@@ -443,6 +444,17 @@ def _extras(
             start_row = baseline.iloc[index]
     extra = [_every_path(paths, view, three_d, baseline)] if every_path else []
     return extra + _trail(paths, selected, view, three_d, start_row)
+
+
+def _kept_in_frame(extras: list[go.BaseTraceType]) -> np.ndarray | None:
+    """The points of the selected head's path (and its start): the 3D frame keeps them in view,
+    so the ring at every point and the path the legend names are inside the plot."""
+    kept = [
+        np.column_stack([t.x, t.y, t.z]).astype(float)
+        for t in extras
+        if (t.meta or {}).get("role") in ("path", "path-start") and t.z is not None
+    ]
+    return np.vstack(kept) if kept else None
 
 
 def _path_title(paths: HeadPaths, view: str) -> str:

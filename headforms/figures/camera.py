@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .geometry import SIMPLEX_LABELS, SIMPLEX_VERTICES
+from .style import LABEL_BACKGROUND
 
 FRAMES: dict[str, str] = {"simplex": "Whole simplex", "heads": "Zoom to heads"}
 """What the 3D view frames, by the names the dashboard gives them: ``"simplex"`` the whole
@@ -158,6 +159,7 @@ def vertex_annotations(centre: np.ndarray | None, camera: dict) -> list[dict]:
                 "text": text,
                 "showarrow": False,
                 "font": {"size": 13},
+                "bgcolor": LABEL_BACKGROUND,
                 "name": "vertex",
                 **anchor,
             }
@@ -181,7 +183,7 @@ def vertex_annotations(centre: np.ndarray | None, camera: dict) -> list[dict]:
                 "text": f"→ toward {text.replace('<br>', ' ')}",
                 "showarrow": False,
                 "font": {"size": 11, "color": "#555555"},
-                "bgcolor": "rgba(255,255,255,0.75)",
+                "bgcolor": LABEL_BACKGROUND,
                 "name": "hint",
             }
         )

@@ -11,10 +11,12 @@ import plotly.graph_objects as go
 from ..head_paths import HeadPaths
 from .animated import AXIS_NAMES, VIEWS, check_path_view
 from .geometry import barycentric_points
+from .head_markers import hover_text, selected_on_top
 from .heatmaps import HeatmapPanel, heatmap_panels_figure
-from .simplex import hover_text, simplex_figure, triangle_figure
+from .simplex import simplex_figure
 from .style import (
     BASELINE_COLOR,
+    OPACITY_3D,
     PARITY_COLORS,
     SELECTED_COLOR,
     TEMPLATE,
@@ -25,6 +27,7 @@ from .style import (
     head_name,
     model_color,
 )
+from .triangle import triangle_figure
 
 ARROW_SHAFT = 0.82
 """Share of the way from A to B that an arrow's line covers in 3D (B's marker is its head)."""
@@ -47,14 +50,15 @@ def diff_figure(
     three_d = view == "simplex"
     first, second = (str(value) for value in paths.values)
     ends = [paths.heads_at(0), paths.heads_at(1)]
-    if three_d:
-        fig = simplex_figure(
-            {second: ends[1]}, "parity", selected and (second, *selected[1:]), frame
-        )
-    else:
-        fig = triangle_figure({second: ends[1]}, "parity", selected and (second, *selected[1:]))
     start = barycentric_points(ends[0][list(columns)].to_numpy(float), vertices)
     end = barycentric_points(ends[1][list(columns)].to_numpy(float), vertices)
+    index = -1 if selected is None else paths.card.n_heads * int(selected[1]) + int(selected[2])
+    chosen = start[index : index + 1] if 0 <= index < len(start) else None
+    if three_d:  # the selected head's A end stays in the frame too
+        chosen_b = selected and (second, *selected[1:])
+        fig = simplex_figure({second: ends[1]}, "parity", chosen_b, frame, in_frame=chosen)
+    else:
+        fig = triangle_figure({second: ends[1]}, "parity", selected and (second, *selected[1:]))
     trace = go.Scatter3d if three_d else go.Scatter
     # each line stops short of B's marker: a click there picks the marker, not the line
     short = start + (ARROW_SHAFT if three_d else 1.0) * (end - start)
@@ -101,21 +105,21 @@ def diff_figure(
                     text="",
                     name="arrow",
                 )
-    if selected is not None:
-        index = paths.card.n_heads * int(selected[1]) + int(selected[2])
-        if 0 <= index < len(start) and np.isfinite(start[index]).all():
-            pair = np.stack([start[index], end[index]])
-            fig.add_trace(
-                trace(
-                    **dict(zip("xyz" if three_d else "xy", pair.T, strict=True)),
-                    mode="lines",
-                    line={"color": SELECTED_COLOR, "width": 5 if three_d else 2.5},
-                    hoverinfo="skip",
-                    showlegend=False,
-                    name="selected arrow",
-                    meta={"role": "selected"},
-                )
+    if chosen is not None and np.isfinite(chosen).all():
+        pair = np.stack([start[index], end[index]])
+        fig.add_trace(
+            trace(
+                **dict(zip("xyz" if three_d else "xy", pair.T, strict=True)),
+                mode="lines",
+                line={"color": SELECTED_COLOR, "width": 5 if three_d else 2.5},
+                opacity=OPACITY_3D if three_d else 1.0,  # drawn in trace order (OPACITY_3D)
+                hoverinfo="skip",
+                showlegend=False,
+                name="selected arrow",
+                meta={"role": "selected"},
             )
+        )
+    selected_on_top(fig)
     what = "Profiles on the simplex Δ₃" if three_d else "Symmetric profiles on Δ"
     fig.update_layout(
         title={"text": f"{what}: from A to B<br><sup>A: {first} · B: {second}</sup>"},

@@ -46,6 +46,15 @@ SELECTED_SIZE_2D = 20
 SELECTED_SIZE_3D = 15
 """Sizes of the ring drawn around the selected head."""
 
+OPACITY_3D = 0.99
+"""Opacity of the head markers and the selected ring in a 3D scene: WebGL draws every opaque
+object before the transparent ones, whatever the trace order; all a little transparent, the
+traces are drawn in their order, so the last ones (the selected ring) stay on top."""
+
+LABEL_BACKGROUND = "rgba(255,255,255,0.92)"
+"""Background of the labels drawn over a plot (vertex and face names, hints, the selected
+head's name): edges, Θ and markers under a label do not cross its text."""
+
 PARITY_NAMES: dict[str, str] = {"I+": "Type I+", "II": "Type II", "I-": "Type I−"}
 
 MODEL_COLORS: tuple[str, ...] = (
@@ -210,7 +219,9 @@ def selected_marker(
     three_d = "z" in coordinates
     size = SELECTED_SIZE_3D if three_d else SELECTED_SIZE_2D
     marker: dict = {"color": SELECTED_COLOR, "size": size, "symbol": "circle-open"}
-    if not three_d:
+    if three_d:
+        marker["opacity"] = OPACITY_3D  # drawn in trace order, after the heads (OPACITY_3D)
+    else:
         marker["line"] = {"width": 3, "color": SELECTED_COLOR}
     trace = go.Scatter3d if three_d else go.Scatter
     return trace(

@@ -31,8 +31,9 @@ from ..columns import COLUMN_DESCRIPTIONS, METRIC_COLUMNS
 from ..figures.animated import VIEWS, animated_figure
 from ..figures.heatmaps import heatmap_pair_figure, heatmap_range
 from ..figures.parity import parity_by_layer_figure
-from ..figures.simplex import simplex_figure, triangle_figure
+from ..figures.simplex import simplex_figure
 from ..figures.style import NEGATIVE_COLOR, POSITIVE_COLOR
+from ..figures.triangle import triangle_figure
 from ..forms import PARITY_LABELS
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from headforms.figures import heatmaps as FM
 from headforms.figures import parity as FP
 from headforms.figures import simplex as FS
 from headforms.figures import style as FT
+from headforms.figures import triangle as FTR
 from headforms.forms import PARITY_LABELS, head_forms
 from headforms.model_analysis import model_baseline
 
@@ -254,7 +255,7 @@ def test_2d_parity_markers_are_plus_open_circle_and_dash_for_every_model(minilm,
     """Figures 2, 8 and 9: + Type I+, open circle Type II, dash Type I-, for every model of the
     figure (an overlaid model keeps the meaning of each shape), drawn with a visible stroke."""
     models = {"smollm2": smollm.heads, **({"minilm": minilm.heads} if overlay else {})}
-    fig = FS.triangle_figure(models)
+    fig = FTR.triangle_figure(models)
     expected = {"I+": PLUS, "II": OPEN_CIRCLE, "I-": DASH}
     for trace in traces_with(fig, "heads"):
         assert trace.marker.symbol == expected[trace.meta["parity"]], trace.name
@@ -331,7 +332,7 @@ def test_each_overlaid_model_has_its_own_colour_and_the_same_shapes(
     minilm, smollm, three_d, color_by
 ):
     models = {"smollm2": smollm.heads, "minilm": minilm.heads, "again": minilm.heads}
-    build = FS.simplex_figure if three_d else FS.triangle_figure
+    build = FS.simplex_figure if three_d else FTR.triangle_figure
     fig = build(models, color_by=color_by)
     by_model: dict[str, list] = {}
     for trace in traces_with(fig, "heads"):
@@ -370,7 +371,7 @@ def test_chooser_labels_name_each_marker_with_its_profile(minilm, three_d):
     """The list shown when markers overlap: one line per marker naming that marker's head."""
     heads = minilm.heads
     columns = PROFILE if three_d else SYMMETRIC
-    fig = (FS.simplex_figure if three_d else FS.triangle_figure)({"minilm": heads})
+    fig = (FS.simplex_figure if three_d else FTR.triangle_figure)({"minilm": heads})
     indexed = heads.set_index(["layer", "head"])
     for trace in traces_with(fig, "heads"):
         rows = choice_rows(trace)
@@ -558,7 +559,7 @@ def test_simplex_layout_keeps_the_camera_and_hides_axes(minilm):
 
 def test_triangle_geometry_band_and_points(minilm):
     heads = minilm.heads
-    fig = FS.triangle_figure({"minilm": heads}, selected=("minilm", 1, 2))
+    fig = FTR.triangle_figure({"minilm": heads}, selected=("minilm", 1, 2))
     assert all(isinstance(t, go.Scatter) for t in fig.data)
     vertices = vertex_coords(fig)
     labels = [a.text for a in fig.layout.annotations if a.name == "vertex"]
@@ -776,7 +777,7 @@ def all_figures(analysis) -> dict[str, go.Figure]:
     models = {"m": heads}
     return {
         "simplex": FS.simplex_figure(models),
-        "triangle": FS.triangle_figure(models, color_by="layer"),
+        "triangle": FTR.triangle_figure(models, color_by="layer"),
         "histogram": FH.eigenvalue_histogram(sp["eig_s"][0], bsp["eig_s"][0]),
         "lobes": FH.lobes_figure(sp["lobe_pos"][0], sp["lobe_neg"][0], bsp["eig_s"][0]),
         "singular": FH.singular_values_figure(sp["sv_a"][0], bsp["sv_a"][0]),
