@@ -91,7 +91,8 @@ def test_the_identity_is_the_bundled_models_own_loss(spec: str) -> None:
     ids = torch.tensor([result.meta["token_ids"]])
     with torch.no_grad():
         loss = model.causal_lm(input_ids=ids, labels=ids).loss
-    assert row["ce_original"] == pytest.approx(float(loss), abs=2e-5)
+    # float32 both ways (Gemma's log-softmax over 262,144 tokens): a few 1e-5 relative apart
+    assert row["ce_original"] == pytest.approx(float(loss), rel=5e-5)
     assert row["delta_ce"] == pytest.approx(0.0, abs=1e-6)
     assert row["kl"] == pytest.approx(0.0, abs=1e-6)
 
