@@ -321,6 +321,34 @@ def parity_traces(
     return traces
 
 
+def against_geometry(
+    frame: pd.DataFrame, geometry: str, column: str, model: str, selected: Selected = None
+) -> tuple[go.Figure, dict]:
+    """Every head as a point, ``geometry`` across and ``column`` up, marker and colour by parity
+    (parity drawn as three columns with a fixed spread within each), the selected head ringed;
+    with the x axis' settings (parity's three named ticks). The builders of a score or an
+    edit's cost against the geometry add their titles."""
+    x = frame[geometry].to_numpy(dtype=float)
+    if geometry == "parity_rank":
+        x = x + parity_jitter(frame)
+    y = frame[column].to_numpy(dtype=float)
+    fig = go.Figure(parity_traces(frame, x, y, model, [geometry, column]))
+    found = selected_row({model: frame}, selected, [geometry, column])
+    if fig.data and found is not None:
+        row, name = found
+        index = int(np.flatnonzero(frame.index == row.index[0])[0])
+        fig.add_trace(selected_marker(row, name, {"x": x[[index]], "y": y[[index]]}))
+    xaxis: dict = {"title": GEOMETRY_COLUMNS[geometry], "zeroline": False}
+    if geometry == "parity_rank":
+        xaxis.update(
+            tickmode="array",
+            tickvals=[-1, 0, 1],
+            ticktext=[PARITY_NAMES["I-"], PARITY_NAMES["II"], PARITY_NAMES["I+"]],
+            range=[-1.5, 1.5],
+        )
+    return fig, xaxis
+
+
 def geometry_behaviour_figure(
     frame: pd.DataFrame,
     geometry: str,
@@ -333,24 +361,7 @@ def geometry_behaviour_figure(
     by parity; the title gives Spearman's rho and its bootstrap interval. Parity is drawn as three
     columns with a fixed spread of the heads within each."""
     _check_columns(frame, geometry, score)
-    x = frame[geometry].to_numpy(dtype=float)
-    if geometry == "parity_rank":
-        x = x + parity_jitter(frame)
-    y = frame[score].to_numpy(dtype=float)
-    fig = go.Figure(parity_traces(frame, x, y, model, [geometry, score]))
-    found = selected_row({model: frame}, selected, [geometry, score])
-    if found is not None:
-        row, name = found
-        index = int(np.flatnonzero(frame.index == row.index[0])[0])
-        fig.add_trace(selected_marker(row, name, {"x": x[[index]], "y": y[[index]]}))
-    xaxis: dict = {"title": GEOMETRY_COLUMNS[geometry], "zeroline": False}
-    if geometry == "parity_rank":
-        xaxis.update(
-            tickmode="array",
-            tickvals=[-1, 0, 1],
-            ticktext=[PARITY_NAMES["I-"], PARITY_NAMES["II"], PARITY_NAMES["I+"]],
-            range=[-1.5, 1.5],
-        )
+    fig, xaxis = against_geometry(frame, geometry, score, model, selected)
     fig.update_layout(
         template=TEMPLATE,
         title={

@@ -21,22 +21,18 @@ from ..analyses.behaviour import GEOMETRY_COLUMNS, Correlation
 from ..analyses.interventions import MEASURES
 from .behaviour import (
     SHORT_SCORES,
+    against_geometry,
     attention_figure,
-    parity_jitter,
-    parity_traces,
     tick_labels,
 )
 from .heatmaps import HeatmapPanel, heatmap_panels_figure, heatmap_range
 from .style import (
     BASELINE_COLOR,
     HEAD_COLOR,
-    PARITY_NAMES,
     TEMPLATE,
     UIREVISION,
     FigureInputError,
     Selected,
-    selected_marker,
-    selected_row,
 )
 
 PROFILE = ("a", "b", "c", "d")
@@ -96,26 +92,9 @@ def sweep_scatter_figure(
     that head alone up, marker and colour by parity; the title gives Spearman's rho and its
     bootstrap interval (parity drawn as three columns with a fixed spread within each)."""
     _check(frame, measure, column)
-    x = frame[column].to_numpy(dtype=float)
-    if column == "parity_rank":
-        x = x + parity_jitter(frame)
-    y = frame[measure].to_numpy(dtype=float)
-    fig = go.Figure(parity_traces(frame, x, y, model, [column, measure]))
+    fig, xaxis = against_geometry(frame, column, measure, model, selected)
     if not fig.data:
         raise FigureInputError(f"no head has both {column} and {measure}")
-    found = selected_row({model: frame}, selected, [column, measure])
-    if found is not None:
-        row, name = found
-        index = int(np.flatnonzero(frame.index == row.index[0])[0])
-        fig.add_trace(selected_marker(row, name, {"x": x[[index]], "y": y[[index]]}))
-    xaxis: dict = {"title": GEOMETRY_COLUMNS[column], "zeroline": False}
-    if column == "parity_rank":
-        xaxis.update(
-            tickmode="array",
-            tickvals=[-1, 0, 1],
-            ticktext=[PARITY_NAMES["I-"], PARITY_NAMES["II"], PARITY_NAMES["I+"]],
-            range=[-1.5, 1.5],
-        )
     fig.update_layout(
         template=TEMPLATE,
         title={
