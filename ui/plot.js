@@ -126,6 +126,11 @@ function fitTitle(figure, width) {
     title.text = text.join("<br>");
     const margin = figure.layout.margin || (figure.layout.margin = {});
     margin.t = (margin.t || 80) + added;
+    // plotly.js centres a title's lines on their first line's place: the added lines lift the
+    // top by half their height, into the toolbar's band; the pad takes it back down.
+    const pad = Object.assign({}, title.pad);
+    pad.t = (pad.t || 0) + added / 2;
+    title.pad = pad;
   }
 }
 

@@ -174,3 +174,16 @@ def test_the_chooser_leaves_the_scene_drawn_and_rings_the_entry_under_the_pointe
     )
     ring_centre = (ring["x"] + ring["width"] / 2, ring["y"] + ring["height"] / 2)
     assert abs(ring_centre[0] - marker["x"]) < 1.5 and abs(ring_centre[1] - marker["y"]) < 1.5
+
+
+def test_a_wrapped_title_sits_below_the_toolbar(page, server: str) -> None:
+    """The triangle's title, wrapped to two lines at 1280 x 800 (ui/plot.js fitTitle), starts
+    below the toolbar shown on hover, not under it (plotly.js lifts a title's added lines)."""
+    _, triangle = open_simplex(page, server + "/")
+    page.mouse.move(*centre(triangle))
+    toolbar = triangle.locator(".modebar").first
+    toolbar.wait_for(state="visible", timeout=PLOT_MS)
+    title = triangle.locator(".gtitle").first.bounding_box()
+    bar = toolbar.bounding_box()
+    assert title["height"] > 30, title  # two lines: what this test is about
+    assert title["y"] >= bar["y"] + bar["height"], (title, bar)
