@@ -306,11 +306,12 @@ def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, serve
         assert max(abs(a - b) for a, b in zip(view, received, strict=True)) < 2e-3
 
         sender.goto(f"{server}/table?model={DEFAULT_MODEL}&range=energy~0.5~&sort=-pairing")
-        sender.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        # the table is the page's last grid (the selected head's row may be repeated above it)
+        sender.locator('[data-testid="stDataFrame"]').last.wait_for(timeout=PLOT_APPEAR_MS)
         sender.get_by_role("button", name="I+", exact=True).click()
         wait_for_url(sender, "parity=")
         receiver.goto(sender.url)
-        receiver.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+        receiver.locator('[data-testid="stDataFrame"]').last.wait_for(timeout=PLOT_APPEAR_MS)
         heads = analyze(DEFAULT_MODEL).heads
         kept = heads[(heads["energy"] >= 0.5) & (heads["parity"] != "I+")]
         assert shown_count(receiver) == shown_count(sender) == len(kept) > 0
