@@ -63,8 +63,12 @@ def without_server_facts(data: bytes) -> bytes:
     if message.HasField("new_session"):
         new = message.new_session
         new.main_script_path = Path(new.main_script_path).name
-        new.initialize.ClearField("environment_info")
-        new.initialize.ClearField("user_info")
+        # Emptied, not removed: the browser reads these fields of every NewSession (an absent
+        # one ends its session with "Bad message format").
+        for part in (new.initialize.environment_info, new.initialize.user_info):
+            for field in part.DESCRIPTOR.fields:
+                part.ClearField(field.name)
+            part.SetInParent()
     if message.HasField("git_info_changed"):
         message.git_info_changed.Clear()
     return message.SerializeToString()

@@ -180,8 +180,12 @@ def test_a_session_is_told_nothing_of_the_server(server: int) -> None:
         message.ParseFromString(data)
         new = message.new_session
         assert new.main_script_path == "app.py" and new.page_script_hash
-        assert not new.initialize.HasField("environment_info")
+        # emptied but present: the browser reads them (an absent one: "Bad message format")
+        assert new.initialize.HasField("environment_info") and new.initialize.HasField("user_info")
+        assert not new.initialize.environment_info.streamlit_version
+        assert not new.initialize.environment_info.python_version
         assert not new.initialize.user_info.installation_id
+        assert not new.initialize.user_info.installation_id_v3
         for fact in (str(REPO), sys.version.split()[0], "Linux"):
             assert fact.encode() not in data, fact
 
