@@ -3,8 +3,10 @@
 // back to Python, lists the heads under the pointer when markers overlap, and adds SVG/PNG
 // downloads to the toolbar.
 // Linted by eslint (eslint.config.mjs, `make lint`). Helper scripts joined before it (ui/plot.py's
-// SCRIPTS): plot_wheel.js (the wheel scrolls the page), plot_ring.js (the chooser's ring).
-/* global guardWheel, showRing, hideRing */
+// SCRIPTS): plot_wheel.js (the wheel scrolls the page), plot_ring.js (the chooser's ring),
+// plot_keep.js (a rerun's unchanged plot kept as drawn, its unchanged traces reused).
+/* global guardWheel, showRing, hideRing, keptAsDrawn, wantDrawn, drawFailed, shownCamera */
+/* global reuseTraces */
 
 const REGISTRY = "__headformsPlotly";
 
@@ -413,6 +415,7 @@ function sendCamera(wrap, gd) {
   const camera = sceneCamera(gd);
   if (!camera || !view || sameView(view, gd.hfViewShown)) return;
   gd.hfViewShown = view;
+  shownCamera(gd, camera); // ui/plot_keep.js: the rerun it causes keeps the scene as it is
   wrap.hfSetState("camera", camera);
 }
 
@@ -491,6 +494,7 @@ async function draw(wrap, gd, Plotly, figure, data) {
   fitTitle(figure, gd.clientWidth);
   applyCamera(figure, data);
   applyHidden(figure, data); // ui/plot_legend.js
+  reuseTraces(gd, figure); // ui/plot_keep.js: the traces drawn now, where equal
   rememberLabels(gd, figure); // ui/plot_labels.js
   const config = {
     displaylogo: false,
@@ -557,6 +561,19 @@ export default function ({ data, parentElement, setStateValue, setTriggerValue }
   wrap.hfSetState = setStateValue;
   wrap.hfData = data;
   performance.mark("hf:mount:" + data.key);
+  // Called on unmount (and possibly before a re-render): purge only if really detached.
+  const cleanup = () => {
+    setTimeout(() => {
+      if (gd.isConnected || !gd.hfPlotly) return;
+      gd.hfPlotly.purge(gd);
+      drawFailed(gd); // nothing is drawn any more
+    }, 0);
+  };
+  if (keptAsDrawn(gd, data)) {
+    performance.mark("hf:kept:" + data.key); // ui/plot_keep.js: nothing to draw
+    return cleanup;
+  }
+  wantDrawn(gd, data);
   const figure = JSON.parse(data.figure);
   const threeD = figure.data.some((trace) => trace.type === "scatter3d") ? 1 : 0;
   loadBundle(chooseBundle(figure, data.plotly))
@@ -565,12 +582,8 @@ export default function ({ data, parentElement, setStateValue, setTriggerValue }
       return inTurn(() => draw(wrap, gd, Plotly, figure, data), threeD);
     })
     .catch((error) => {
+      drawFailed(gd);
       gd.textContent = String(error);
     });
-  return () => {
-    // Called on unmount (and possibly before a re-render): purge only if really detached.
-    setTimeout(() => {
-      if (!gd.isConnected && gd.hfPlotly) gd.hfPlotly.purge(gd);
-    }, 0);
-  };
+  return cleanup;
 }
