@@ -215,8 +215,9 @@ def wait_for_mark(page, kind: str, key: str, more_than: int) -> None:
 
 
 def test_a_rerun_that_leaves_a_figure_unchanged_does_not_draw_it(page, server: str) -> None:
-    """A rotation of the scene is reported to Python, whose rerun sends both plots their
-    figures again, and the scene the camera it shows: neither is drawn again."""
+    """A rotation of the scene is reported to Python, whose rerun sends the scene its figure
+    again with the camera it shows: it is not drawn again (Streamlit itself does not call a
+    component whose data did not change at all, as the triangle's)."""
     simplex, triangle = open_simplex(page, server)
     drawn = {key: marks(page, "drawn", key) for key in ("simplex", "triangle")}
     kept = marks(page, "kept", "simplex")
@@ -230,7 +231,6 @@ def test_a_rerun_that_leaves_a_figure_unchanged_does_not_draw_it(page, server: s
     turned = simplex.evaluate(SCENE_VIEW_JS)
     wait_for_mark(page, "kept", "simplex", kept)
     assert {key: marks(page, "drawn", key) for key in drawn} == drawn
-    assert marks(page, "kept", "triangle") >= 1
     assert simplex.evaluate(SCENE_VIEW_JS) == turned  # the visitor's view, as it was
     # the kept plots still answer a click: a marker opens its head
     target = most_isolated([p for p in settled_points(page, simplex) if p["inView"]])
