@@ -6,7 +6,7 @@
 // SCRIPTS): plot_wheel.js (the wheel scrolls the page), plot_ring.js (the chooser's ring),
 // plot_keep.js (a rerun's unchanged plot kept as drawn, its unchanged traces reused).
 /* global guardWheel, showRing, hideRing, keptAsDrawn, wantDrawn, drawFailed, shownCamera */
-/* global reuseTraces */
+/* global reuseTraces, plotConfig */
 
 const REGISTRY = "__headformsPlotly";
 
@@ -426,24 +426,6 @@ function reportCamera(wrap, gd, update) {
   gd.hfCameraTimer = setTimeout(() => sendCamera(wrap, gd), CAMERA_REPORT_MS);
 }
 
-// Image downloads: a figure whose every trace is drawn as SVG (data.vector, decided in Python)
-// exports as vector SVG and as PNG; one with a WebGL scene or a raster trace would be a picture
-// inside an SVG, so it offers a high-resolution PNG instead, labelled as such.
-function exportButtons(Plotly, filename, vector, pngScale) {
-  const buttons = vector
-    ? [
-        ["svg", Plotly.Icons.disk, "Download SVG (vector)", 1],
-        ["png", Plotly.Icons.camera, "Download PNG", 2],
-      ]
-    : [["png", Plotly.Icons.camera, `Download PNG (high resolution, ${pngScale}×)`, pngScale]];
-  return buttons.map(([format, icon, title, scale]) => ({
-    name: "download-" + format,
-    title,
-    icon,
-    click: (gd) => Plotly.downloadImage(gd, imageOptions(gd, { format, filename, scale })),
-  }));
-}
-
 // The next animation frame, or 50 ms at most (frames stop in hidden tabs; a draw must not wait
 // for the tab to be shown).
 function nextFrame() {
@@ -496,17 +478,8 @@ async function draw(wrap, gd, Plotly, figure, data) {
   applyHidden(figure, data); // ui/plot_legend.js
   reuseTraces(gd, figure); // ui/plot_keep.js: the traces drawn now, where equal
   rememberLabels(gd, figure); // ui/plot_labels.js
-  const config = {
-    displaylogo: false,
-    responsive: true,
-    scrollZoom: data.scroll_zoom,
-    showSendToCloud: false,
-    modeBarButtonsToRemove: [
-      "toImage", "sendDataToCloud", "sendChartToCloud", "select2d", "lasso2d",
-    ],
-    modeBarButtonsToAdd: exportButtons(Plotly, data.filename, data.vector, data.png_scale),
-  };
   const frames = figure.frames || [];
+  const config = plotConfig(gd, Plotly, data);
   await Plotly.react(gd, { data: figure.data, layout: figure.layout, config, frames });
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py
   gd.hfViewShown = sceneView(gd);

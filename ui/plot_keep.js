@@ -5,9 +5,11 @@
 // toolbar, the camera (a link's, not the one the visitor's rotation reported) or the hidden
 // legend entries (not the ones the visitor's legend click reported). A figure that did change
 // reuses the traces it shares with the one drawn (the same objects, so that Plotly.react's diff
-// finds them unchanged: the 3D scene keeps them, and only the selected head's ring is new).
+// finds them unchanged: the 3D scene keeps them, and only the selected head's ring is new), and
+// the same config object (a new one would make Plotly.react start the plot anew).
 // Linted by eslint (eslint.config.mjs: a classic script whose functions plot.js calls).
-/* exported keptAsDrawn, wantDrawn, drawFailed, shownCamera, shownHidden, reuseTraces */
+/* exported keptAsDrawn, wantDrawn, drawFailed, shownCamera, shownHidden, reuseTraces, plotConfig */
+/* global imageOptions */
 
 // The camera as one comparable string (or "" for none).
 function cameraText(camera) {
@@ -78,4 +80,44 @@ function reuseTraces(gd, figure) {
     });
   }
   gd.hfTraceTexts = texts;
+}
+
+// Image downloads: a figure whose every trace is drawn as SVG (data.vector, decided in Python)
+// exports as vector SVG and as PNG; one with a WebGL scene or a raster trace would be a picture
+// inside an SVG, so it offers a high-resolution PNG instead, labelled as such.
+function exportButtons(Plotly, filename, vector, pngScale) {
+  const buttons = vector
+    ? [
+        ["svg", Plotly.Icons.disk, "Download SVG (vector)", 1],
+        ["png", Plotly.Icons.camera, "Download PNG", 2],
+      ]
+    : [["png", Plotly.Icons.camera, `Download PNG (high resolution, ${pngScale}×)`, pngScale]];
+  return buttons.map(([format, icon, title, scale]) => ({
+    name: "download-" + format,
+    title,
+    icon,
+    click: (gd) => Plotly.downloadImage(gd, imageOptions(gd, { format, filename, scale })),
+  }));
+}
+
+// The plot's config, the same object while its inputs are the same: plotly.js compares a new
+// config with the one drawn (its download buttons' functions by identity), and a config that
+// differs makes Plotly.react a Plotly.newPlot, which builds a 3D scene's WebGL canvas anew.
+function plotConfig(gd, Plotly, data) {
+  const key = JSON.stringify([data.scroll_zoom, data.filename, data.vector, data.png_scale]);
+  if (gd.hfConfig && gd.hfConfig.key === key && gd.hfConfig.Plotly === Plotly) {
+    return gd.hfConfig.config;
+  }
+  const config = {
+    displaylogo: false,
+    responsive: true,
+    scrollZoom: data.scroll_zoom,
+    showSendToCloud: false,
+    modeBarButtonsToRemove: [
+      "toImage", "sendDataToCloud", "sendChartToCloud", "select2d", "lasso2d",
+    ],
+    modeBarButtonsToAdd: exportButtons(Plotly, data.filename, data.vector, data.png_scale),
+  };
+  gd.hfConfig = { key, Plotly, config };
+  return config;
 }
