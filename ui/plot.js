@@ -3,8 +3,10 @@
 // back to Python, lists the heads under the pointer when markers overlap, and adds SVG/PNG
 // downloads to the toolbar.
 // Linted by eslint (eslint.config.mjs, `make lint`). Helper scripts joined before it (ui/plot.py's
-// SCRIPTS): plot_wheel.js (the wheel scrolls the page), plot_ring.js (the chooser's ring).
-/* global guardWheel, showRing, hideRing */
+// SCRIPTS): plot_wheel.js (the wheel scrolls the page), plot_ring.js (the chooser's ring),
+// plot_keep.js (a rerun's unchanged plot kept as drawn, its unchanged traces reused).
+/* global guardWheel, showRing, hideRing, keptAsDrawn, wantDrawn, drawFailed, shownCamera */
+/* global reuseTraces, plotConfig */
 
 const REGISTRY = "__headformsPlotly";
 
@@ -413,6 +415,7 @@ function sendCamera(wrap, gd) {
   const camera = sceneCamera(gd);
   if (!camera || !view || sameView(view, gd.hfViewShown)) return;
   gd.hfViewShown = view;
+  shownCamera(gd, camera); // ui/plot_keep.js: the rerun it causes keeps the scene as it is
   wrap.hfSetState("camera", camera);
 }
 
@@ -421,24 +424,6 @@ function reportCamera(wrap, gd, update) {
   if (!Object.keys(update || {}).some((key) => key.startsWith("scene.camera"))) return;
   clearTimeout(gd.hfCameraTimer);
   gd.hfCameraTimer = setTimeout(() => sendCamera(wrap, gd), CAMERA_REPORT_MS);
-}
-
-// Image downloads: a figure whose every trace is drawn as SVG (data.vector, decided in Python)
-// exports as vector SVG and as PNG; one with a WebGL scene or a raster trace would be a picture
-// inside an SVG, so it offers a high-resolution PNG instead, labelled as such.
-function exportButtons(Plotly, filename, vector, pngScale) {
-  const buttons = vector
-    ? [
-        ["svg", Plotly.Icons.disk, "Download SVG (vector)", 1],
-        ["png", Plotly.Icons.camera, "Download PNG", 2],
-      ]
-    : [["png", Plotly.Icons.camera, `Download PNG (high resolution, ${pngScale}×)`, pngScale]];
-  return buttons.map(([format, icon, title, scale]) => ({
-    name: "download-" + format,
-    title,
-    icon,
-    click: (gd) => Plotly.downloadImage(gd, imageOptions(gd, { format, filename, scale })),
-  }));
 }
 
 // The next animation frame, or 50 ms at most (frames stop in hidden tabs; a draw must not wait
@@ -491,18 +476,10 @@ async function draw(wrap, gd, Plotly, figure, data) {
   fitTitle(figure, gd.clientWidth);
   applyCamera(figure, data);
   applyHidden(figure, data); // ui/plot_legend.js
+  reuseTraces(gd, figure); // ui/plot_keep.js: the traces drawn now, where equal
   rememberLabels(gd, figure); // ui/plot_labels.js
-  const config = {
-    displaylogo: false,
-    responsive: true,
-    scrollZoom: data.scroll_zoom,
-    showSendToCloud: false,
-    modeBarButtonsToRemove: [
-      "toImage", "sendDataToCloud", "sendChartToCloud", "select2d", "lasso2d",
-    ],
-    modeBarButtonsToAdd: exportButtons(Plotly, data.filename, data.vector, data.png_scale),
-  };
   const frames = figure.frames || [];
+  const config = plotConfig(gd, Plotly, data);
   await Plotly.react(gd, { data: figure.data, layout: figure.layout, config, frames });
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py
   gd.hfViewShown = sceneView(gd);
@@ -557,6 +534,19 @@ export default function ({ data, parentElement, setStateValue, setTriggerValue }
   wrap.hfSetState = setStateValue;
   wrap.hfData = data;
   performance.mark("hf:mount:" + data.key);
+  // Called on unmount (and possibly before a re-render): purge only if really detached.
+  const cleanup = () => {
+    setTimeout(() => {
+      if (gd.isConnected || !gd.hfPlotly) return;
+      gd.hfPlotly.purge(gd);
+      drawFailed(gd); // nothing is drawn any more
+    }, 0);
+  };
+  if (keptAsDrawn(gd, data)) {
+    performance.mark("hf:kept:" + data.key); // ui/plot_keep.js: nothing to draw
+    return cleanup;
+  }
+  wantDrawn(gd, data);
   const figure = JSON.parse(data.figure);
   const threeD = figure.data.some((trace) => trace.type === "scatter3d") ? 1 : 0;
   loadBundle(chooseBundle(figure, data.plotly))
@@ -565,12 +555,8 @@ export default function ({ data, parentElement, setStateValue, setTriggerValue }
       return inTurn(() => draw(wrap, gd, Plotly, figure, data), threeD);
     })
     .catch((error) => {
+      drawFailed(gd);
       gd.textContent = String(error);
     });
-  return () => {
-    // Called on unmount (and possibly before a re-render): purge only if really detached.
-    setTimeout(() => {
-      if (!gd.isConnected && gd.hfPlotly) gd.hfPlotly.purge(gd);
-    }, 0);
-  };
+  return cleanup;
 }

@@ -57,11 +57,18 @@ TOOLBAR_BAND_PX = 30
 ASSETS = Path(__file__).resolve().parent
 """The component's browser code lives beside this module as real files, which eslint reads."""
 
-SCRIPTS = ("plot_wheel.js", "plot_ring.js", "plot_labels.js", "plot_legend.js", "plot.js")
+SCRIPTS = (
+    "plot_wheel.js",
+    "plot_ring.js",
+    "plot_labels.js",
+    "plot_legend.js",
+    "plot_keep.js",
+    "plot.js",
+)
 """The component's browser code, joined into one module in this order: the wheel that scrolls
 the page, the chooser's ring, the labels of a 3D scene kept inside the plot and apart, the
-legend's hidden entries, then the component (the only one with ``export default``, which calls
-the functions of the others)."""
+legend's hidden entries, a rerun's unchanged plot kept as drawn, then the component (the only
+one with ``export default``, which calls the functions of the others)."""
 
 WHEEL_ZOOM_TEXT = "Zoom: Ctrl + scroll (⌘ on a Mac) or pinch; the wheel alone scrolls the page."
 """What a plot that zooms says in its caption (ui/plot_wheel.js: the wheel scrolls the page)."""

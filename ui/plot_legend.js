@@ -4,6 +4,7 @@
 // "hidden") after each legend click, and draws the figure with the entries Python holds
 // (data.hidden: the last reported, or a link's `hide=`) hidden, as a legend click hides them.
 // Linted by eslint (eslint.config.mjs, `make lint`).
+/* global shownHidden */
 
 // Hide the traces named in data.hidden (before drawing).
 function applyHidden(figure, data) {
@@ -31,5 +32,6 @@ function reportHidden(wrap, gd, update) {
   const before = JSON.stringify(wrap.hfData.hidden || []);
   if (JSON.stringify(names) === before) return;
   wrap.hfData.hidden = names;
+  shownHidden(gd, names); // ui/plot_keep.js: the rerun it causes keeps the plot as it is
   wrap.hfSetState("hidden", names);
 }

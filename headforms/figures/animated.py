@@ -6,8 +6,10 @@ The animated views are :func:`headforms.figures.simplex.simplex_figure` and
 point holding the head traces (:func:`~headforms.figures.head_markers.head_traces`) and the selected
 head's ring there, and a slider (and Play button) that animates them in the browser: every
 frame travels once with the figure, so moving the slider redraws the markers without asking the
-server. The selected head's path through every point is drawn as a line (from its Gaussian
-baseline when one is given: where training starts).
+server. The selected head's name rides with its ring as an annotation on a background (each
+frame's layout carries the plot's annotations with it at that point). The selected head's path
+through every point is drawn as a line (from its Gaussian baseline when one is given: where
+training starts).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from .head_markers import head_traces
 from .simplex import simplex_figure
 from .style import (
     BASELINE_COLOR,
+    LABEL_BACKGROUND,
     PARITY_NAMES,
+    SELECTED_COLOR,
     FigureInputError,
     Selected,
     head_customdata,
@@ -315,15 +319,33 @@ def animated_figure(
     ring = _ring(paths, models, selected, xyz, hover, start, three_d)
     if ring is not None:
         data.append(ring(start, True))
+    layout = fig.layout
+    fixed = [  # the plot's own labels, and the selected head's name at each point after them
+        a.to_plotly_json()
+        for a in (layout.scene.annotations if three_d else layout.annotations)
+        if a.name != "selected"
+    ]
+    notes = _ring_notes(paths, selected, xyz, three_d)
+
+    def annotated(point: int) -> dict:
+        every = fixed + [notes(point)]
+        return {"scene": {"annotations": every}} if three_d else {"annotations": every}
+
     frames = []
     for point in range(paths.n_points):
         parts = [part(point, label, False) for label in PARITY_LABELS]
         indices = list(range(first_head, first_head + len(PARITY_LABELS)))
+        extra_layout = {}
         if ring is not None:
             parts.append(ring(point, False))
             indices.append(len(data) - 1)
-        frames.append(go.Frame(name=str(paths.values[point]), data=parts, traces=indices))
-    fig = go.Figure(data=data, layout=fig.layout, frames=frames)
+            extra_layout = annotated(point)
+        frames.append(
+            go.Frame(name=str(paths.values[point]), data=parts, traces=indices, layout=extra_layout)
+        )
+    fig = go.Figure(data=data, layout=layout, frames=frames)
+    if ring is not None:
+        fig.update_layout(annotated(start))
     sliders, menus = _slider(paths, start, f"{AXIS_NAMES.get(paths.axis, paths.axis)} = ")
     fig.update_layout(
         sliders=sliders,
@@ -355,11 +377,41 @@ def animated_figure(
             },
             margin_r=80,
         )
-    if three_d:  # the selected head's label rides with its ring: no fixed scene annotation
-        fig.layout.scene.annotations = [
-            a for a in fig.layout.scene.annotations if a.name != "selected"
-        ]
     return fig
+
+
+def _ring_notes(
+    paths: HeadPaths, selected: Selected, xyz: np.ndarray, three_d: bool
+) -> Callable[[int], dict]:
+    """The selected head's name at a point (``notes(point)``): an annotation with an arrow to
+    its ring, on a background as the simplex's and the triangle's selected label (plotly.js
+    draws a trace's text without one); :func:`_ring` says whether there is a selected head."""
+    layer, head = (int(selected[1]), int(selected[2])) if selected is not None else (0, 0)
+    index = paths.card.n_heads * layer + head
+
+    def note(point: int) -> dict:
+        where = xyz[point, index]
+        place = {"z": float(where[2])} if three_d else {"xref": "x", "yref": "y"}
+        return {
+            "x": float(where[0]),
+            "y": float(where[1]),
+            **place,
+            "text": f"<b>{head_name(layer, head)}</b>",
+            "showarrow": True,
+            "arrowhead": 0,
+            "arrowwidth": 1.5,
+            "arrowcolor": SELECTED_COLOR,
+            "ax": 36,
+            "ay": -30,
+            "font": {"size": 13, "color": SELECTED_COLOR},
+            "bgcolor": LABEL_BACKGROUND,
+            "bordercolor": SELECTED_COLOR,
+            "borderwidth": 1,
+            "name": "selected",
+            "visible": bool(np.all(np.isfinite(where))),
+        }
+
+    return note
 
 
 def _ring(
@@ -392,9 +444,10 @@ def _ring(
             "customdata": head_customdata(row, models[point]),
             "hovertext": [text],
         }
-        if whole:
+        if whole:  # its name: an annotation on a background (_ring_notes)
             marker = selected_marker(row, models[point], coordinates).to_plotly_json()
             part = {**marker, **part, "hovertemplate": "%{hovertext}<extra></extra>"}
+            part.update(mode="markers")
             part.pop("hoverinfo", None)
         return part
 

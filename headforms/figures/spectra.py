@@ -29,6 +29,7 @@ from .style import (
     BASELINE_COLOR,
     CLUSTER_COLORS,
     CLUSTER_SYMBOLS,
+    LABEL_BACKGROUND,
     MARKER_SIZE_2D,
     MARKER_SIZE_3D,
     PARITY_COLORS,
@@ -362,9 +363,66 @@ def _selected_label(
             "ax": 36,
             "ay": -30,
             "font": {"size": 13, "color": SELECTED_COLOR},
-            "bgcolor": "rgba(255,255,255,0.85)",
+            "bgcolor": LABEL_BACKGROUND,
             "bordercolor": SELECTED_COLOR,
             "borderwidth": 1,
+            "name": "selected",
+        }
+    ]
+
+
+FRAME_PAD = 0.06
+"""Share of the plane panel's span kept beyond a selected head outside the level sets' grid."""
+
+
+def _plane_frame(
+    levels: MomentLevels, point: tuple[float, float] | None
+) -> tuple[list[float], list[float]]:
+    """The plane panel's x and y ranges: the level sets' grid, widened to hold the selected
+    head (with :data:`FRAME_PAD` of room) when it lies outside."""
+    ranges = []
+    for grid, value in zip((levels.x, levels.y), point or (None, None), strict=True):
+        low, high = float(grid[0]), float(grid[-1])
+        if value is not None and not low <= value <= high:
+            pad = FRAME_PAD * (max(high, value) - min(low, value))
+            low, high = min(low, value - pad), max(high, value + pad)
+        ranges.append([low, high])
+    return ranges[0], ranges[1]
+
+
+def _plane_label(
+    frame: pd.DataFrame,
+    model_name: str,
+    selected: Selected,
+    axes: Sequence[str],
+    ranges: tuple[Sequence[float], Sequence[float]] | None,
+) -> list[dict]:
+    """The selected head's name in the plane panel, with an arrow to its ring, on a clear
+    background (as the triangle's): pointing from the head toward the middle of the panel."""
+    found = selected_row({model_name: frame}, selected, axes)
+    if found is None:
+        return []
+    row, _ = found
+    x, y = (float(row[a].iloc[0]) for a in axes)
+    if ranges is None:
+        ranges = tuple((float(frame[a].min()), float(frame[a].max())) for a in axes)
+    middle = [(low + high) / 2 for low, high in ranges]
+    return [
+        {
+            "x": x,
+            "y": y,
+            "text": f"<b>{head_name(row['layer'].iloc[0], row['head'].iloc[0])}</b>",
+            "showarrow": True,
+            "arrowhead": 0,
+            "arrowwidth": 1.5,
+            "arrowcolor": SELECTED_COLOR,
+            "ax": -40 if x > middle[0] else 40,
+            "ay": 34 if y > middle[1] else -34,
+            "font": {"size": 13, "color": SELECTED_COLOR},
+            "bgcolor": LABEL_BACKGROUND,
+            "bordercolor": SELECTED_COLOR,
+            "borderwidth": 1,
+            "name": "selected",
         }
     ]
 
@@ -388,7 +446,8 @@ def projection_figure(
     and 3), with the level sets of the moments O (solid) and E (dotted) of the unit spectrum when
     ``levels`` is given. Points by cluster (one marker per cluster in both panels, one legend
     entry) or parity, clickable (frame columns c1, c2, c3); the selected head is ringed after
-    every other trace in both panels, its name a scene annotation over the 3D view."""
+    every other trace in both panels and named on a background in both (a scene annotation over
+    the 3D view); the plane panel's ranges, the level sets' grid, widen to hold it."""
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -436,15 +495,20 @@ def projection_figure(
             fig.add_trace(trace, row=1, col=col)
     for three_d, axes, _, col in panels:  # the selected head over every head of both panels
         for trace in _selected_marker(frame, model_name, selected, axes, three_d):
-            trace.update(showlegend=False)
-            if three_d:
-                trace.update(mode="markers")  # its name: a scene annotation, drawn on top
+            # its name: an annotation on a background, drawn on top (a scene's over WebGL)
+            trace.update(showlegend=False, mode="markers")
             fig.add_trace(trace, row=1, col=col)
     fig.update_xaxes(title_text=plane_titles[0], row=1, col=2)
     fig.update_yaxes(title_text=plane_titles[1], row=1, col=2)
-    if levels is not None:
-        fig.update_xaxes(range=[float(levels.x[0]), float(levels.x[-1])], row=1, col=2)
-        fig.update_yaxes(range=[float(levels.y[0]), float(levels.y[-1])], row=1, col=2)
+    ranges = None
+    if levels is not None:  # the level sets' grid, and the selected head if outside it
+        found = selected_row({model_name: frame}, selected, plane_axes)
+        point = None if found is None else tuple(float(found[0][a].iloc[0]) for a in plane_axes)
+        ranges = _plane_frame(levels, point)
+        fig.update_xaxes(range=ranges[0], row=1, col=2)
+        fig.update_yaxes(range=ranges[1], row=1, col=2)
+    for note in _plane_label(frame, model_name, selected, plane_axes, ranges):
+        fig.add_annotation(note, row=1, col=2)
     fig.update_layout(
         template=TEMPLATE,
         uirevision=UIREVISION,

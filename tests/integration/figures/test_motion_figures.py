@@ -20,6 +20,7 @@ from headforms.figures import animated
 from headforms.figures import curves as curve_figures
 from headforms.figures import movement as movement_figures
 from headforms.figures.geometry import SIMPLEX_VERTICES, TRIANGLE_VERTICES, barycentric_points
+from headforms.figures.style import LABEL_BACKGROUND
 from headforms.forms import PARITY_LABELS
 from headforms.model_analysis import model_baseline
 
@@ -80,12 +81,37 @@ def test_the_selected_head_is_ringed_at_each_point_and_its_path_drawn(positions)
     path = next(t for t in figure.data if (t.meta or {}).get("role") == "path")
     curve = positions.path(3, 2)
     want = barycentric_points(curve[list("abcd")].to_numpy(float))
+    fixed = [a.text for a in figure.layout.scene.annotations if a.name != "selected"]
     np.testing.assert_allclose(np.column_stack([path.x, path.y, path.z]), want, atol=1e-12)
     for point, frame in enumerate(figure.frames):
         part = dict(zip(frame.traces, frame.data, strict=True))[ring]
         np.testing.assert_allclose([part.x[0], part.y[0], part.z[0]], want[point], atol=1e-6)
         assert list(part.customdata[0]) == [MODEL, 3, 2]
-    assert not [a for a in figure.layout.scene.annotations if a.name == "selected"]
+        # its name rides with it, on a background, beside the scene's own labels
+        notes = frame.layout.scene.annotations
+        (note,) = [a for a in notes if a.name == "selected"]
+        np.testing.assert_allclose([note.x, note.y, note.z], want[point], atol=1e-6)
+        assert note.bgcolor == LABEL_BACKGROUND and note.text == "<b>L3·H2</b>"
+        assert [a.text for a in notes if a.name != "selected"] == fixed
+    assert figure.data[ring].mode == "markers"  # no text without a background
+    (shown,) = [a for a in figure.layout.scene.annotations if a.name == "selected"]
+    np.testing.assert_allclose([shown.x, shown.y, shown.z], want[0], atol=1e-6)  # the start
+
+
+def test_the_selected_heads_name_in_the_triangle_rides_on_a_background(positions):
+    figure = animated.animated_figure(positions, "triangle", selected=(MODEL, 3, 2))
+    want = barycentric_points(
+        positions.path(3, 2)[["b_sym", "c_sym", "d_sym"]].to_numpy(float), TRIANGLE_VERTICES
+    )
+    fixed = [a.text for a in figure.layout.annotations if a.name != "selected"]
+    assert fixed  # the triangle's vertex and edge labels
+    for point, frame in enumerate(figure.frames):
+        (note,) = [a for a in frame.layout.annotations if a.name == "selected"]
+        np.testing.assert_allclose([note.x, note.y], want[point], atol=1e-6)
+        assert (note.xref, note.yref, note.bgcolor) == ("x", "y", LABEL_BACKGROUND)
+        assert [a.text for a in frame.layout.annotations if a.name != "selected"] == fixed
+    (first,) = [a for a in figure.layout.annotations if a.name == "selected"]
+    np.testing.assert_allclose([first.x, first.y], want[0], atol=1e-6)
 
 
 def test_a_series_path_starts_at_the_gaussian_baseline(tmp_path):

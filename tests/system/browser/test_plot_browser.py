@@ -1,7 +1,9 @@
 """The plot component in headless chromium at 1280 x 800 (issue 28, items 3 and 5): the mouse
 wheel over a plot scrolls the page and leaves the plot as it was, Ctrl + wheel zooms it; the
 Simplex page shows every head on its first screen; the chooser of overlapping heads leaves the
-scene around it drawn and rings the marker of the entry under the pointer."""
+scene around it drawn and rings the marker of the entry under the pointer. Issue 28, item 8: a
+rerun that leaves a plot's figure as it is does not draw it again, and a new selection keeps the
+3D scene's canvas and its unchanged traces."""
 
 from __future__ import annotations
 
@@ -13,7 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from plotly_scene import SCENE_POINTS_JS, click, scene_ready_js, settled_points
+from plotly_scene import (
+    SCENE_POINTS_JS,
+    SCRIPT_RUNNING_JS,
+    click,
+    most_isolated,
+    scene_ready_js,
+    settled_points,
+)
 from servers import free_port, serving
 
 from ui.plot import PICK_RADIUS_PX, WHEEL_ZOOM_TEXT
@@ -187,3 +196,71 @@ def test_a_wrapped_title_sits_below_the_toolbar(page, server: str) -> None:
     bar = toolbar.bounding_box()
     assert title["height"] > 30, title  # two lines: what this test is about
     assert title["y"] >= bar["y"] + bar["height"], (title, bar)
+
+
+MARKS_JS = "(name) => performance.getEntriesByType('mark').filter((m) => m.name === name).length"
+
+
+def marks(page, kind: str, key: str) -> int:
+    """How many times ui/plot.js drew (``drawn``) or kept (``kept``) the plot ``key``."""
+    return page.evaluate(MARKS_JS, f"hf:{kind}:{key}")
+
+
+def wait_for_mark(page, kind: str, key: str, more_than: int) -> None:
+    """Until the plot ``key`` is drawn or kept again, and the page has settled after it."""
+    page.wait_for_function(f"() => ({MARKS_JS})('hf:{kind}:{key}') > {more_than}", timeout=PLOT_MS)
+    page.wait_for_timeout(1500)
+    page.wait_for_function(f"() => !({SCRIPT_RUNNING_JS})()", timeout=PLOT_MS)
+    page.wait_for_timeout(500)
+
+
+def test_a_rerun_that_leaves_a_figure_unchanged_does_not_draw_it(page, server: str) -> None:
+    """A rotation of the scene is reported to Python, whose rerun sends the scene its figure
+    again with the camera it shows: it is not drawn again (Streamlit itself does not call a
+    component whose data did not change at all, as the triangle's)."""
+    simplex, triangle = open_simplex(page, server)
+    drawn = {key: marks(page, "drawn", key) for key in ("simplex", "triangle")}
+    kept = marks(page, "kept", "simplex")
+    x, y = centre(simplex, 0.4)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for step in range(1, 11):
+        page.mouse.move(x + 8 * step, y + 2 * step)
+    page.mouse.up()
+    page.wait_for_timeout(200)
+    turned = simplex.evaluate(SCENE_VIEW_JS)
+    wait_for_mark(page, "kept", "simplex", kept)
+    assert {key: marks(page, "drawn", key) for key in drawn} == drawn
+    assert simplex.evaluate(SCENE_VIEW_JS) == turned  # the visitor's view, as it was
+    # the kept plots still answer a click: a marker opens its head
+    target = most_isolated([p for p in settled_points(page, simplex) if p["inView"]])
+    click(page, target)
+    heading = page.get_by_role("heading", name=f"Layer {target['layer']} · Head {target['head']}")
+    heading.wait_for(timeout=PLOT_MS)
+
+
+SCENE_TAG_JS = """(gd) => {
+  gd.hfTestCanvas = gd.querySelector("canvas");
+  gd.data.forEach((trace) => { trace.hfTestTag = true; });
+}"""
+SCENE_KEPT_JS = """(gd) => ({
+  canvas: gd.querySelector("canvas") === gd.hfTestCanvas,
+  heads: gd.data.filter((t) => t.meta && t.meta.role === "heads").map((t) => Boolean(t.hfTestTag)),
+  newTraces: gd.data.filter((t) => !t.hfTestTag).map((t) => t.meta && t.meta.role),
+})"""
+
+
+def test_a_new_selection_keeps_the_scene_and_its_unchanged_traces(page, server: str) -> None:
+    """A head chosen in the sidebar draws the scene again with the same WebGL canvas and the
+    same trace objects for the heads (only the selected head's traces are new)."""
+    simplex, _ = open_simplex(page, server)
+    simplex.evaluate(SCENE_TAG_JS)
+    drawn = marks(page, "drawn", "simplex")
+    field = page.locator('section[data-testid="stSidebar"]').get_by_label("Head", exact=True)
+    field.fill(str((int(field.input_value()) + 1) % 9))
+    field.press("Enter")
+    wait_for_mark(page, "drawn", "simplex", drawn)
+    kept = simplex.evaluate(SCENE_KEPT_JS)
+    assert kept["canvas"], "the scene's canvas was replaced"
+    assert kept["heads"] and all(kept["heads"]), kept
+    assert kept["newTraces"] and set(kept["newTraces"]) <= {"selected"}, kept

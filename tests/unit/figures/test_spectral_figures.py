@@ -68,6 +68,38 @@ def test_figure5_one_marker_per_cluster_in_both_panels_and_the_selected_head_on_
     assert [a.text for a in fig.layout.scene.annotations] == ["<b>L2·H3</b>"]
 
 
+def test_figure5_frames_and_names_the_selected_head_in_the_plane_on_a_background():
+    """The plane panel's ranges (the level sets' grid) widen to hold a selected head outside
+    the grid, and its name there is an annotation on a background, as in the 3D view."""
+    eig, heads = planted()
+    svd = sp.spectral_svd(eig)
+    frame = sp.projection_frame(heads, svd, sp.cluster_spectra(eig))
+    row = frame[(frame["layer"] == 2) & (frame["head"] == 3)].iloc[0]
+    x, y = float(row["c2"]), float(row["c3"])
+    grid_x = np.linspace(x + 0.05, x + 0.25, 5)  # the grid misses the head: right of and below it
+    grid_y = np.linspace(y - 0.3, y - 0.1, 5)
+    zeros = np.zeros((5, 5))
+    levels = sp.MomentLevels(grid_x, grid_y, zeros, zeros, np.array([0.5]), np.array([0.5]), 0.0)
+    fig = projection_figure(frame, "toy", svd, levels=levels, selected=("toy", 2, 3))
+    low_x, high_x = fig.layout.xaxis.range
+    low_y, high_y = fig.layout.yaxis.range
+    assert low_x < x < high_x and low_y < y < high_y
+    assert high_x == grid_x[-1] and low_y == grid_y[0]  # the grid is kept
+    ring = next(t for t in fig.data if t.name == "selected" and t.type == "scatter")
+    assert ring.mode == "markers"  # its name: the annotation below
+    (note,) = [a for a in fig.layout.annotations if a.name == "selected"]
+    assert note.text == "<b>L2·H3</b>" and (note.x, note.y) == (x, y)
+    assert note.xref == "x" and note.yref == "y"
+    for label in (note, fig.layout.scene.annotations[0]):
+        assert label.bgcolor == style.LABEL_BACKGROUND and label.borderwidth == 1
+    # a head inside the grid leaves the grid's ranges as they are
+    half = np.array([0.5])
+    around = sp.MomentLevels(grid_x - 0.15, grid_y + 0.2, zeros, zeros, half, half, 0.0)
+    inside = projection_figure(frame, "toy", svd, levels=around, selected=("toy", 2, 3))
+    assert list(inside.layout.xaxis.range) == [around.x[0], around.x[-1]]
+    assert list(inside.layout.yaxis.range) == [around.y[0], around.y[-1]]
+
+
 def test_figure4_names_clusters_neutrally_with_their_parity_and_extremes():
     eig, heads = planted()
     clusters = sp.cluster_spectra(eig)
