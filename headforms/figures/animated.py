@@ -27,13 +27,12 @@ from .head_markers import head_traces
 from .simplex import simplex_figure
 from .style import (
     BASELINE_COLOR,
-    LABEL_BACKGROUND,
     PARITY_NAMES,
-    SELECTED_COLOR,
     FigureInputError,
     Selected,
     head_customdata,
     head_name,
+    selected_label,
     selected_marker,
 )
 from .triangle import triangle_figure
@@ -392,24 +391,8 @@ def _ring_notes(
     def note(point: int) -> dict:
         where = xyz[point, index]
         place = {"z": float(where[2])} if three_d else {"xref": "x", "yref": "y"}
-        return {
-            "x": float(where[0]),
-            "y": float(where[1]),
-            **place,
-            "text": f"<b>{head_name(layer, head)}</b>",
-            "showarrow": True,
-            "arrowhead": 0,
-            "arrowwidth": 1.5,
-            "arrowcolor": SELECTED_COLOR,
-            "ax": 36,
-            "ay": -30,
-            "font": {"size": 13, "color": SELECTED_COLOR},
-            "bgcolor": LABEL_BACKGROUND,
-            "bordercolor": SELECTED_COLOR,
-            "borderwidth": 1,
-            "name": "selected",
-            "visible": bool(np.all(np.isfinite(where))),
-        }
+        label = selected_label(where[0], where[1], head_name(layer, head), 36, -30, **place)
+        return {**label, "visible": bool(np.all(np.isfinite(where)))}
 
     return note
 

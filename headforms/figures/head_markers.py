@@ -24,7 +24,6 @@ from .style import (
     COLOR_BY_OPTIONS,
     COLUMN_TITLES,
     CONTINUOUS_SCALE,
-    LABEL_BACKGROUND,
     MARKER_SIZE_2D,
     MARKER_SIZE_3D,
     OPACITY_3D,
@@ -33,13 +32,13 @@ from .style import (
     PARITY_NAMES,
     PARITY_SYMBOLS,
     PARITY_SYMBOLS_3D,
-    SELECTED_COLOR,
     FigureInputError,
     Selected,
     head_choices,
     head_customdata,
     head_name,
     model_color,
+    selected_label,
     selected_marker,
     selected_row,
 )
@@ -278,25 +277,9 @@ def selected_annotation(
         low, high = vertices.min(axis=0), vertices.max(axis=0)
         screen_x, screen_y = 2 * (point - low) / (high - low) - 1
         where = {"xref": "x", "yref": "y"}
-    return [
-        {
-            "x": float(point[0]),
-            "y": float(point[1]),
-            **where,
-            "text": f"<b>{head_name(row['layer'].iloc[0], row['head'].iloc[0])}</b>",
-            "showarrow": True,
-            "arrowhead": 0,
-            "arrowwidth": 1.5,
-            "arrowcolor": SELECTED_COLOR,
-            "ax": -40 if screen_x > 0.2 else 40,
-            "ay": 34 if screen_y > 0.3 else -34,
-            "font": {"size": 13, "color": SELECTED_COLOR},
-            "bgcolor": LABEL_BACKGROUND,
-            "bordercolor": SELECTED_COLOR,
-            "borderwidth": 1,
-            "name": "selected",
-        }
-    ]
+    name = head_name(row["layer"].iloc[0], row["head"].iloc[0])
+    ax, ay = (-40 if screen_x > 0.2 else 40), (34 if screen_y > 0.3 else -34)
+    return [selected_label(point[0], point[1], name, ax, ay, **where)]
 
 
 def selected_on_top(fig: go.Figure) -> go.Figure:

@@ -29,7 +29,6 @@ from .style import (
     BASELINE_COLOR,
     CLUSTER_COLORS,
     CLUSTER_SYMBOLS,
-    LABEL_BACKGROUND,
     MARKER_SIZE_2D,
     MARKER_SIZE_3D,
     PARITY_COLORS,
@@ -44,6 +43,7 @@ from .style import (
     Selected,
     head_customdata,
     head_name,
+    selected_label,
     selected_marker,
     selected_row,
 )
@@ -351,24 +351,8 @@ def _selected_label(
         return []
     row, _ = found
     x, y, z = (float(row[a].iloc[0]) for a in axes)
-    return [
-        {
-            "x": x,
-            "y": y,
-            "z": z,
-            "text": f"<b>{head_name(row['layer'].iloc[0], row['head'].iloc[0])}</b>",
-            "showarrow": True,
-            "arrowhead": 0,
-            "arrowcolor": SELECTED_COLOR,
-            "ax": 36,
-            "ay": -30,
-            "font": {"size": 13, "color": SELECTED_COLOR},
-            "bgcolor": LABEL_BACKGROUND,
-            "bordercolor": SELECTED_COLOR,
-            "borderwidth": 1,
-            "name": "selected",
-        }
-    ]
+    name = head_name(row["layer"].iloc[0], row["head"].iloc[0])
+    return [selected_label(x, y, name, 36, -30, z=z)]
 
 
 FRAME_PAD = 0.06
@@ -407,24 +391,8 @@ def _plane_label(
     if ranges is None:
         ranges = tuple((float(frame[a].min()), float(frame[a].max())) for a in axes)
     middle = [(low + high) / 2 for low, high in ranges]
-    return [
-        {
-            "x": x,
-            "y": y,
-            "text": f"<b>{head_name(row['layer'].iloc[0], row['head'].iloc[0])}</b>",
-            "showarrow": True,
-            "arrowhead": 0,
-            "arrowwidth": 1.5,
-            "arrowcolor": SELECTED_COLOR,
-            "ax": -40 if x > middle[0] else 40,
-            "ay": 34 if y > middle[1] else -34,
-            "font": {"size": 13, "color": SELECTED_COLOR},
-            "bgcolor": LABEL_BACKGROUND,
-            "bordercolor": SELECTED_COLOR,
-            "borderwidth": 1,
-            "name": "selected",
-        }
-    ]
+    name = head_name(row["layer"].iloc[0], row["head"].iloc[0])
+    return [selected_label(x, y, name, -40 if x > middle[0] else 40, 34 if y > middle[1] else -34)]
 
 
 PROJECTION_NAMES = {"svd": "uncentred SVD (the paper's)", "pca": "centred PCA"}

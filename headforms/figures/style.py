@@ -55,6 +55,31 @@ LABEL_BACKGROUND = "rgba(255,255,255,0.92)"
 """Background of the labels drawn over a plot (vertex and face names, hints, the selected
 head's name): edges, Θ and markers under a label do not cross its text."""
 
+
+def selected_label(x: float, y: float, name: str, ax: int, ay: int, **place: object) -> dict:
+    """The selected head's name (``name``) as an annotation with an arrow to its ring at
+    ``(x, y)``, offset ``(ax, ay)`` px, on :data:`LABEL_BACKGROUND` and named "selected" (the
+    dashboard's plot places it off the other labels); ``place``: ``z=...`` in a 3D scene, or
+    ``xref``/``yref`` on 2D axes."""
+    return {
+        "x": float(x),
+        "y": float(y),
+        **place,
+        "text": f"<b>{name}</b>",
+        "showarrow": True,
+        "arrowhead": 0,
+        "arrowwidth": 1.5,
+        "arrowcolor": SELECTED_COLOR,
+        "ax": ax,
+        "ay": ay,
+        "font": {"size": 13, "color": SELECTED_COLOR},
+        "bgcolor": LABEL_BACKGROUND,
+        "bordercolor": SELECTED_COLOR,
+        "borderwidth": 1,
+        "name": "selected",
+    }
+
+
 PARITY_NAMES: dict[str, str] = {"I+": "Type I+", "II": "Type II", "I-": "Type I−"}
 
 MODEL_COLORS: tuple[str, ...] = (
