@@ -91,4 +91,9 @@ def main() -> None:
 # process spawned later from the server or a test (multiprocessing re-imports __main__ as
 # __mp_main__) must not run the app.
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:  # also after st.stop, st.rerun or st.switch_page
+        from headforms.heap import settle
+
+        settle()

@@ -3,7 +3,9 @@
 
 ``streamlit run server.py`` (what ``scripts/start.sh``, ``make run``, the image and ``headforms
 serve`` do) serves the same app as ``streamlit run app.py``, with those rules; tests of pages
-run ``app.py`` directly (Streamlit's ``AppTest``).
+run ``app.py`` directly (Streamlit's ``AppTest``). After its first script run the server freezes
+its start-up heap out of the full garbage collection that follows every run, and keeps C's
+allocator to two arenas (:mod:`headforms.heap`).
 
 In hosted mode (``HEADFORMS_HOSTED=1``) it also:
 
@@ -33,6 +35,7 @@ from starlette.middleware import Middleware
 from streamlit import config
 
 from headforms.errors import HeadformsError
+from headforms.heap import freeze_after_first_run, limit_arenas
 from headforms.hosted.http import HttpRules
 from headforms.hosted.visitors import proxy_lists_differ
 from headforms.settings import settings
@@ -135,6 +138,8 @@ def keep_disconnected_sessions_briefly() -> None:
 
 
 keep_disconnected_sessions_briefly()
+freeze_after_first_run()  # what the first run imports, out of every later full collection
+limit_arenas()  # memory freed by one job's thread reused by the next
 if settings().hosted:
     try:
         differ = proxy_lists_differ()

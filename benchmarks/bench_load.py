@@ -49,8 +49,8 @@ Workers run at ``HEADFORMS_ANALYSIS_NICE`` (default 10); ``--nice 0,10`` runs on
 value, one after the other, to compare; ``--before TREE`` first runs the server of an older
 checkout (``mkdir /tmp/before && git archive main | tar -x -C /tmp/before``) under the same
 load. Run:
-``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 8] [--nice 0,10]
-[--before TREE]``.
+``.venv/bin/python benchmarks/bench_load.py [--visitors 30] [--attackers 8 | --roles flood]
+[--nice 0,10] [--before TREE]``.
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ def run_server(args: argparse.Namespace, nice: int, tree: Path = ROOT) -> dict[s
         quiet_starts = len(monitor.started)
 
         stop = threading.Event()
-        roles = [ROLES[i % len(ROLES)] for i in range(args.attackers)]
+        roles = attacker_roles(args)
         results: list[list[dict]] = [[] for _ in roles]
 
         def attack(i: int) -> None:
@@ -368,7 +368,7 @@ def report(run: dict[str, Any], args: argparse.Namespace) -> None:
     """Print one server's tables."""
     nice = run["nice"] if run["tree"] == "this tree" else "before"
     rows = []
-    for name, result in (("quiet", run["quiet"]), (f"{args.attackers} attackers", run["attacked"])):
+    for name, result in (("quiet", run["quiet"]), (attacked_name(run["roles"]), run["attacked"])):
         outs = result["outcomes"]
         rows.append(
             {
@@ -443,10 +443,28 @@ def report(run: dict[str, Any], args: argparse.Namespace) -> None:
     )
 
 
+def attacked_name(roles: list[str]) -> str:
+    return " + ".join(roles) if len(roles) < 3 else f"{len(roles)} attackers"
+
+
+def attacker_roles(args: argparse.Namespace) -> list[str]:
+    """The attackers of a run: ``--roles`` as named, else the first ``--attackers`` of ROLES."""
+    if args.roles:
+        roles = args.roles.split(",")
+        unknown = sorted(set(roles) - set(ROLES))
+        if unknown:
+            raise SystemExit(f"unknown roles {unknown}; known: {', '.join(dict.fromkeys(ROLES))}")
+        return roles
+    return [ROLES[i % len(ROLES)] for i in range(args.attackers)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--visitors", type=int, default=30)
     parser.add_argument("--attackers", type=int, default=len(ROLES), help="of: " + ", ".join(ROLES))
+    parser.add_argument(
+        "--roles", help="comma-separated attackers by name instead (e.g. flood for item 1 alone)"
+    )
     parser.add_argument("--warmup", type=float, default=30.0, help="seconds of attack first")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of visitors under attack")
     parser.add_argument(
