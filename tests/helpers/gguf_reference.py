@@ -8,7 +8,8 @@ The reference the fast reader and the engine are checked against: ``gguf.GGUFRea
 (``load_gguf_checkpoint``) parses the whole file, its 262,144 tokenizer strings included, each
 time it is asked for a tokenizer, a config or the weights (5-20 s for Gemma-3), and headforms
 converts a GGUF's tokenizer through it. The parse of an unchanged file is the same read-only
-object each time; what transformers then builds from it is unchanged.
+object each time; what transformers then builds from it is unchanged. The price: Gemma-3's
+parse stays in the process (about 0.7 GB, 2 million objects: a full ``gc.collect()`` 0.6 s).
 """
 
 from __future__ import annotations
