@@ -1,4 +1,5 @@
-"""Shared test setup: an isolated cache, no silent skips under CI, the fake hub fixtures.
+"""Shared test setup: an isolated cache, no silent skips under CI, the fake hub fixtures, each
+large GGUF file parsed once by gguf's reader.
 
 Tests live in folders named for the stages of headforms/ and the dashboard; the shared helpers in
 tests/helpers/, which pyproject.toml puts on sys.path (``import tiny_models``). Test files are
@@ -29,6 +30,16 @@ def isolated_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("HEADFORMS_CACHE_DIR", None)
     else:
         os.environ["HEADFORMS_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def gguf_parsed_once() -> Iterator[None]:
+    """gguf's reader parses each large GGUF file once per process (helpers/gguf_reference.py):
+    transformers' GGUF loading, the reference of many tests, parses it whole on each call."""
+    from gguf_reference import parsed_once
+
+    with parsed_once():
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -127,6 +127,9 @@ def layer_shares_figure(
         subplot_titles=names,
         vertical_spacing=min(0.3, 95 / (height - 170)) if rows > 1 else 0.0,
     )
+    # every cell's rectangle added at once: plotly's add_shape validates every earlier shape
+    # again on each call (quadratic; 270 cells took 10-20 s one by one)
+    cells: list[go.layout.Shape] = []
     for i, name in enumerate(names, start=1):
         frame = frames[name]
         values = frame.to_numpy(dtype=float).T  # categories x layers
@@ -160,8 +163,8 @@ def layer_shares_figure(
             row=i,
             col=1,
         )
-        for (row, col), value in np.ndenumerate(values):
-            fig.add_shape(
+        cells.extend(
+            go.layout.Shape(
                 type="rect",
                 x0=layers[col] - 0.5,
                 x1=layers[col] + 0.5,
@@ -174,6 +177,8 @@ def layer_shares_figure(
                 layer="below",
                 name="cell",
             )
+            for (row, col), value in np.ndenumerate(values)
+        )
         fig.update_xaxes(
             title_text="layer",
             range=[layers.min() - 0.5, layers.max() + 0.5] if len(layers) else None,
@@ -193,6 +198,7 @@ def layer_shares_figure(
             row=i,
             col=1,
         )
+    fig.update_layout(shapes=[*fig.layout.shapes, *cells])
     fig.update_layout(
         template=TEMPLATE,
         title={"text": title},

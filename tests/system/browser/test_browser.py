@@ -7,6 +7,15 @@ and leave the page usable; a figure exports as SVG and its data as CSV; no page 
 anything from another host.
 
 The server is `streamlit run app.py` on a free loopback port with the session's cache dir.
+
+The tests marked ``container`` are also run against the Docker image's container
+(tests/system/image/test_image.py), which serves ``server.py`` in hosted mode from the image's
+packaged files: every test whose outcome passes through the server (a page's script, the
+gateway's hosted route, the hub allow-list, the HTTP rules, a download, the loopback walk over
+every page). The rest check what the browser draws of a figure built by the same code from the
+same analysis with the same plotly.js bundle (the image serves it byte for byte, checked in
+test_image.py): marker sizes, the default camera, the chooser's list and the 3D PNG export,
+so the local run covers them.
 """
 
 from __future__ import annotations
@@ -154,6 +163,7 @@ def drag(page, x: float, y: float, dx: float, dy: float) -> None:
     page.mouse.up()
 
 
+@pytest.mark.container
 def test_a_shared_link_opens_the_head(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&rope=0&layer=7&head=4")
     wait_for_head(page, 7, 4)
@@ -162,6 +172,7 @@ def test_a_shared_link_opens_the_head(page, server: str) -> None:
     assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
 
 
+@pytest.mark.container
 def test_clicking_a_simplex_marker_opens_its_head_on_the_first_click(page, server: str) -> None:
     plot = open_simplex(page, server)
     points = settled_points(page, plot)
@@ -231,6 +242,7 @@ TABLE_ROW_PX = 35
 column."""
 
 
+@pytest.mark.container
 def test_picking_a_row_of_the_heads_table_opens_that_head(page, server: str) -> None:
     page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
     grid = page.locator('[data-testid="stDataFrame"]')
@@ -263,6 +275,7 @@ def wait_for_url(page, part: str) -> None:
     page.wait_for_function(f"() => document.location.href.includes({part!r})", timeout=HEAD_PAGE_MS)
 
 
+@pytest.mark.container
 def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> None:
     """With "Open head on click" on, a parity pill and the layer slider filter the table; only
     selecting a row opens a head (each filter change once opened the selected head's page)."""
@@ -282,6 +295,7 @@ def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> 
     assert shown_count(page) == len(kept) > 0
 
 
+@pytest.mark.container
 def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, server: str) -> None:
     """A link copied from one browser opened in another: the same overlaid model, 3D view and
     camera on the simplex; the same filters, sort and rows on the heads table."""
@@ -324,6 +338,7 @@ def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, serve
         receiver.context.close()
 
 
+@pytest.mark.container
 def test_a_bad_link_value_shows_its_notice(page, server: str) -> None:
     page.goto(f"{server}/?model={DEFAULT_MODEL}&head=-3&layer=abc")
     notice = page.get_by_text(f"The link's head=-3 is not a head of {DEFAULT_MODEL}")
@@ -335,6 +350,7 @@ def test_a_bad_link_value_shows_its_notice(page, server: str) -> None:
     assert (link["layer"], link["head"]) == (["0"], ["0"])  # in the link's own order
 
 
+@pytest.mark.container
 def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -> None:
     """A name typed in the model picker that is no model here: one line saying so, the page and
     the sidebar stay (on the model shown before)."""
@@ -361,6 +377,7 @@ def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -
     assert page.locator(SIDEBAR).get_by_text("Layer", exact=True).count() == 1
 
 
+@pytest.mark.container
 def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=2&head=5")
     wait_for_head(page, 2, 5)
@@ -386,6 +403,7 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
         assert_shares_close(merged[column], merged[f"{column}_engine"], err_msg=column)
 
 
+@pytest.mark.container
 def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     page.goto(f"{server}/heatmaps")
     plot = page.locator('div[data-hf-plot="heatmap_energy"]')
@@ -421,6 +439,7 @@ MIN_TEXT_PX = 11
 """The smallest text a figure may draw at 1280 px wide."""
 
 
+@pytest.mark.container
 def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, server: str) -> None:
     """Every page of the navigation at 1280 x 800, loaded with no network: all requests stay
     on loopback (Streamlit would fetch each page's Material icon from fonts.gstatic.com as
