@@ -4,6 +4,7 @@ positions where heads change parity."""
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from headforms import HeadformsError
@@ -36,8 +37,17 @@ from ui.motion import (
 )
 from ui.widgets import head_rows
 
+# The plot's height (px), its slider included, for the tetrahedron in each 3D view and for the
+# triangle: the whole figure, and so every head, on the first screen at 1280 x 800 below the
+# page's short top (as on the Simplex page); the view zoomed to the heads draws the tetrahedron
+# smaller at the same height.
+HEIGHTS = {"simplex": 600, "heads": 700, "triangle": 640}
+
 ctx = page_context()
-st.title("Every RoPE position at once")
+# The page's top is kept short (title and switches in one row, one line of caption, one row of
+# controls) so that the tetrahedron, and the heads on it, are on the first screen.
+title, switches = st.columns([3, 1], vertical_alignment="center")
+title.title("Every RoPE position at once")
 card = ctx.card
 if not card.rotary:
     st.info(
@@ -53,12 +63,13 @@ if not card.rotary:
     )
     links.stop_page()
 st.caption(
-    "For a RoPE model the form of a head depends on the relative position d of query and key: "
-    "L_d = KᵀR_dQ, with the model's own rotation. Every position of the range is computed in one "
-    "pass; move the slider (or press Play) and every head moves on the simplex, in the browser."
+    "A head's form at relative position d of query and key: L_d = KᵀR_dQ, with the model's own "
+    "rotation. Move the slider (or press Play): every head moves, in the browser.",
+    help="Every position of the range is computed in one pass and sent at once; the slider and "
+    "Play move the markers without asking the server.",
 )
 
-controls = st.columns([2, 3, 3], vertical_alignment="bottom")
+controls = st.columns([2.2, 4, 4, 3], vertical_alignment="bottom")
 check_positions()
 bind_views()
 text = controls[0].text_input(
@@ -70,15 +81,14 @@ text = controls[0].text_input(
     f"{MAX_SLIDER_POSITIONS} positions on one slider.",
 )
 view, frame = view_controls(controls[1], controls[2])
-options_row = st.columns([2, 2, 3], vertical_alignment="bottom")
-with options_row[0]:
+with switches:
     jump_toggle()
-every = options_row[1].toggle(
-    "Every head's path",
-    key=state.MOTION_PATHS_KEY,
-    help="Also draw each head's path over all the positions, in grey.",
-)
-with options_row[2]:
+    every = st.toggle(
+        "Every head's path",
+        key=state.MOTION_PATHS_KEY,
+        help="Also draw each head's path over all the positions, in grey.",
+    )
+with controls[3]:
     go_to_head_box(ctx)
 
 try:
@@ -89,13 +99,22 @@ except HeadformsError as error:
     links.stop_page()
 positions = sweep.positions
 start = positions.index(ctx.rope_position) if ctx.rope_position in positions else 0
+
+
+def first_screen(fig: go.Figure) -> go.Figure:
+    """The figure at the height of its view (:data:`HEIGHTS`)."""
+    return fig.update_layout(height=HEIGHTS[frame if view == "simplex" else "triangle"])
+
+
 key = (ctx.spec, card.fingerprint, options, view, ctx.color_by, ctx.selected, frame, every, start)
 figure = cached(
     "motion_sweep",
     key,
     lambda: PlotPayload.of(
-        animated.animated_figure(
-            sweep, view, ctx.color_by, ctx.selected, frame, start, every_path=every
+        first_screen(
+            animated.animated_figure(
+                sweep, view, ctx.color_by, ctx.selected, frame, start, every_path=every
+            )
         )
     ),
     label=f"Drawing {card.total_heads} heads at {len(positions)} positions (one frame each)",
