@@ -127,6 +127,7 @@ def layer_shares_figure(
         subplot_titles=names,
         vertical_spacing=min(0.3, 95 / (height - 170)) if rows > 1 else 0.0,
     )
+    cells: list[go.layout.Shape] = []  # set once below: add_shape per cell is quadratic
     for i, name in enumerate(names, start=1):
         frame = frames[name]
         values = frame.to_numpy(dtype=float).T  # categories x layers
@@ -160,8 +161,8 @@ def layer_shares_figure(
             row=i,
             col=1,
         )
-        for (row, col), value in np.ndenumerate(values):
-            fig.add_shape(
+        cells.extend(
+            go.layout.Shape(
                 type="rect",
                 x0=layers[col] - 0.5,
                 x1=layers[col] + 0.5,
@@ -174,6 +175,8 @@ def layer_shares_figure(
                 layer="below",
                 name="cell",
             )
+            for (row, col), value in np.ndenumerate(values)
+        )
         fig.update_xaxes(
             title_text="layer",
             range=[layers.min() - 0.5, layers.max() + 0.5] if len(layers) else None,
@@ -194,6 +197,7 @@ def layer_shares_figure(
             col=1,
         )
     fig.update_layout(
+        shapes=cells,
         template=TEMPLATE,
         title={"text": title},
         coloraxis={
