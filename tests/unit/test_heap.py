@@ -51,11 +51,11 @@ def test_the_first_run_freezes_what_is_alive_and_later_garbage_is_still_freed(fr
 def test_only_the_first_run_freezes(fresh) -> None:
     fresh.freeze_after_first_run()
     fresh.settle()
-    count = gc.get_freeze_count()
-    kept = [Node() for _ in range(100)]
+    kept = Node()
     fresh.settle()
-    assert gc.get_freeze_count() == count  # the second run's objects stay collectable
-    assert kept
+    # the second run's objects stay where the collector walks (the frozen count itself may fall
+    # meanwhile: a frozen object that dies leaves the permanent generation)
+    assert any(o is kept for o in gc.get_objects())
 
 
 def test_the_dashboard_server_arms_it(fresh, monkeypatch: pytest.MonkeyPatch) -> None:
