@@ -6,7 +6,7 @@ what a finished run or a closed session leaves in reference cycles (Plotly figur
 freed at once rather than whenever Python's own generational collection next runs a full pass.
 A full pass walks every object the collector tracks: on a server that has imported numpy,
 pandas, Plotly, Streamlit and the library (about 290,000 objects) it took 0.1-0.2 s of the
-interpreter per run, three runs a visit (benchmarks/README.md, "Page visits").
+interpreter per run, three runs a visit (benchmarks/README.md, section 8).
 
 Those objects live as long as the server. After the server's first script run has imported the
 app's modules, :func:`settle` moves everything alive into the collector's permanent generation
