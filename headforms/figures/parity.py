@@ -198,8 +198,8 @@ def layer_shares_figure(
             row=i,
             col=1,
         )
-    fig.update_layout(shapes=[*fig.layout.shapes, *cells])
     fig.update_layout(
+        shapes=[*fig.layout.shapes, *cells],
         template=TEMPLATE,
         title={"text": title},
         coloraxis={
