@@ -22,6 +22,10 @@ INLINE_CODE = re.compile(r"`[^`\n]*`")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
+UPWARD = re.compile(r"(?<![\w.])(?:\.\./)+[\w.-][\w./-]*")
+"""A relative path that goes up (``../x``), wherever it is written."""
+
+
 def documents() -> list[Path]:
     """The README and every page of docs/."""
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -72,6 +76,14 @@ def test_every_relative_link_leads_to_a_file_and_heading(page: Path) -> None:
 
 @pytest.mark.parametrize("page", documents(), ids=lambda p: str(p.relative_to(REPO)))
 def test_the_documentation_stands_alone(page: Path) -> None:
-    """No page points outside the project (the engineers' shared notes are not part of it)."""
+    """No page points outside the project: a relative path that goes up names a file of the
+    repository, and no page names the checkout's own absolute location (links or plain text)."""
     text = page.read_text()
-    assert "../shared" not in text and "SPEC.md" not in text and "/work/" not in text
+    outside = [
+        path
+        for path in UPWARD.findall(text)
+        if not (target := (page.parent / path).resolve()).is_relative_to(REPO.resolve())
+        or not target.exists()
+    ]
+    assert outside == []
+    assert str(REPO.resolve()) not in text
