@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chromium_launch import CHROMIUM, CHROMIUM_ARGS
+from chromium_launch import BROWSER_TEST_URL_ENV, CHROMIUM, CHROMIUM_ARGS
 from ci_env import IN_CI
+from run_selection import run_in_the_container_only
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -51,6 +52,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.outcome = "failed"
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.longrepr = f"skipped under CI=true (not allowed): {reason}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under CI=true, in a run that also tests the Docker image, the browser tests marked
+    ``container`` run once, against the image's container (helpers/run_selection.py)."""
+    moved = run_in_the_container_only(
+        items, IN_CI, url_given=bool(os.environ.get(BROWSER_TEST_URL_ENV))
+    )
+    if moved:
+        config.hook.pytest_deselected(items=moved)
+        left = set(map(id, moved))
+        items[:] = [item for item in items if id(item) not in left]
 
 
 @pytest.fixture(scope="module")

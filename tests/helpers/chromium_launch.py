@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 CHROMIUM = Path("/usr/bin/chromium")
+BROWSER_TEST_URL_ENV = "HEADFORMS_BROWSER_TEST_URL"
+"""Base URL of an already-running app for test_browser.py to test instead of starting one (the
+Docker image test sets it to its container's URL)."""
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

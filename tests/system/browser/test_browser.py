@@ -12,10 +12,11 @@ The tests marked ``container`` are also run against the Docker image's container
 (tests/system/image/test_image.py), which serves ``server.py`` in hosted mode from the image's
 packaged files: every test whose outcome passes through the server (a page's script, the
 gateway's hosted route, the hub allow-list, the HTTP rules, a download, the loopback walk over
-every page). The rest check what the browser draws of a figure built by the same code from the
-same analysis with the same plotly.js bundle (the image serves it byte for byte, checked in
-test_image.py): marker sizes, the default camera, the chooser's list and the 3D PNG export,
-so the local run covers them.
+every page). Under CI=true, in a run with the image test, they run only there
+(helpers/run_selection.py). The rest check what the browser draws of a figure built by the same
+code from the same analysis with the same plotly.js bundle (the image serves it byte for byte,
+checked in test_image.py): marker sizes, the default camera, the chooser's list and the 3D PNG
+export, so the local run covers them.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from browser_scripts import (
     SCENE_VIEW_JS,
     SMALLEST_TEXT_JS,
 )
+from chromium_launch import BROWSER_TEST_URL_ENV
 from numerics import assert_shares_close
 from plotly_scene import (
     SCENE_POINTS_JS,
@@ -73,10 +75,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-SERVER_URL_ENV = "HEADFORMS_BROWSER_TEST_URL"
-"""Base URL of an already-running app to test instead of starting one (the Docker image test)."""
-
-
 @pytest.fixture(scope="module")
 def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`streamlit run app.py`, headless on a free loopback port; yields its base URL. The
@@ -84,8 +82,8 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
     With ``$HEADFORMS_BROWSER_TEST_URL`` set, that running server is tested instead.
     """
-    if os.environ.get(SERVER_URL_ENV):
-        yield os.environ[SERVER_URL_ENV].rstrip("/")
+    if os.environ.get(BROWSER_TEST_URL_ENV):
+        yield os.environ[BROWSER_TEST_URL_ENV].rstrip("/")
         return
     from ui.loading import warm
 

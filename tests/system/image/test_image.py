@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chromium_launch import BROWSER_TEST_URL_ENV
 from ci_env import IN_CI
 from repo import REPO
 
@@ -386,7 +387,7 @@ def test_browser_clicks_against_the_container(app: str) -> None:
     """The tests of tests/system/browser/test_browser.py marked ``container`` (each whose
     outcome passes through the server: hosted mode, the packaged files) pass against the
     container's URL; the others check only what the browser draws, the same as locally."""
-    env = {**os.environ, "HEADFORMS_BROWSER_TEST_URL": url_of(app)}
+    env = {**os.environ, BROWSER_TEST_URL_ENV: url_of(app)}
     result = subprocess.run(
         [
             sys.executable,
