@@ -415,10 +415,15 @@ def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     assert "layer=2&head=3" in page.url
 
 
+DRAWN_POLL_MS = 250
+DRAWN_STABLE_POLLS = 6
+"""A page is drawn when its state holds over 6 polls 250 ms apart (1.5 s)."""
+
+
 def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
     """Wait until the page's script has finished and every figure it made has drawn its text,
-    unchanged over three polls a second apart (a script's first redraw can come after the page's
-    title); the number of figures."""
+    unchanged for 1.5 s (a script's first redraw can come after the page's title); the number
+    of figures."""
     deadline = time.monotonic() + timeout_s
     last, stable = None, 0
     while time.monotonic() < deadline:
@@ -426,10 +431,10 @@ def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
         now = (state["components"], state["drawn"])
         done = not page.evaluate(SCRIPT_RUNNING_JS) and state["drawn"] == state["components"]
         stable = stable + 1 if done and now == last else 0
-        if stable >= 3:
+        if stable >= DRAWN_STABLE_POLLS:
             return state["components"]
         last = now
-        page.wait_for_timeout(1000)
+        page.wait_for_timeout(DRAWN_POLL_MS)
     raise AssertionError(f"{page.url}: not drawn within {timeout_s:.0f} s ({last})")
 
 
