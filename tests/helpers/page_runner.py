@@ -4,6 +4,7 @@ page, with URL parameters and session-state values) and check that a run drew no
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,29 @@ from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 120.0  # the first run may analyse a model in the session's empty cache
+
+
+@cache
+def _components() -> Any:
+    """Streamlit's registry of installed components, discovered once per test process."""
+    from streamlit.components.v2.component_manager import BidiComponentManager
+
+    manager = BidiComponentManager()
+    manager.discover_and_register_components(start_file_watching=False)
+    return manager
+
+
+def sharing_components(at: AppTest) -> AppTest:
+    """``at`` with the process's one registry of installed components, as a server has one.
+
+    Each new AppTest otherwise scans every installed distribution's metadata for component
+    manifests (0.27 s here), and the page tests make hundreds; the installed packages do not
+    change within a test process. AppTest keeps the registry in a private attribute: if a
+    Streamlit release renames it, this fails rather than silently scanning again."""
+    if not hasattr(at, "_bidi_component_manager"):
+        raise AssertionError("Streamlit's AppTest keeps its components elsewhere: update this")
+    at._bidi_component_manager = _components()
+    return at
 
 
 def run_app(
@@ -21,7 +45,7 @@ def run_app(
 ) -> AppTest:
     """Run the app (on ``pages/<page>.py`` if given) with URL ``params`` and session-state
     values ``session``; ``timeout`` seconds per script run."""
-    at = AppTest.from_file(APP, default_timeout=timeout)
+    at = sharing_components(AppTest.from_file(APP, default_timeout=timeout))
     at.query_params.update(params or {})
     for key, value in session.items():
         at.session_state[key] = value

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from page_runner import APP, TIMEOUT, run_app
+from page_runner import APP, TIMEOUT, run_app, sharing_components
 from streamlit.testing.v1 import AppTest
 from tiny_models import build
 
@@ -86,7 +86,9 @@ def test_theorem5_page_reports_bad_parameters(monkeypatch):
 def test_theorem5_page_opened_without_the_app_draws_the_sidebar():
     """Run on its own (a fresh server's first request for its URL), the page needs no model
     but still draws the shared sidebar through page_context()."""
-    at = AppTest.from_file(str(Path(APP).parent / "pages" / "theorem5.py"), default_timeout=TIMEOUT)
+    at = sharing_components(
+        AppTest.from_file(str(Path(APP).parent / "pages" / "theorem5.py"), default_timeout=TIMEOUT)
+    )
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert [t.value for t in at.title] == [TITLES["theorem5"]]

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from page_runner import sharing_components
 from streamlit.testing.v1 import AppTest
 
 
@@ -36,7 +37,7 @@ def url(at: AppTest) -> dict[str, Any]:
 def test_bound_widgets_write_other_values_than_the_dashboards_links() -> None:
     """Links say ``open=0``, ``color=energy``, ``layers=3-7``: Streamlit writes ``true``, the
     option's label and the range's ends as two values (so these stay bound by ui/links.py)."""
-    at = AppTest.from_function(bound_widgets).run()
+    at = sharing_components(AppTest.from_function(bound_widgets)).run()
     at.button[0].click().run()
     assert url(at) == {"flag": "true", "color": "Symmetric energy", "layers": ["3", "7"]}
 
@@ -44,7 +45,7 @@ def test_bound_widgets_write_other_values_than_the_dashboards_links() -> None:
 def test_bound_widgets_drop_the_dashboards_link_values_without_a_word() -> None:
     """Today's links, opened on widgets Streamlit binds: every value is dropped, silently (no
     element says so), and the widgets show their defaults."""
-    at = AppTest.from_function(bound_widgets)
+    at = sharing_components(AppTest.from_function(bound_widgets))
     at.query_params.update({"flag": "1", "color": "energy", "layers": "3-7"})
     at.run()
     assert not at.exception and not at.warning and not at.error
@@ -67,7 +68,7 @@ def test_a_bound_widget_at_its_default_is_left_out_of_the_url() -> None:
         st.button("layer 3", on_click=lambda: st.session_state.update(layer=3))
         st.number_input("Layer", value=0, step=1, key="layer", bind="query-params")
 
-    at = AppTest.from_function(script).run()
+    at = sharing_components(AppTest.from_function(script)).run()
     at.button[1].click().run()
     assert url(at) == {"layer": "3"}
     at.button[0].click().run()
@@ -88,7 +89,7 @@ def test_one_key_carries_its_value_to_another_widget_of_that_key() -> None:
         else:
             st.toggle("Head-type scores", key="scores", bind="query-params")
 
-    at = AppTest.from_function(script).run()
+    at = sharing_components(AppTest.from_function(script)).run()
     at.toggle[0].set_value(True).run()
     at.button[0].click().run()
     assert at.toggle[0].label == "Pre-softmax scores" and at.toggle[0].value is True
@@ -115,7 +116,7 @@ def test_a_forged_nan_for_an_integer_input_raises_inside_streamlit(monkeypatch) 
     shown = config.get_option("client.showErrorDetails")
     config.set_option("client.showErrorDetails", "full")
     try:
-        at = AppTest.from_function(script).run()
+        at = sharing_components(AppTest.from_function(script)).run()
         at.number_input[0].set_value(math.nan).run()
     finally:
         config.set_option("client.showErrorDetails", shown)
@@ -135,7 +136,7 @@ def test_a_page_beside_a_pages_folder_runs_without_the_main_script(tmp_path: Pat
     )
     (tmp_path / "pages" / "home.py").write_text("import streamlit as st\nst.title('home')\n")
     (tmp_path / "pages" / "other.py").write_text("import streamlit as st\nst.title('other')\n")
-    at = AppTest.from_file(str(tmp_path / "app.py"))
+    at = sharing_components(AppTest.from_file(str(tmp_path / "app.py")))
     at.switch_page("pages/other.py").run()
     assert [t.value for t in at.title] == ["other"]
     assert "main ran" not in at.session_state

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from page_runner import assert_clean, run_app
+from page_runner import assert_clean, run_app, sharing_components
 from published_tables import author_table
 from streamlit.testing.v1 import AppTest
 
@@ -92,7 +92,7 @@ def test_a_constant_column_gets_a_range_slider_that_keeps_every_row(value: float
         table = pd.DataFrame({"x": [value, value, float("nan")]})
         st.session_state["kept"] = int(range_filter(st, table, "x", key="x_range").sum())
 
-    at = AppTest.from_function(script, args=(value,)).run()
+    at = sharing_components(AppTest.from_function(script, args=(value,))).run()
     assert not at.exception, [e.message for e in at.exception]
     low, high = at.slider(key="x_range").value
     assert low == value < high
