@@ -54,6 +54,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.longrepr = f"skipped under CI=true (not allowed): {reason}"
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k: the container run must really be in this run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under CI=true, in a run that also tests the Docker image, the browser tests marked
     ``container`` run once, against the image's container (helpers/run_selection.py)."""
