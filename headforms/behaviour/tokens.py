@@ -112,9 +112,12 @@ def transformers_tokenizer(directory: Path, gguf_file: str | None, label: str) -
     """transformers' tokenizer of a checkpoint directory (or of a GGUF file in it)."""
     from transformers import AutoTokenizer
 
+    from .gguf_parse import cheap_gguf_parses
+
     try:
         if gguf_file is not None:
-            tokenizer = AutoTokenizer.from_pretrained(str(directory), gguf_file=gguf_file)
+            with cheap_gguf_parses():  # transformers parses the whole file, several times
+                tokenizer = AutoTokenizer.from_pretrained(str(directory), gguf_file=gguf_file)
         else:
             tokenizer = AutoTokenizer.from_pretrained(str(directory))
     except Exception as exc:  # transformers raises OSError, ValueError, KeyError... variously
