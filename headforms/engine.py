@@ -232,7 +232,7 @@ def _extract(
 
     if progress:
         progress(0, 1, f"opening {located.display_name}")
-    source = open_model(located)
+    source = open_model(located, use_store=keep is not None)  # use_cache=False: no store
     writer = None
     if keep is not None:
         try:

@@ -8,9 +8,15 @@ config through transformers' RoPE initialisers (default, linear, llama3, yarn, .
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
+
+_IMPORTING = threading.Lock()
+KEPT_FREQUENCIES = "initialised_frequencies"
+"""The attribute of a :class:`~headforms.models.config_facts.ConfigFacts` holding transformers'
+initialised frequencies per layer type (``""``: shared), kept with its other facts."""
 
 
 def rope_layer_type(config: Any, layer: int) -> str | None:
@@ -55,14 +61,11 @@ def _base_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
     params = rope_parameters(config, layer)
     rope_type = params.get("rope_type", "default")
     if rope_type != "default":
-        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-        if hasattr(config, "to_transformers"):  # a GGUF config: the initialisers need HF's
-            config = config.to_transformers()
-
+        kept = getattr(config, KEPT_FREQUENCIES, None)  # a ConfigFacts: transformers' own, kept
         layer_type = rope_layer_type(config, layer)
-        inv_freq, _ = ROPE_INIT_FUNCTIONS[rope_type](config, None, layer_type=layer_type)
-        return inv_freq.double().numpy()
+        if kept is not None and (layer_type or "") in kept:
+            return np.asarray(kept[layer_type or ""], dtype=np.float64)
+        return initialised_frequencies(config, layer)
     factor = float(
         params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))
     )
@@ -71,6 +74,19 @@ def _base_frequencies(config: Any, head_dim: int, layer: int) -> np.ndarray:
     return 1.0 / base ** (
         np.arange(0, rotary_dim, 2, dtype=np.int64).astype(np.float64) / rotary_dim
     )
+
+
+def initialised_frequencies(config: Any, layer: int) -> np.ndarray:
+    """``layer``'s rotary frequencies from transformers' RoPE initialiser of its type."""
+    rope_type = rope_parameters(config, layer).get("rope_type", "default")
+    with _IMPORTING:  # layers ask from several threads: transformers' lazy import is not safe
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+        if hasattr(config, "to_transformers"):  # GGUF metadata, kept facts: need HF's config
+            config = config.to_transformers()
+    layer_type = rope_layer_type(config, layer)
+    inv_freq, _ = ROPE_INIT_FUNCTIONS[rope_type](config, None, layer_type=layer_type)
+    return inv_freq.double().numpy()
 
 
 def rotation(inv_freq: np.ndarray, head_dim: int, distance: int) -> np.ndarray:

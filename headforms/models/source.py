@@ -32,6 +32,7 @@ from ..readers import (
 )
 from ..readers.remote import RemoteSafetensorsReader, ranges_enabled
 from ..sources import Located, fetch, locate
+from .config_facts import config_facts
 from .configs import gguf_config, transformers_config
 
 
@@ -59,9 +60,10 @@ class ModelSource:
     """Parameters of the whole model when ``reader`` does not cover it (else counted from it)."""
 
 
-def open_model(target: str | Located) -> ModelSource:
+def open_model(target: str | Located, use_store: bool = True) -> ModelSource:
     """Open a located model (downloading hub files if needed, within its policy), or a spec's
-    text located with nothing refused."""
+    text located with nothing refused. A config.json is read through its facts in the result
+    store (:func:`.config_facts`) unless ``use_store`` is False (transformers reads it)."""
     located = locate(target) if isinstance(target, str) else target
     if located.format == "gguf":
         return _open_gguf(located)
@@ -74,7 +76,8 @@ def open_model(target: str | Located) -> ModelSource:
         and located.format == "safetensors"
         and any(f.path is None for f in located.weights)
     )
-    config = transformers_config(located.config or {}, f"{located.display_name}: config.json")
+    fields, label = located.config or {}, f"{located.display_name}: config.json"
+    config = config_facts(fields, label) if use_store else transformers_config(fields, label)
     arch = architecture_for(config.model_type)
     shapes_from_config(config)  # absurd declared shapes are refused before any download
     if not remote:

@@ -155,3 +155,39 @@ def test_the_forms_stage_needs_no_config_transformers_or_torch(
         timeout=300,
     ).stdout.split()
     assert out == [str(position), "-"], out
+
+
+KNOWN_CONFIG = """
+import sys
+from headforms import analyze
+result = analyze(sys.argv[1])
+result.heads.to_pickle(sys.argv[2])
+heavy = sorted(m for m in ("torch", "transformers") if m in sys.modules)
+print(",".join(heavy) or "-")
+"""
+
+
+def test_a_checkpoint_of_a_known_config_is_extracted_without_transformers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transformers read a config.json once (its facts kept in the store, linear RoPE's
+    frequencies included): another checkpoint of the same config, in a new process, is
+    extracted from its weights without importing transformers or torch, to the same table."""
+    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
+    first, second = tmp_path / "first", tmp_path / "second"
+    tm.build("llama", first, seed=1)
+    tm.build("llama", second, seed=2)
+    assert (first / "config.json").read_bytes() == (second / "config.json").read_bytes()
+    analyze(str(first))  # the config's facts stored by this process (another fingerprint)
+    out = subprocess.run(
+        [sys.executable, "-c", KNOWN_CONFIG, str(second), str(tmp_path / "heads.pkl")],
+        env=dict(os.environ),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout.split()
+    assert out == ["-"], out
+    there = pd.read_pickle(tmp_path / "heads.pkl")
+    here = analyze(str(second), use_cache=False).heads
+    pd.testing.assert_frame_equal(there, here, check_exact=False, rtol=0, atol=1e-12)
