@@ -38,10 +38,24 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
+class Analyses(dict):
+    """Bundled models analysed on first use, with the default options (QK-norm folded, d = 0)."""
+
+    def __missing__(self, name: str) -> ModelAnalysis:
+        self[name] = analyze(name)
+        return self[name]
+
+
 @pytest.fixture(scope="module")
-def analyses() -> dict[str, ModelAnalysis]:
-    """Every bundled model with the default options (QK-norm folded, d = 0)."""
-    return {name: analyze(name) for name in BUNDLED}
+def analyses() -> Analyses:
+    """The bundled models' analyses, each computed once for the module when a test asks."""
+    return Analyses()
+
+
+GEMMA = pytest.param("gemma3-270m", marks=pytest.mark.slow)
+"""Gemma-3's cases run in ``make test``, not the fast lane (its analyses take 5-10 s each); the
+tiny Gemma-3 models check its architecture there."""
+BUNDLED_CASES = ("smollm2-135m", "minilm-l6", GEMMA)
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +99,7 @@ def report(request: pytest.FixtureRequest) -> Iterator[list[str]]:
 
 
 @pytest.mark.parametrize("name", ["smollm2-135m", "minilm-l6"])
-def test_every_head_is_balanced_with_n_of_each_sign(
-    analyses: dict[str, ModelAnalysis], name: str
-) -> None:
+def test_every_head_is_balanced_with_n_of_each_sign(analyses: Analyses, name: str) -> None:
     card, heads = analyses[name].card, analyses[name].heads
     assert len(heads) == card.n_layers * card.n_heads
     assert (heads["n_pos"] == card.head_dim).all()
@@ -96,8 +108,9 @@ def test_every_head_is_balanced_with_n_of_each_sign(
     assert (heads["balance"] == 1.0).all()
 
 
+@pytest.mark.slow
 def test_gemma_folded_balance_loses_exactly_the_dims_with_a_zero_gain(
-    analyses: dict[str, ModelAnalysis], gemma_gains: dict[int, tuple[np.ndarray, np.ndarray]]
+    analyses: Analyses, gemma_gains: dict[int, tuple[np.ndarray, np.ndarray]]
 ) -> None:
     card, heads = analyses["gemma3-270m"].card, analyses["gemma3-270m"].heads
     assert card.qk_norm and card.qk_norm_folded
@@ -112,6 +125,7 @@ def test_gemma_folded_balance_loses_exactly_the_dims_with_a_zero_gain(
     assert (heads["n_neg"].to_numpy() == n - expected).all()
 
 
+@pytest.mark.slow
 def test_gemma_unfolded_heads_have_n_of_each_sign(gemma_unfolded: ModelAnalysis) -> None:
     card, heads = gemma_unfolded.card, gemma_unfolded.heads
     assert card.qk_norm and not card.qk_norm_folded
@@ -123,8 +137,8 @@ def test_gemma_unfolded_heads_have_n_of_each_sign(gemma_unfolded: ModelAnalysis)
 # Profiles, parity, baseline
 
 
-@pytest.mark.parametrize("name", BUNDLED)
-def test_profiles_lie_in_the_simplex(analyses: dict[str, ModelAnalysis], name: str) -> None:
+@pytest.mark.parametrize("name", BUNDLED_CASES)
+def test_profiles_lie_in_the_simplex(analyses: Analyses, name: str) -> None:
     heads = analyses[name].heads
     for columns in (PROFILE, ["b_sym", "c_sym", "d_sym"]):
         values = heads[columns].to_numpy()
@@ -136,27 +150,28 @@ def test_profiles_lie_in_the_simplex(analyses: dict[str, ModelAnalysis], name: s
     assert heads["parity"].isin(["I+", "II", "I-"]).all()
 
 
-@pytest.mark.parametrize("name", BUNDLED)
-def test_baseline_mean_energy_is_near_theory(analyses: dict[str, ModelAnalysis], name: str) -> None:
+@pytest.mark.parametrize("name", BUNDLED_CASES)
+def test_baseline_mean_energy_is_near_theory(analyses: Analyses, name: str) -> None:
     card, energy = analyses[name].card, model_baseline(analyses[name].card).heads["energy"]
     expected = (card.model_dim + 1) / (2 * card.model_dim)
     standard_error = energy.std(ddof=1) / np.sqrt(len(energy))
     assert abs(energy.mean() - expected) < 4 * standard_error
 
 
-def test_bidirectional_bert_heads_lean_symmetric(analyses: dict[str, ModelAnalysis]) -> None:
+def test_bidirectional_bert_heads_lean_symmetric(analyses: Analyses) -> None:
     energy = analyses["minilm-l6"].heads["energy"]
     assert energy.mean() > 0.5
 
 
+@pytest.mark.slow
 def test_parity_shares_and_mean_profiles(
-    analyses: dict[str, ModelAnalysis], gemma_unfolded: ModelAnalysis, report: list[str]
+    analyses: Analyses, gemma_unfolded: ModelAnalysis, report: list[str]
 ) -> None:
-    models = {name: result.heads for name, result in analyses.items()}
+    models = {name: analyses[name].heads for name in BUNDLED}
     models["gemma3-270m (unfolded)"] = gemma_unfolded.heads
     table = parity_table(models)
     np.testing.assert_allclose(table[["I+", "II", "I-"]].sum(axis=1), 100.0, atol=1e-9)
-    baselines = {name: model_baseline(result.card).heads for name, result in analyses.items()}
+    baselines = {name: model_baseline(analyses[name].card).heads for name in BUNDLED}
     baselines["gemma3-270m (unfolded)"] = model_baseline(gemma_unfolded.card).heads
     means = {
         name: pd.concat(
@@ -236,7 +251,7 @@ def test_gguf_forms_match_transformers_gguf_loading(hf_smollm2, smollm2_source) 
 
 
 def test_head_table_matches_forms_of_transformers_weights(
-    hf_smollm2, smollm2_source, analyses: dict[str, ModelAnalysis]
+    hf_smollm2, smollm2_source, analyses: Analyses
 ) -> None:
     _, shapes, _ = smollm2_source
     heads = analyses["smollm2-135m"].heads

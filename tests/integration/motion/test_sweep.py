@@ -179,7 +179,11 @@ def test_the_dense_check_sees_a_wrong_rotation(tiny):
 
 
 @pytest.mark.parametrize(
-    ("name", "family"), [("smollm2-135m", "llama"), ("gemma3-270m", "gemma3_text")]
+    ("name", "family"),
+    [
+        ("smollm2-135m", "llama"),
+        pytest.param("gemma3-270m", "gemma3_text", marks=pytest.mark.slow),  # 20-35 s
+    ],
 )
 def test_bundled_models_sweep_equals_single_analyses_and_dense_forms(name: str, family: str):
     """The bundled SmolLM2 (GQA) and Gemma-3 (local and global theta, folded QK-norm gains with
