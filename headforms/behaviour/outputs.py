@@ -53,15 +53,7 @@ class AttentionPattern:
 
     def check_head(self, layer: int | None, head: int | None) -> None:
         """A one-line :class:`OptionError` for a layer or head that does not exist."""
-        for what, value, count in (("layer", layer, self.n_layers), ("head", head, self.n_heads)):
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                raise OptionError(f"{what} {value!r} is not a whole number")
-            if not 0 <= value < count:
-                raise OptionError(
-                    f"{what} {value} does not exist: {self.model} has {what}s 0 to {count - 1}"
-                )
+        check_layer_head(layer, head, self.n_layers, self.n_heads, self.model)
 
     def array(self, kind: str = "weights") -> np.ndarray:
         """``weights`` or ``scores`` (a one-line error when the scores are not available)."""
@@ -102,6 +94,22 @@ class HeadTypeScores:
         return pd.DataFrame(
             {name: self.columns[name] for name in ("layer", "head", *SCORE_COLUMNS)}
         )
+
+
+def check_layer_head(
+    layer: int | None, head: int | None, n_layers: int, n_heads: int, model: str
+) -> None:
+    """A one-line :class:`OptionError` for a layer or head that ``model`` (``n_layers`` layers
+    of ``n_heads`` query heads) does not have; None asks for none."""
+    for what, value, count in (("layer", layer, n_layers), ("head", head, n_heads)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise OptionError(f"{what} {value!r} is not a whole number")
+        if not 0 <= value < count:
+            raise OptionError(
+                f"{what} {value} does not exist: {model} has {what}s 0 to {count - 1}"
+            )
 
 
 def score_columns(weights: np.ndarray, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -17,9 +17,9 @@ from ..sources import TABLE_FORMAT, Located, Policy, Spec, locate, parse_spec
 from ..store import ResultStore, key_lock
 from . import cache, forward
 from .limits import DEFAULT_PROBE_LENGTH, DEFAULT_PROMPT, DEFAULT_SEED, check_probe, check_prompt
-from .outputs import AttentionPattern, HeadTypeScores, score_columns
+from .outputs import AttentionPattern, HeadTypeScores, check_layer_head, score_columns
 from .probe import repeated_tokens
-from .runnable import check_confined, fingerprint, runnable
+from .runnable import check_confined, declared_layers_heads, fingerprint, runnable
 from .scores import first_token, previous_token
 from .scores import head_type_scores as probe_scores
 
@@ -64,12 +64,19 @@ def attention(
     store: ResultStore | None = None,
     progress: Progress | None = None,
     policy: Policy | None = None,
+    layer: int | None = None,
+    head: int | None = None,
 ) -> AttentionPattern:
     """Every head's attention weights (and pre-softmax scores) on ``prompt``, as the model's
     tokenizer encodes it (special tokens included); ``policy``: what may be opened (None:
-    everything)."""
+    everything). ``layer``, ``head``: the ones the caller will read, refused before any pass
+    (from the model's declared sizes) if the model does not have them."""
     prompt = check_prompt(prompt)
     located = locate_runnable(spec, policy)
+    if layer is not None or head is not None:
+        declared = declared_layers_heads(located)
+        if declared is not None:  # else the pattern's own check, after the pass
+            check_layer_head(layer, head, *declared, located.spec)
     key_fingerprint = fingerprint(located)
 
     def compute() -> AttentionPattern:

@@ -182,6 +182,35 @@ def config_layers_heads(config: dict[str, Any] | None) -> tuple[Any, Any]:
     )
 
 
+def _gguf_header(located: Located) -> Any:
+    from ..readers import GGUFReader
+
+    path = located.weights[0].path
+    assert path is not None
+    return GGUFReader(path)
+
+
+def gguf_layers_heads(reader: Any) -> tuple[Any, Any]:
+    """(layers, query heads) as a GGUF header declares them."""
+    arch = reader.metadata.get("general.architecture")
+    return (
+        reader.metadata.get(f"{arch}.block_count"),
+        reader.metadata.get(f"{arch}.attention.head_count"),
+    )
+
+
+def declared_layers_heads(located: Located) -> tuple[int, int] | None:
+    """(layers, query heads) a located model declares (its GGUF header or config.json), without
+    loading it; None when they are not declared as positive whole numbers."""
+    if located.format == "gguf":
+        layers, heads = gguf_layers_heads(_gguf_header(located))
+    else:
+        layers, heads = config_layers_heads(located.config)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (layers, heads)):
+        return None
+    return layers, heads
+
+
 def forward_memory(located: Located, tokens: int) -> int | None:
     """Estimated peak memory (bytes) of loading ``located`` and running it on ``tokens`` tokens,
     from declared sizes only (headers, config); None when they are not known. The float32
@@ -205,16 +234,10 @@ def declared_size(located: Located) -> tuple[int, int, int] | None:
     declared sizes only (a GGUF header, safetensors headers, config.json), without loading it;
     None when they are not known."""
     if located.format == "gguf":
-        from ..readers import GGUFReader
-
-        path = located.weights[0].path
-        assert path is not None
-        reader = GGUFReader(path)
+        reader = _gguf_header(located)
         sizes = [math.prod(reader.shape(name)) for name in reader.names()]
         params, transient = sum(sizes), 3 * max(sizes)
-        arch = reader.metadata.get("general.architecture")
-        layers = reader.metadata.get(f"{arch}.block_count")
-        heads = reader.metadata.get(f"{arch}.attention.head_count")
+        layers, heads = gguf_layers_heads(reader)
     else:
         params = parameter_count(located)
         if params is None and located.format == "bin" and located.weight_bytes:

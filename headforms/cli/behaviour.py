@@ -97,6 +97,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         progress=say(args.quiet),
         policy=policy_in_force(),
+        layer=args.layer,
+        head=args.head,
     )
     pairs = _pattern_selection(pattern, args.layer, args.head)
     kind = "scores" if args.scores else "weights"

@@ -16,6 +16,7 @@ import torch
 from headforms.behaviour import attention, forward, head_type_scores
 from headforms.behaviour.gguf import build_model, config_dict, transformers_config, weights_map
 from headforms.behaviour.runnable import runnable
+from headforms.errors import OptionError
 from headforms.readers import GGUFReader
 from headforms.sources import locate
 
@@ -270,3 +271,32 @@ def test_a_sequence_the_model_cannot_take_is_one_line(
     model = runnable(locate(str(rotary)))
     with pytest.raises(OptionError, match=f"token id {model.vocab_size}, but .* has"):
         forward.check_length([4, model.vocab_size], "the prompt", model)
+
+
+def test_a_layer_or_head_the_model_lacks_is_refused_before_any_pass(
+    checkpoints: dict, gguf_files: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the declared sizes (config.json, GGUF header), with the pattern's own message; an
+    existing one is computed (the pass then runs)."""
+    import headforms.behaviour.run as run
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("a forward pass ran")
+
+    directory = str(checkpoints["llama"][0])
+    pattern = attention(directory, "w3 w4 w5", use_cache=False)  # the message after a pass
+    with pytest.raises(OptionError) as after:
+        pattern.check_head(0, pattern.n_heads)
+    monkeypatch.setattr(run, "_attention", no_pass)
+    with pytest.raises(OptionError) as before:
+        attention(directory, "w3 w4 w5", use_cache=False, layer=0, head=pattern.n_heads)
+    assert str(before.value) == str(after.value)
+    with pytest.raises(OptionError, match=f"layer {pattern.n_layers} does not exist"):
+        attention(directory, "w3 w4 w5", use_cache=False, layer=pattern.n_layers)
+    gguf = gguf_files["qwen2"][0] / "tiny.gguf"  # its header (it has no tokenizer to run)
+    config = gguf_files["qwen2"][1].config
+    heads, layers = config.num_attention_heads, config.num_hidden_layers
+    with pytest.raises(OptionError, match=f"head {heads} does not exist: .* 0 to {heads - 1}$"):
+        attention(str(gguf), "w3", use_cache=False, layer=layers - 1, head=heads)
+    monkeypatch.undo()
+    assert attention(directory, "w3 w4 w5", use_cache=False, layer=0, head=0).n_heads > 0

@@ -112,18 +112,13 @@ def test_behaviour_on_a_prompt_prints_the_top_heads(model_dir: str, capsys) -> N
             {"HEADFORMS_PROMPT_CHARACTERS": "50"},
             "at most 50 are accepted (HEADFORMS_PROMPT_CHARACTERS)",
         ),
-        pytest.param(  # these two load the model in a fresh process: over 5 s
+        pytest.param(  # loads the model's tokenizer in a fresh process: over 5 s
             ["attention", "{model}", "--prompt", "w5 " * 40],
             {"HEADFORMS_PROMPT_TOKENS": "16"},
             "take at most 16 tokens (HEADFORMS_PROMPT_TOKENS)",
             marks=pytest.mark.slow,
         ),
-        pytest.param(
-            ["attention", "{model}", "--layer", "2", "--head", "0"],
-            {},
-            "layer 2 does not exist",
-            marks=pytest.mark.slow,
-        ),
+        (["attention", "{model}", "--layer", "2", "--head", "0"], {}, "layer 2 does not exist"),
         (["attention", "{model}", "--layer", "0", "--head", "9"], {}, "head 9 does not exist"),
         (["attention", "{model}", "--head", "1"], {}, "--head needs --layer"),
         (["attention", "{model}", "--out", "x.txt"], {}, "unknown extension .txt"),
