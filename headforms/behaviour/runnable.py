@@ -201,8 +201,11 @@ def gguf_layers_heads(reader: Any) -> tuple[Any, Any]:
 
 def declared_layers_heads(located: Located) -> tuple[int, int] | None:
     """(layers, query heads) a located model declares (its GGUF header or config.json), without
-    loading it; None when they are not declared as positive whole numbers."""
+    loading it; None when they are not declared as positive whole numbers, or the GGUF file is
+    not on this machine yet."""
     if located.format == "gguf":
+        if located.weights[0].path is None:  # a hub file not fetched yet: known after loading
+            return None
         layers, heads = gguf_layers_heads(_gguf_header(located))
     else:
         layers, heads = config_layers_heads(located.config)

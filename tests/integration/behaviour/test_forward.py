@@ -300,3 +300,20 @@ def test_a_layer_or_head_the_model_lacks_is_refused_before_any_pass(
         attention(str(gguf), "w3", use_cache=False, layer=layers - 1, head=heads)
     monkeypatch.undo()
     assert attention(directory, "w3 w4 w5", use_cache=False, layer=0, head=0).n_heads > 0
+
+
+def test_declared_layers_and_heads_wait_for_a_hub_gguf_not_fetched() -> None:
+    """A hub GGUF not on this machine yet declares nothing before loading (no error, no read)."""
+    from headforms.behaviour.runnable import declared_layers_heads
+    from headforms.sources.located import HubLocation, Located, LocatedFile
+
+    located = Located(
+        spec="org/model:model.gguf",
+        kind="hub",
+        display_name="org/model",
+        format="gguf",
+        fingerprint="f",
+        weights=(LocatedFile("model.gguf", 1000, None),),
+        hub=HubLocation("org/model", None, "0" * 40),
+    )
+    assert declared_layers_heads(located) is None
