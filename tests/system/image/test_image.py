@@ -142,12 +142,15 @@ def minilm_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
-def start(image: str, volume: str, *mounts: str, cache_options: str = "") -> str:
+def start(
+    image: str, volume: str, *mounts: str, cache_options: str = "", options: tuple[str, ...] = ()
+) -> str:
     """Start a container of ``image`` with ``volume`` (a name or a host folder) on /app/cache
-    (``cache_options``: e.g. ``:ro``) and the other ``mounts``; its name."""
+    (``cache_options``: e.g. ``:ro``), the other ``mounts`` and ``docker run`` ``options``; its
+    name."""
     name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
     cache = f"{volume}:/app/cache{cache_options}"
-    args = ["run", "-d", "--name", name, "-p", "127.0.0.1::8501", "-v", cache]
+    args = ["run", "-d", "--name", name, "-p", "127.0.0.1::8501", "-v", cache, *options]
     for mount in mounts:
         args += ["-v", mount]
     docker(*args, image)
@@ -466,8 +469,9 @@ def test_unwritable_cache_stops_the_container_with_one_line(
 
 
 def test_cache_unwritable_at_run_time_turns_unhealthy(image: str) -> None:
-    """A healthy container whose cache becomes root-owned is reported unhealthy."""
-    name = start(image, f"{PREFIX}-revoked")
+    """A healthy container whose cache becomes root-owned is reported unhealthy (by the image's
+    health check, probed every second here instead of every 5 s: three failures in a row)."""
+    name = start(image, f"{PREFIX}-revoked", options=("--health-interval", "1s"))
     wait_health(name, "healthy")
     docker("exec", "-u", "root", name, "chown", "root:root", "/app/cache")
     wait_health(name, "unhealthy")
