@@ -278,15 +278,17 @@ class Gateway(ABC):
 
     def _join(self, computation: Computation[R], visitor: str) -> Job[R]:
         """The job computing ``computation`` (started now if there is none), with the caller
-        attached."""
+        attached: before a new job starts, so that it never sees nobody waiting for it."""
         with self._lock:
             job = self._jobs.get(computation.job_key)
-            if job is None:
-                first = self.first_message or computation.first_message
-                job = Job(computation, visitor, first)
-                self._jobs[computation.job_key] = job
-                self._executor.submit(self._work, job)
+            if job is not None:
+                job.attach()
+                return job
+            first = self.first_message or computation.first_message
+            job = Job(computation, visitor, first)
             job.attach()
+            self._jobs[computation.job_key] = job
+            self._executor.submit(self._work, job)
         return job
 
     def _work(self, job: Job[Any]) -> None:

@@ -29,6 +29,7 @@ from ui.gateway import (
     ResultCache,
     base,
 )
+from ui.gateway.hosted import ThreadPerJob
 
 HANG_GUARD = 30.0
 
@@ -195,6 +196,49 @@ def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
     log.gate.set()
     assert watched.gateway.run(Fake("m", log), visitor="b").name == "m"
     assert log.calls[-1] == "hosted for b"
+
+
+@dataclass(frozen=True, eq=False)
+class ChecksFirst(Fake):
+    """A hosted computation that asks at once whether anybody waits for it, and refuses to be
+    started a second time."""
+
+    def hosted(self, progress: Any, check: Any, visitor: str) -> Result:
+        try:
+            if self.log.calls:
+                raise RuntimeError(f"started again after {self.log.calls}")
+            self.log.calls.append(f"hosted for {visitor}")
+            check()
+        except Abandoned:
+            self.log.calls.append("let go")
+            raise
+        finally:
+            self.log.started.set()
+        return Result(self.name, self.parts)
+
+
+class RunsAtOnce(ThreadPerJob):
+    """Each job's thread runs up to its first check before ``submit`` returns, as a busy
+    machine may run it before the caller that started it goes on."""
+
+    def __init__(self, started: threading.Event) -> None:
+        self.started = started
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self.started.clear()
+        future = super().submit(fn, *args, **kwargs)
+        assert self.started.wait(HANG_GUARD)
+        return future
+
+
+def test_a_new_hosted_job_has_its_first_waiter_before_it_starts() -> None:
+    """The caller who starts a job is attached before its thread runs: a job that checks at
+    once finds it waiting and is not let go."""
+    log = Log()
+    gateway = HostedGateway()
+    gateway._executor = RunsAtOnce(log.started)
+    assert gateway.run(ChecksFirst("m", log), visitor="a").name == "m"
+    assert log.calls == ["hosted for a"]
 
 
 def test_a_cached_result_that_lacks_what_is_asked_is_widened() -> None:
