@@ -3,29 +3,39 @@ the simplex's markers and the heatmap's cells are drawn, and what a page has dra
 
 from __future__ import annotations
 
-ONE_MARKER_JS = """
-async (gd, which) => {
-  // Keep only the `which`-th head trace (or the selection ring), reduced to its first point with
-  // the marker settings plotly.js resolved for it (a per-point size array stays an array), in
-  // black; hide every other trace and the annotations: the plot then shows one marker exactly
-  // as that trace draws its markers. Without `which`: how many such traces there are.
-  const Plotly = gd.hfPlotly;
-  const probes = gd._fullData
+MARKER_PROBES_JS = """
+(gd) => {
+  // Each head trace of the 3D scene (and the selection ring), as plotly.js resolved it on the
+  // first draw: its index, role, parity, first point and marker size (a per-point size array
+  // stays an array, of its first size).
+  return gd._fullData
     .map((t, i) => [t, i])
-    .filter(([t]) => t.meta && ["heads", "selected"].includes(t.meta.role));
-  if (which === undefined || which === null) return probes.length;
-  const [trace, index] = probes[which];
-  const size = typeof trace.marker.size === "number" ? trace.marker.size : [trace.marker.size[0]];
-  const others = gd._fullData.map((_, i) => i).filter((i) => i !== index);
+    .filter(([t]) => t.meta && ["heads", "selected"].includes(t.meta.role))
+    .map(([t, i]) => ({
+      index: i, role: t.meta.role, parity: t.meta.parity || null,
+      x: t.x[0], y: t.y[0], z: t.z[0],
+      size: typeof t.marker.size === "number" ? t.marker.size : [t.marker.size[0]],
+    }));
+}
+"""
+
+ONE_MARKER_JS = """
+async (gd, probe) => {
+  // Show only `probe`'s trace (from MARKER_PROBES_JS), reduced to its first point with the
+  // marker size plotly.js resolved for it, in black; hide every other trace and the
+  // annotations: the plot then shows one marker exactly as that trace draws its markers. Every
+  // value set is the probe's own, so the traces shown before leave nothing behind.
+  const Plotly = gd.hfPlotly;
+  const others = gd.data.map((_, i) => i).filter((i) => i !== probe.index);
   await Plotly.restyle(gd, { visible: false }, others);
   await Plotly.restyle(
     gd,
-    { x: [[trace.x[0]]], y: [[trace.y[0]]], z: [[trace.z[0]]], "marker.size": [size],
+    { x: [[probe.x]], y: [[probe.y]], z: [[probe.z]], "marker.size": [probe.size],
       "marker.color": "#000000", "marker.opacity": 1, visible: true },
-    [index],
+    [probe.index],
   );
   await Plotly.relayout(gd, { "scene.annotations": [] });
-  return { role: trace.meta.role, parity: trace.meta.parity || null, top: gd._fullLayout._size.t };
+  return gd._fullLayout._size.t;
 }
 """
 

@@ -38,6 +38,7 @@ import pandas as pd
 import pytest
 from browser_scripts import (
     CELL_POINTS_JS,
+    MARKER_PROBES_JS,
     ONE_MARKER_JS,
     PAGE_STATE_JS,
     SCENE_VIEW_JS,
@@ -507,15 +508,15 @@ def test_every_head_marker_is_drawn_legibly_and_the_selected_one_larger(
     page = context.new_page()
     url = f"{server}/?model={DEFAULT_MODEL}&layer={selected[0]}&head={selected[1]}"
     try:
-        count = open_simplex(page, url).evaluate(ONE_MARKER_JS, None)
-        assert count >= 3  # the parity types of the model, and the ring
+        plot = open_simplex(page, url)
+        probes = plot.evaluate(MARKER_PROBES_JS)
+        assert len(probes) >= 3  # the parity types of the model, and the ring
         drawn = {}
-        for which in range(count):
-            plot = open_simplex(page, url)
-            probe = plot.evaluate(ONE_MARKER_JS, which)
+        for probe in probes:
+            top = plot.evaluate(ONE_MARKER_JS, probe)
             page.wait_for_timeout(1500)  # the scene redraws
             pixels = np.asarray(Image.open(io.BytesIO(plot.screenshot())).convert("L"))
-            ys, xs = np.nonzero(pixels[int(probe["top"]) :] < 160)  # below the title
+            ys, xs = np.nonzero(pixels[int(top) :] < 160)  # below the title
             assert len(xs), probe
             extent = max(xs.max() - xs.min(), ys.max() - ys.min()) + 1
             drawn[(probe["role"], probe["parity"])] = extent
