@@ -20,8 +20,9 @@ SHOWN_CIRCLES = 5
 
 
 def modules_on_a_circle(graph: grimp.ImportGraph) -> list[list[str]]:
-    """Every import ``a -> b`` that ``b`` leads back from, as the circle ``[a, b, ..., a]``
-    (shortest), once per module pair: a package and its own submodules included."""
+    """Every direct import ``a -> b`` that ``b`` leads back from, as the shortest circle
+    ``[a, b, ..., a]`` (a circle of k modules shows once from each of its k imports; a package
+    and its own submodules included)."""
     circles = []
     for importer in sorted(graph.modules):
         for imported in sorted(graph.find_modules_directly_imported_by(importer)):

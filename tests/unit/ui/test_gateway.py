@@ -1,7 +1,8 @@
 """The computation gateway with fake computations: one job for identical concurrent requests,
 progress relayed to each waiter, a finished result kept for the next page, failures not kept,
-a hosted job nobody waits for let go, a cached result widened, a result still in use never read
-a second time, and a core that imports no Streamlit."""
+a hosted job nobody waits for let go (and a new one never before its first caller waits), a
+cached result widened, a result still in use never read a second time, and a core that imports
+no Streamlit."""
 
 from __future__ import annotations
 
