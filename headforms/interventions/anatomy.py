@@ -33,7 +33,7 @@ from ..errors import NotRunnableError
 from ..factors import LayerFactors
 from ..heads import effective_factors, layer_heads
 from ..options import AnalysisOptions
-from .algebra import HeadFactors
+from .algebra import HeadFactors, SpanBasis, span_basis
 
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
@@ -130,6 +130,9 @@ class Anatomy:
     shapes: Shapes
     layers: tuple[LayerAnatomy, ...]
     config: Any = field(default=None, repr=False, compare=False)
+    _spans: dict[tuple[int, int], SpanBasis] = field(
+        default_factory=dict, repr=False, compare=False
+    )
     _parities: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -150,6 +153,12 @@ class Anatomy:
             ).rows
             self._parities[layer] = np.asarray(rows["parity"], dtype=object)
         return self._parities[layer]
+
+    def span(self, layer: int, head: int) -> SpanBasis:
+        """The orthonormal basis of query head ``head``'s span (kept once computed)."""
+        if (layer, head) not in self._spans:
+            self._spans[layer, head] = span_basis(self.head_logit(layer, head).factors)
+        return self._spans[layer, head]
 
     def head_logit(self, layer: int, head: int) -> HeadLogit:
         """The logit of query head ``head`` of ``layer`` (gains folded into its factors)."""

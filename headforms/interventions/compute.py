@@ -35,7 +35,6 @@ from .algebra import (
     change_rank,
     distances,
     edited_profile,
-    span_basis,
 )
 from .anatomy import Anatomy, anatomy_of
 from .changes import ControlChange, FormChange, OutputChange, SequencePlan
@@ -93,7 +92,6 @@ class _Plans:
         self.anatomy, self.request, self.edit, self.clean = anatomy, request, edit, clean
         self.ledger = ScoreLedger()
         self._rank: dict[Head, int] = {}
-        self._basis: dict[Head, np.ndarray] = {}
         self._norms: dict[Head, tuple[np.ndarray, np.ndarray]] = {}
 
     def edited(self, row: tuple[Head, ...], index: int) -> SequencePlan:
@@ -123,13 +121,10 @@ class _Plans:
         changes = []
         for layer, head in row:
             logit = self.anatomy.head_logit(layer, head)
+            span = self.anatomy.span(layer, head)
             if (layer, head) not in self._rank:
-                self._rank[layer, head] = change_rank(logit.factors, self.edit)
-            basis = None
-            if match is not Match.FROBENIUS:
-                if (layer, head) not in self._basis:
-                    self._basis[layer, head] = span_basis(logit.factors).w
-                basis = self._basis[layer, head]
+                self._rank[layer, head] = change_rank(logit.factors, self.edit, span)
+            basis = None if match is Match.FROBENIUS else span.w
             steps, norms = np.zeros(1, np.int64), np.zeros(1)
             if match is not Match.SCORES:
                 if (layer, head) not in self._norms:
