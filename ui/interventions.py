@@ -224,13 +224,12 @@ def edit_head_section(ctx: PageContext, before_profile: dict[str, Any]) -> None:
     and of each control, the attention before and after, where the edited form lands on the
     simplex and the head-type scores before and after. ``before_profile``: the head's ``a, b,
     c, d, parity`` at d = 0."""
+    from headforms.card import TABLE_SOURCE
     from headforms.figures import interventions as figures
 
     from .behaviour import PROMPT_KEY
     from .compute import cached
     from .widgets import show_figure
-
-    from headforms.card import TABLE_SOURCE
 
     if ctx.card.source_kind == TABLE_SOURCE:
         st.caption(

@@ -92,7 +92,9 @@ def test_a_chosen_edit_runs_on_request_and_a_step_computes_nothing(
 
 def run_edit(model_dir: str, params: dict[str, str]) -> AppTest:
     at = head_page(model_dir, params)
-    (button,) = [b for b in at.button if b.label.startswith("Run ") and "sequence passes" in b.label]
+    (button,) = [
+        b for b in at.button if b.label.startswith("Run ") and "sequence passes" in b.label
+    ]
     button.click().run()
     assert_clean(at)
     return at

@@ -117,8 +117,9 @@ def test_a_scores_control_moves_the_scores_as_much_as_the_edit(
         )
         delta = change.scores_delta(x)
         visible = visible_pairs(T, causal)
-        rms = lambda a: np.sqrt(np.mean(a[visible] ** 2))  # noqa: E731
-        assert rms(delta) == pytest.approx(rms(edit_delta), rel=1e-9)
+        assert np.sqrt(np.mean(delta[visible] ** 2)) == pytest.approx(
+            np.sqrt(np.mean(edit_delta[visible] ** 2)), rel=1e-9
+        )
         # the control is c W G W^T for one factor c: dense recomputation
         p, o = control_factors(7, 2, 3, k, rank, basis.shape[1])
         dense = basis @ p.T @ o @ basis.T
