@@ -177,6 +177,9 @@ def cmd_intervene(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_path(args.out)
     request = _request(args)
+    from ..behaviour.run import locate_runnable
+
+    locate_runnable(args.model, policy_in_force(), what="interventions")  # refusals first
     if not args.quiet:
         scope = request.scope
         heads = len(scope.heads) if scope.kind == "heads" else (None if request.each else 1)
