@@ -331,10 +331,9 @@ def _show_result(
         *checked,
         row["match"],
     )
+    wanted = [result.measure, "kl", "delta_induction_loss"]  # the verdict's measures
     measures = [
-        m
-        for m in ("delta_ce", "kl", "delta_induction_loss", "cosine_distance")
-        if m in result.controls and np.isfinite(row.get(m, np.nan))
+        m for m in dict.fromkeys(wanted) if m in result.controls and np.isfinite(row.get(m, np.nan))
     ]
     values = {m: float(row[m]) for m in measures}
     show_figure(
