@@ -112,8 +112,12 @@ def texts_named(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     for name in names:
         if name in TEXTS:
             found.append((name, TEXTS[name].text))
-        else:
+        elif Path(name).exists():
             found.append((Path(name).name, read_text_file(Path(name))))
+        else:
+            raise OptionError(
+                f"--texts {name!r}: neither a shipped text ({', '.join(TEXTS)}) nor a file"
+            )
     return tuple(found)
 
 

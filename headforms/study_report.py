@@ -53,7 +53,7 @@ def summary_text(study: Any) -> str:
 def report_html(study: Any) -> str:
     """One self-contained HTML page: the command, versions and seeds, then each table and its
     figure (plotly.js inside the page once)."""
-    from ..figures.study import dose_response_figure, whole_model_figure
+    from .figures.study import dose_response_figure, whole_model_figure
 
     meta = study.meta
     figures = [whole_model_figure(study.whole_model, _measure(study))]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from ..errors import OptionError
@@ -42,9 +41,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         )
     with progress_bar(args.quiet, unit="pass") as progress:
         study = run_study(args.model, options, progress)
-    study.meta["command"] = "headforms " + shlex.join(
-        sys.argv[1:] if args.argv is None else args.argv
-    )
+    study.meta["command"] = options.command(args.model).replace(" DIR", " " + shlex.quote(str(out)))
     out.mkdir(parents=True, exist_ok=True)
     for name in TABLES:
         getattr(study, name).to_csv(out / f"{name}.csv", index=False)
@@ -99,4 +96,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sweeps", default=",".join(SWEEP_EDITS), help="per-head sweep edits")
     p.add_argument("--match", default="scores", choices=MATCHES, help="how controls are matched")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="the one seed of the study")
-    p.set_defaults(func=cmd_study, argv=None)
+    p.set_defaults(func=cmd_study)
