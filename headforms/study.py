@@ -70,6 +70,8 @@ class StudyOptions:
     def __post_init__(self) -> None:
         if not self.texts:
             raise OptionError("a study needs at least one text")
+        if not self.whole_edits and not self.sweep_edits:
+            raise OptionError("a study needs whole-model edits, per-head sweeps or both")
         for _, text in self.texts:
             check_text(text)
         for name in (*self.whole_edits, *self.sweep_edits):
@@ -213,9 +215,12 @@ def run_study(spec: str, options: StudyOptions, progress: Progress | None = None
                 sweeps.append(table)
                 sweep_terms.setdefault((edit, label), []).append(result.terms[result.measure])
     whole_table = whole_model_table(whole, options.seed)
-    sweep_table = pd.concat(sweeps, ignore_index=True)
-    head_table, dose = dose_response(sweep_table, measure_of(sweep_table))
-    correlations = correlation_table(head_table, heads, options.seed)
+    if sweeps:
+        sweep_table = pd.concat(sweeps, ignore_index=True)
+        head_table, dose = dose_response(sweep_table, measure_of(sweep_table))
+        correlations = correlation_table(head_table, heads, options.seed)
+    else:  # a study of whole-model edits only
+        sweep_table, head_table, dose, correlations = (pd.DataFrame() for _ in range(4))
     meta = {
         "command": options.command(getattr(spec, "spec", spec)),
         "model": getattr(spec, "spec", spec),
@@ -242,7 +247,7 @@ def run_study(spec: str, options: StudyOptions, progress: Progress | None = None
                 strict=True,
             )
         }
-        if whole
+        if options.whole_edits
         else {},
     }
     return Study(whole_table, sweep_table, head_table, dose, correlations, meta)

@@ -15,6 +15,8 @@ def summary_text(study: Any) -> str:
     """The study's numbers as lines of text (what the command prints)."""
     lines = [f"{study.meta['model']}: study on {len(study.meta['texts'])} text(s)"]
     whole = study.whole_model
+    if whole.empty:
+        whole = whole.assign(text=[], delta_ce=[])
     overall = whole[whole["text"] == "all"] if (whole["text"] == "all").any() else whole
     measure = "delta_ce" if whole["delta_ce"].notna().any() else "cosine_distance"
     lines.append(
@@ -28,7 +30,7 @@ def summary_text(study: Any) -> str:
             f"score RMS {row['score_rms']:.3f} / {row['control_score_rms']:.3f}"
         )
     heads = study.head_verdicts
-    for edit, part in heads.groupby("edit", sort=False):
+    for edit, part in heads.groupby("edit", sort=False) if not heads.empty else ():
         worst = part.nlargest(4, "cost")
         costliest = ", ".join(
             f"L{int(r.layer)}.H{int(r.head)} {r.cost:.3f} (p {r.p_value:.3f})"
@@ -41,7 +43,8 @@ def summary_text(study: Any) -> str:
             f"costliest {costliest}"
         )
     corr = study.correlations
-    for (edit, measure_name), part in corr.groupby(["edit", "measure"], sort=False):
+    groups = corr.groupby(["edit", "measure"], sort=False) if not corr.empty else ()
+    for (edit, measure_name), part in groups:
         cells = ", ".join(
             f"{r.column} {r.rho:+.2f} [{r.low:+.2f}, {r.high:+.2f}] p {r.p_value:.2g}"
             for r in part.itertuples()
@@ -56,11 +59,13 @@ def report_html(study: Any) -> str:
     from .figures.study import dose_response_figure, whole_model_figure
 
     meta = study.meta
-    figures = [whole_model_figure(study.whole_model, _measure(study))]
-    figures += [
-        dose_response_figure(study.head_verdicts, study.dose_controls, edit)
-        for edit in study.head_verdicts["edit"].unique()
-    ]
+    figures = (
+        [whole_model_figure(study.whole_model, _measure(study))]
+        if not study.whole_model.empty
+        else []
+    )
+    edits = study.head_verdicts["edit"].unique() if not study.head_verdicts.empty else ()
+    figures += [dose_response_figure(study.head_verdicts, study.dose_controls, e) for e in edits]
     parts = [
         fig.to_html(full_html=False, include_plotlyjs=(index == 0), default_width="100%")
         for index, fig in enumerate(figures)
@@ -77,14 +82,19 @@ def report_html(study: Any) -> str:
         f"{meta['seconds']:.0f} s</p>",
         f"<pre>{html.escape(summary_text(study))}</pre>",
     ]
+    whole_parts = parts[:1] if not study.whole_model.empty else []
     body = [
         "<h2>Every head at once</h2>",
-        parts[0],
+        *whole_parts,
         _table(study.whole_model),
         "<h2>Each head alone, against the dose-response of its controls</h2>",
-        *parts[1:],
+        *parts[len(whole_parts) :],
         "<h2>Per-head verdicts (averaged over the texts)</h2>",
-        _table(study.head_verdicts.sort_values("cost", ascending=False).head(40)),
+        _table(
+            study.head_verdicts.sort_values("cost", ascending=False).head(40)
+            if not study.head_verdicts.empty
+            else study.head_verdicts
+        ),
         "<h2>Correlations of the per-head cost with the geometry and the size</h2>",
         _table(study.correlations),
     ]
@@ -100,7 +110,8 @@ def report_html(study: Any) -> str:
 
 
 def _measure(study: Any) -> str:
-    return "delta_ce" if study.whole_model["delta_ce"].notna().any() else "cosine_distance"
+    frame = study.whole_model
+    return "delta_ce" if frame["delta_ce"].notna().any() else "cosine_distance"
 
 
 def _table(frame: Any) -> str:
