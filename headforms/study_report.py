@@ -26,7 +26,7 @@ def summary_text(study: Any) -> str:
         lines.append(
             f"  {row['edit']:<13} {row[measure]:8.4f} [{row['low']:.4f}, {row['high']:.4f}]"
             f"  controls {row['control_median']:8.4f} [{row['control_p10']:.4f}, "
-            f"{row['control_p90']:.4f}]  p {row['p_value']:.3f}  effect {row['effect']:.2f}x  "
+            f"{row['control_p90']:.4f}]  p {row['p_value']:.3f}  effect {_times(row['effect'])}  "
             f"score RMS {row['score_rms']:.3f} / {row['control_score_rms']:.3f}"
         )
     heads = study.head_verdicts
@@ -51,6 +51,10 @@ def summary_text(study: Any) -> str:
         )
         lines.append(f"rho of {edit} {measure_name}: {cells}")
     return "\n".join(lines)
+
+
+def _times(value: float) -> str:
+    return f"{value:.2f}x" if value == value else "—"  # NaN: no positive median to divide by
 
 
 def report_html(study: Any) -> str:
@@ -115,4 +119,5 @@ def _measure(study: Any) -> str:
 
 
 def _table(frame: Any) -> str:
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+    table = frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+    return f"<div style='overflow-x:auto'>{table}</div>"  # wide tables scroll, never clip
