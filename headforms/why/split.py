@@ -122,6 +122,16 @@ def lobe_terms(head: HeadFactors, x: np.ndarray, causal: bool, ranks: int = 0) -
     steps = distances(length, causal, head.rotary)
     positive = np.zeros((length, length))
     ranked = np.zeros((2, ranks, length, length)) if ranks else None
+    if not head.rotary:  # one form for every pair: products of whole matrices
+        form = reduced_forms(head, basis, steps)[0]
+        values, vectors = _eigen((form + form.T) / 2.0)
+        z = y @ (vectors * np.sqrt(np.clip(values, 0.0, None)))
+        positive = z @ z.T
+        if ranked is not None:
+            rows, cols = np.indices((length, length))
+            index = np.zeros(rows.size, np.int64)
+            _ranked(ranked, y, values[None], vectors[None], rows.ravel(), cols.ravel(), index)
+        return LobeTerms(np.tril(positive) if causal else positive, ranked)
     per_step = 8 * (3 * rank * rank + 3 * length * rank)
     for part in chunks(len(steps), per_step):
         forms = reduced_forms(head, basis, steps[part])
