@@ -123,13 +123,20 @@ def _stop_at(module: Any, keep: list[Any], name: str | None) -> Any:
 
 
 def direct_inputs(
-    model: Runnable, anatomy: Anatomy, layer: int, token_ids: Sequence[int]
+    model: Runnable,
+    anatomy: Anatomy,
+    layer: int,
+    token_ids: Sequence[int],
+    onto: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each token's attention input at ``layer`` along the direct path through the embeddings
-    (module doc), ``(len(token_ids), N)`` float32."""
+    (module doc), ``(len(token_ids), N)`` float32; with ``onto`` (``N x m``), only its
+    projections on those columns, ``(len(token_ids), m)`` (a vocabulary's inputs are never held
+    whole: a batch at a time)."""
     import torch
 
-    out = np.empty((len(token_ids), anatomy.shapes.model_dim), np.float32)
+    width = anatomy.shapes.model_dim if onto is None else onto.shape[1]
+    out = np.empty((len(token_ids), width), np.float32)
     first, target = anatomy.layers[0].layer, anatomy.layers[layer]
     with PASS_LOCK, torch.inference_mode():
         for start in range(0, len(token_ids), VOCABULARY_BATCH):
@@ -151,5 +158,6 @@ def direct_inputs(
                 pass
             finally:
                 handle.remove()
-            out[start : start + len(ids)] = received[0][:, 0].float().cpu().numpy()
+            inputs = received[0][:, 0].float().cpu().numpy()
+            out[start : start + len(ids)] = inputs if onto is None else inputs @ onto
     return out

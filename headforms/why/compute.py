@@ -208,8 +208,8 @@ def _detail(
     values, vectors = directions_at(anatomy.head_logit(layer, head).factors)
     chosen = top_directions(values, DIRECTIONS)
     ids = readable_ids(model)
-    inputs = direct_inputs(model, anatomy, layer, ids.tolist())
-    projections = inputs @ vectors[:, [column for _, _, column in chosen]].astype(np.float32)
+    onto = vectors[:, [column for _, _, column in chosen]].astype(np.float32)
+    projections = direct_inputs(model, anatomy, layer, ids.tolist(), onto)
     vocabulary = vocabulary_readout(
         projections, ids, values, chosen, VOCABULARY_TOP, model.tokenizer.texts
     )
