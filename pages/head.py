@@ -30,6 +30,7 @@ from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.motion import chosen_positions, load_sweep, sweep_at_hand
 from ui.state import stepped
 from ui.tables import require_spectra
+from ui.why import why_section
 from ui.widgets import number
 
 SWEEP_ASKED_KEY = "_hf_head_sweep_asked"
@@ -253,6 +254,7 @@ if card.rotary:
         )
 
 head_section(ctx)  # what the head does: its attention on a prompt, its head-type scores
+why_section(ctx)  # why: those scores split by the form's parts, a direction's readout
 own = ctx.analysis if ctx.rope_position == 0 else load_analysis(ctx.spec, 0, quiet=True)
 at_zero = own.heads.iloc[ctx.row]  # an edit's profile is at d = 0
 edit_head_section(ctx, {name: at_zero[name] for name in ("a", "b", "c", "d", "parity")})

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..columns import REALISED_SHARE_COLUMNS, SPREAD_SHARE_COLUMNS, WEIGHT_SHARE_COLUMNS
 from ..forms import share
 from .split import BILINEAR_PARTS, ScoreSplit
 
-SHORT = {"positive": "pos", "negative": "neg", "antisymmetric": "anti"}
-"""The short name of each bilinear part in column names."""
-REALISED_COLUMNS = tuple(f"share_{SHORT[p]}" for p in BILINEAR_PARTS)
-SPREAD_COLUMNS = tuple(f"spread_{SHORT[p]}" for p in BILINEAR_PARTS)
-WEIGHT_COLUMNS = tuple(f"weight_{SHORT[p]}" for p in BILINEAR_PARTS)
+REALISED_COLUMNS = REALISED_SHARE_COLUMNS
+SPREAD_COLUMNS = SPREAD_SHARE_COLUMNS
+WEIGHT_COLUMNS = WEIGHT_SHARE_COLUMNS
+"""The shares' columns (:mod:`headforms.columns`), in :data:`.split.BILINEAR_PARTS` order."""
 REST_COLUMNS = ("rest_share", "rest_spread")
 SHARE_COLUMNS = (*REALISED_COLUMNS, *SPREAD_COLUMNS, *REST_COLUMNS)
 """The realised columns of a head on a text (:func:`realised_shares`)."""
