@@ -174,7 +174,11 @@ def _direction_readout(result: WhyResult, lobe: str, rank: int) -> None:
         st.info(f"This head's {lobe} lobe has no direction {rank}.", icon=":material/info:")
         return
     eigenvalue = float(words["eigenvalue"].iloc[0])
-    st.markdown(f"**Direction {name}** (eigenvalue {eigenvalue:.4g} at d = 0)")
+    scaled = eigenvalue / (float(np.linalg.norm(detail.spectrum)) or 1.0)
+    st.markdown(
+        f"**Direction {name}**: eigenvalue {eigenvalue:.4g} of S at d = 0 "
+        f"(λ/‖S‖ = {scaled:.3f}); click another on the spectrum."
+    )
     pairs = result.pair_table
     own = pairs[(pairs["lobe"] == lobe) & (pairs["rank"] == rank)]
     left, right = st.columns([3, 2])
@@ -200,19 +204,27 @@ def _direction_readout(result: WhyResult, lobe: str, rank: int) -> None:
             "λₖ (vₖ·x_key)(vₖ·x_query), with the k-th eigenpair of S at the pair's own d."
         )
     with right:
-        ends = {
-            end: ", ".join(guard.plain(t) for t in words[words["end"] == end]["token"])
-            for end in ("+", "-")
-        }
+        ends = {end: words[words["end"] == end].reset_index(drop=True) for end in ("+", "-")}
         st.dataframe(
             pd.DataFrame(
-                {"end": [f"+v ({name})", f"−v ({name})"], "tokens": [ends["+"], ends["-"]]}
+                {
+                    "plus": ends["+"]["token"].map(guard.plain),
+                    "plus_projection": ends["+"]["projection"],
+                    "minus": ends["-"]["token"].map(guard.plain),
+                    "minus_projection": ends["-"]["projection"],
+                }
             ),
             hide_index=True,
+            column_config={
+                "plus": "+v tokens",
+                "plus_projection": st.column_config.NumberColumn("v·x", format="%.2f"),
+                "minus": "−v tokens",
+                "minus_projection": st.column_config.NumberColumn("v·x", format="%.2f"),
+            },
         )
         same = "raises" if lobe == "positive" else "lowers"
         st.caption(
-            f"The tokens whose attention input projects most onto +v and onto −v; a query and "
+            "The tokens whose attention input projects most onto +v and onto −v; a query and "
             f"a key at the same end: this direction {same} their score. "
             + guard.plain(detail.vocabulary_path).capitalize()
             + "."

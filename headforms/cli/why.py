@@ -52,7 +52,7 @@ def pairs_path(out: Path) -> Path:
 def _print_summary(result: Any) -> None:
     """Median shares per parity type, the heads with the largest antisymmetric share and, for
     one head, what carries it and its top pairs."""
-    from ..why.summary import carried_by, parity_medians
+    from ..why.summary import carried_by, first_margins, parity_medians
 
     table = result.table
     print(
@@ -71,6 +71,7 @@ def _print_summary(result: Any) -> None:
     if len(table) == 1:
         row = table.iloc[0]
         print(f"L{row['layer']}.H{row['head']} ({row['parity']}) is carried by {carried_by(row)}")
+        print(f"  the first key's margin over the row's other keys: {first_margins(row)}")
     pairs = result.pair_table
     if len(table) == 1 and len(pairs):
         shown = pairs[pairs["place"] <= SHOWN_PAIRS]

@@ -85,7 +85,11 @@ def parts_figure(
     hover = np.empty((length, length, 2), dtype=object)
     hover[:, :, 0] = labels[:, None]
     hover[:, :, 1] = labels[None, :]
-    fig = make_subplots(rows=1, cols=4, subplot_titles=PART_TITLES, horizontal_spacing=0.025)
+    titles = list(PART_TITLES)
+    rest = parts[3][np.isfinite(parts[3])]
+    if rest.size and not rest.any():
+        titles[3] = "the rest (0: no biases)"
+    fig = make_subplots(rows=1, cols=4, subplot_titles=titles, horizontal_spacing=0.025)
     for index, name in enumerate(PART_TITLES):
         fig.add_trace(
             go.Heatmap(
@@ -167,9 +171,10 @@ def shares_figure(row: pd.Series, title: str) -> go.Figure:
                 orientation="h",
                 name=SHARE_NAMES[part],
                 marker={"color": color},
-                text=[f"{v:.2f}" if v >= 0.06 else "" for v in values],
+                text=[f"{v:.2f}" if v >= 0.09 else "" for v in values],
                 textposition="inside",
                 insidetextanchor="middle",
+                textangle=0,
                 textfont={"color": "white", "size": 12},
                 hovertemplate=f"{SHARE_NAMES[part]}: %{{x:.3f}} of the %{{y}}<extra></extra>",
             )
@@ -184,9 +189,9 @@ def shares_figure(row: pd.Series, title: str) -> go.Figure:
         title={"text": f"{title}<br><sup>{rest_text}</sup>", "x": 0.0, "xanchor": "left"},
         xaxis={"range": [0, 1], "title": "share", "dtick": 0.25},
         yaxis={"title": None},
-        legend={"orientation": "h", "y": -0.35, "x": 0.0},
-        height=300,
-        margin={"l": 130, "r": 20, "t": 70, "b": 40},
+        legend={"orientation": "h", "y": -0.3, "x": 0.0, "yanchor": "top", "entrywidth": 140},
+        height=320,
+        margin={"l": 130, "r": 20, "t": 70, "b": 80},
         uirevision=UIREVISION,
     )
     return fig
@@ -222,25 +227,32 @@ def spectrum_figure(
         )
     )
     top = float(counts.max(initial=1))
+    row_height = 0.07 * top
+
+    def marker_y(ranks: np.ndarray) -> np.ndarray:
+        """Rank 1 just below the bars, each next rank one row lower: markers close in value
+        stay apart."""
+        return -(ranks + 0.5) * row_height
+
     for lobe, color, sign in (("positive", POSITIVE_COLOR, "₊"), ("negative", NEGATIVE_COLOR, "₋")):
         part = directions[directions["lobe"] == lobe]
         if part.empty:
             continue
         ranks = part["rank"].to_numpy(int)
         x = part["eigenvalue"].to_numpy(float) / norm
-        labels = [f"λ{sign}{r} = {v:.3f}" for r, v in zip(ranks, x, strict=True)]
+        labels = [f"λ{sign}{r}: λ/‖S‖ = {v:.3f}" for r, v in zip(ranks, x, strict=True)]
         data = np.empty((len(part), 2), dtype=object)
         data[:, 0] = lobe
         data[:, 1] = ranks.tolist()
         fig.add_trace(
             go.Scatter(
                 x=x,
-                y=np.full(len(part), -0.12 * top),
+                y=marker_y(ranks),
                 mode="markers+text",
-                text=[str(r) for r in ranks],
-                textposition="bottom center",
+                text=[f"{sign}{r}" for r in ranks],
+                textposition="middle right" if lobe == "positive" else "middle left",
                 textfont={"size": 11, "color": color},
-                marker={"size": 12, "color": color, "symbol": "triangle-up"},
+                marker={"size": 11, "color": color, "symbol": "diamond"},
                 customdata=data,
                 name=f"top directions, {lobe} lobe",
                 hovertext=labels,
@@ -248,13 +260,14 @@ def spectrum_figure(
                 meta={"role": "directions", "choices": labels},
             )
         )
+    deepest = float(directions["rank"].max()) if len(directions) else 1.0
     if chosen is not None:
         found = directions[(directions["lobe"] == chosen[0]) & (directions["rank"] == chosen[1])]
         if len(found):
             fig.add_trace(
                 go.Scatter(
                     x=[float(found["eigenvalue"].iloc[0]) / norm],
-                    y=[-0.12 * top],
+                    y=marker_y(np.array([chosen[1]])),
                     mode="markers",
                     marker={
                         "size": 22,
@@ -272,13 +285,26 @@ def spectrum_figure(
         template=TEMPLATE,
         title={"text": title, "x": 0.0, "xanchor": "left"},
         xaxis={"title": "λ / ‖S‖", "zeroline": True},
-        yaxis={"title": "count", "range": [-0.3 * top, 1.1 * top]},
+        yaxis={
+            "title": "count",
+            "range": [-(deepest + 1.2) * row_height, 1.08 * top],
+            "tickmode": "array",
+            "tickvals": _count_ticks(top),
+        },
         showlegend=False,
-        height=330,
+        height=380,
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
         uirevision=UIREVISION,
     )
     return fig
+
+
+def _count_ticks(top: float) -> list[int]:
+    """Ticks of the histogram's counts (none below 0, where the direction markers are)."""
+    step = max(1, int(10 ** math.floor(math.log10(max(top, 1.0)))))
+    if top / step < 3:
+        step = max(1, step // 2)
+    return list(range(0, int(top) + 1, step))
 
 
 def _check_table(table: pd.DataFrame, columns: Sequence[str]) -> None:

@@ -29,7 +29,13 @@ from .capture import Captured, capturing, direct_inputs
 from .readout import top_directions, top_pairs, vocabulary_readout
 from .request import DIRECTIONS, VOCABULARY_TOP, WhyRequest
 from .result import HEAD_COLUMNS, PAIR_COLUMNS, HeadDetail, WhyResult
-from .shares import WEIGHT_COLUMNS, realised_shares, split_error, weight_shares
+from .shares import (
+    WEIGHT_COLUMNS,
+    first_key_margins,
+    realised_shares,
+    split_error,
+    weight_shares,
+)
 from .split import ScoreSplit, directions_at, split_scores
 
 if TYPE_CHECKING:
@@ -77,7 +83,11 @@ def compute_why(
         scores = passed.scores[layer, head]
         ranks = DIRECTIONS if pairs_each else 0
         split = split_head(anatomy, captured, layer, head, np.isfinite(scores), ranks)
-        measured = {**realised_shares(split), "split_error": split_error(split, scores)}
+        measured = {
+            **realised_shares(split),
+            **first_key_margins(split),
+            "split_error": split_error(split, scores),
+        }
         found = None
         if pairs_each:
             values, _ = directions_at(anatomy.head_logit(layer, head).factors)
@@ -135,6 +145,17 @@ def _column(name: str, values: list) -> np.ndarray:
     return np.asarray(values, dtype=object if name in TEXT_COLUMNS else None)
 
 
+def torch_eigen(sym: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenproblems of a split by torch's LAPACK in float32: about twice numpy's float64
+    speed here (benchmarks/README.md), each lobe exact to float32 rounding, as the model's own
+    scores are (the parts still add up exactly: the negative lobe is the symmetric part minus
+    the positive one, in float64)."""
+    import torch
+
+    values, vectors = torch.linalg.eigh(torch.from_numpy(np.asarray(sym, np.float32)))
+    return values.double().numpy(), vectors.double().numpy()
+
+
 def folded_biases(
     anatomy: Anatomy, layer: int, head: int
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -172,6 +193,7 @@ def split_head(
         extra,
         folded_biases(anatomy, layer, head),
         ranks,
+        torch_eigen,
     )
 
 

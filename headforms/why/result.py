@@ -18,7 +18,7 @@ import numpy as np
 
 from ..store import Record, ResultStore
 from .request import WhyRequest
-from .shares import SHARE_COLUMNS, WEIGHT_COLUMNS
+from .shares import MARGIN_COLUMNS, SHARE_COLUMNS, WEIGHT_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,10 +32,12 @@ HEAD_COLUMNS = (
     "tokens",
     *SHARE_COLUMNS,
     *WEIGHT_COLUMNS,
+    *MARGIN_COLUMNS,
     "split_error",
 )
 """One row per head: its realised shares on the text (mean square and row spread of each
-bilinear part, the rest), its weight shares at d = 0 and ``split_error``, the largest gap
+bilinear part, the rest), its weight shares at d = 0, how much each part lifts the first key
+above the others (``first_margin_*``, the model's units) and ``split_error``, the largest gap
 between the parts' sum and the model's own score over the largest score."""
 PAIR_COLUMNS = (
     "layer",

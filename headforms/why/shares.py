@@ -32,6 +32,9 @@ WEIGHT_COLUMNS = WEIGHT_SHARE_COLUMNS
 REST_COLUMNS = ("rest_share", "rest_spread")
 SHARE_COLUMNS = (*REALISED_COLUMNS, *SPREAD_COLUMNS, *REST_COLUMNS)
 """The realised columns of a head on a text (:func:`realised_shares`)."""
+MARGIN_COLUMNS = ("first_margin_pos", "first_margin_neg", "first_margin_anti", "first_margin_rest")
+"""How much each part (the three bilinear ones, then the rest) lifts the first key above the
+other keys of its row (:func:`first_key_margins`): what carries an attention sink."""
 
 
 def _mean_square(values: np.ndarray, visible: np.ndarray) -> float:
@@ -73,6 +76,26 @@ def realised_shares(split: ScoreSplit) -> dict[str, float]:
         "rest_share": float(rest_square),
         "rest_spread": float(rest_spread),
     }
+
+
+def first_key_margins(split: ScoreSplit) -> dict[str, float]:
+    """:data:`MARGIN_COLUMNS`: for each part X, the mean over the queries that see the first key
+    and another of ``X[i, 0] - mean_{j != 0} X[i, j]`` (the mean over the other keys the query
+    sees), in the model's units; the four add up to the whole score's margin. NaN when no query
+    sees two keys."""
+    visible = split.visible
+    others = visible.copy()
+    others[:, 0] = False
+    rows = visible[:, 0] & others.any(axis=1)
+    found = {}
+    for column, name in zip(MARGIN_COLUMNS, (*BILINEAR_PARTS, "rest"), strict=True):
+        part = getattr(split, name)
+        if not rows.any():
+            found[column] = float("nan")
+            continue
+        rest = np.where(others, part, 0.0)[rows].sum(axis=1) / others[rows].sum(axis=1)
+        found[column] = float(np.mean(part[rows, 0] - rest))
+    return found
 
 
 def weight_shares(

@@ -34,6 +34,7 @@ ranked contributions of one lobe sum to the lobe.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,18 +88,25 @@ def visible_is_causal(visible: np.ndarray) -> bool:
     return not np.triu(visible, 1).any()
 
 
-def _eigen(sym: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (ascending) and eigenvectors of a stack of symmetric matrices."""
+Eigen = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``eigen(stack)``: eigenvalues (ascending) and eigenvectors (columns) of a stack of symmetric
+matrices, as ``numpy.linalg.eigh`` returns them."""
+
+
+def numpy_eigen(sym: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:data:`Eigen` by LAPACK in float64 (``numpy.linalg.eigh``): the reference."""
     return np.linalg.eigh(sym)
 
 
-def directions_at(head: HeadFactors, step: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def directions_at(
+    head: HeadFactors, step: int = 0, eigen: Eigen = numpy_eigen
+) -> tuple[np.ndarray, np.ndarray]:
     """``(lambda, v)``: the eigenvalues of ``S_d`` at ``d = step`` that can be non-zero
     (ascending, ``r`` of them) and their unit eigenvectors in the model's space (``N x r``,
     columns), from the reduced form."""
     basis = span_basis(head)
     form = reduced_forms(head, basis, np.array([step]))[0]
-    values, vectors = _eigen((form + form.T) / 2.0)
+    values, vectors = eigen((form + form.T) / 2.0)
     return values, basis.w @ vectors
 
 
@@ -111,10 +119,13 @@ class LobeTerms:
     ranked: np.ndarray | None
 
 
-def lobe_terms(head: HeadFactors, x: np.ndarray, causal: bool, ranks: int = 0) -> LobeTerms:
+def lobe_terms(
+    head: HeadFactors, x: np.ndarray, causal: bool, ranks: int = 0, eigen: Eigen = numpy_eigen
+) -> LobeTerms:
     """The positive lobe of every pair of tokens ``x`` (``T x N``) at positions ``0 .. T-1``,
     each at its own d (only ``j <= i`` when ``causal``; the other pairs are 0), and the
-    contributions of the top ``ranks`` directions of each lobe (module doc)."""
+    contributions of the top ``ranks`` directions of each lobe (module doc); ``eigen`` solves
+    the ``2n x 2n`` eigenproblems."""
     length = len(x)
     basis = span_basis(head)
     y = x @ basis.w
@@ -124,7 +135,7 @@ def lobe_terms(head: HeadFactors, x: np.ndarray, causal: bool, ranks: int = 0) -
     ranked = np.zeros((2, ranks, length, length)) if ranks else None
     if not head.rotary:  # one form for every pair: products of whole matrices
         form = reduced_forms(head, basis, steps)[0]
-        values, vectors = _eigen((form + form.T) / 2.0)
+        values, vectors = eigen((form + form.T) / 2.0)
         z = y @ (vectors * np.sqrt(np.clip(values, 0.0, None)))
         positive = z @ z.T
         if ranked is not None:
@@ -135,7 +146,7 @@ def lobe_terms(head: HeadFactors, x: np.ndarray, causal: bool, ranks: int = 0) -
     per_step = 8 * (3 * rank * rank + 3 * length * rank)
     for part in chunks(len(steps), per_step):
         forms = reduced_forms(head, basis, steps[part])
-        values, vectors = _eigen((forms + np.swapaxes(forms, -1, -2)) / 2.0)
+        values, vectors = eigen((forms + np.swapaxes(forms, -1, -2)) / 2.0)
         # sqrt(lambda_+) folded into the eigenvectors: P = sum_k z_ik z_jk over the columns that
         # hold a positive eigenvalue (ascending order: the last ones)
         count = int(np.max(np.count_nonzero(values > 0, axis=-1), initial=0))
@@ -201,15 +212,17 @@ def split_scores(
     extra: np.ndarray | None = None,
     biases: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
     ranks: int = 0,
+    eigen: Eigen = numpy_eigen,
 ) -> ScoreSplit:
     """The :class:`ScoreSplit` of one head on attention inputs ``x`` (``T x N``): ``factor``
     ``(T, T)`` the model's scale over the QK-norm RMS factors, ``visible`` the pairs the model
     lets through, ``extra`` what its attention adds besides ``scale * q . k`` (``(T, T)``, read
     on visible pairs only), ``biases`` the folded ``(b_q, b_k)``, ``ranks`` the directions of each
-    lobe whose contributions are kept."""
+    lobe whose contributions are kept, ``eigen`` the eigensolver (:func:`numpy_eigen`, float64,
+    by default)."""
     causal = visible_is_causal(visible)
     ell, ell_t = bilinear_terms(head, x)
-    lobes = lobe_terms(head, x, causal, ranks)
+    lobes = lobe_terms(head, x, causal, ranks, eigen)
     symmetric = (ell + ell_t) / 2.0
     hidden = np.where(visible, 1.0, np.nan)
     scale = factor * hidden

@@ -50,3 +50,12 @@ def carried_by(row: pd.Series) -> str:
         f"the {names[square.split('_')[1]]} ({row[square]:.3f} of the mean square; "
         f"the {names[spread.split('_')[1]]} {row[spread]:.3f} of the within-row spread)"
     )
+
+
+def first_margins(row: pd.Series) -> str:
+    """How much each part lifts the first key above the row's other keys (mean over queries,
+    the model's units), in words: what carries an attention sink."""
+    names = {"pos": "positive lobe", "neg": "negative lobe", "anti": "antisymmetric part"}
+    parts = [f"{names[p]} {row[f'first_margin_{p}']:+.3f}" for p in ("pos", "neg", "anti")]
+    total = sum(row[f"first_margin_{p}"] for p in ("pos", "neg", "anti", "rest"))
+    return ", ".join([*parts, f"the rest {row['first_margin_rest']:+.3f}"]) + f" (sum {total:+.3f})"

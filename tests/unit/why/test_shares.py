@@ -11,9 +11,11 @@ import pytest
 from headforms.forms import head_forms
 from headforms.interventions.algebra import HeadFactors
 from headforms.why.shares import (
+    MARGIN_COLUMNS,
     REALISED_COLUMNS,
     SPREAD_COLUMNS,
     WEIGHT_COLUMNS,
+    first_key_margins,
     realised_shares,
     split_error,
     weight_shares,
@@ -135,3 +137,22 @@ def test_split_error_is_the_largest_gap_over_the_largest_score() -> None:
     moved[3, 1] += 0.5
     biggest = np.nanmax(np.abs(moved))
     assert split_error(split, moved) == pytest.approx(0.5 / biggest)
+
+
+def test_first_key_margins_follow_their_definition() -> None:
+    split = constructed(5, length=6)
+    found = first_key_margins(split)
+    names = ("positive", "negative", "antisymmetric", "rest")
+    for column, name in zip(MARGIN_COLUMNS, names, strict=True):
+        part = getattr(split, name)
+        margins = [part[i, 0] - np.mean([part[i, j] for j in range(1, i + 1)]) for i in range(1, 6)]
+        assert found[column] == pytest.approx(np.mean(margins), rel=1e-12)
+    total = np.mean(
+        [
+            split.total[i, 0] - np.mean([split.total[i, j] for j in range(1, i + 1)])
+            for i in range(1, 6)
+        ]
+    )
+    assert sum(found.values()) == pytest.approx(total, rel=1e-12)
+    lone = ScoreSplit(*(np.ones((1, 1)),) * 4, visible=np.ones((1, 1), bool))
+    assert all(np.isnan(v) for v in first_key_margins(lone).values())
