@@ -19,11 +19,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from headforms.behaviour import DEFAULT_PROMPT
+from headforms.behaviour import DEFAULT_PROMPT, AttentionPattern
 from headforms.errors import HeadformsError
 from headforms.figures import why as figures
 from headforms.interventions import DEFAULT_MAX_TOKENS, DEFAULT_TEXT, DEFAULT_TEXT_NAME, Scope
-from headforms.settings import settings
 from headforms.why import DIRECTIONS, WhyRequest, WhyResult
 
 from . import guard, links
@@ -65,23 +64,21 @@ def _chose_direction(point: Sequence[Any]) -> None:
     st.session_state[DIRECTION_KEY] = f"{str(lobe)[0]}{rank}"
 
 
-def head_request(layer: int, head: int, prompt: str) -> WhyRequest:
-    """One head in full on the page's prompt (every token of it, up to the token cap)."""
+def head_request(layer: int, head: int, prompt: str, tokens: int) -> WhyRequest:
+    """One head in full on the page's prompt (its ``tokens`` tokens: all the pattern shows)."""
     return WhyRequest(
-        scope=Scope("heads", ((layer, head),)),
-        text=prompt,
-        max_tokens=settings().prompt_tokens,
-        detail=True,
+        scope=Scope("heads", ((layer, head),)), text=prompt, max_tokens=tokens, detail=True
     )
 
 
-def why_section(ctx: PageContext) -> None:
-    """The Head page's "Why it attends" (module doc)."""
+def why_section(ctx: PageContext, pattern: AttentionPattern) -> None:
+    """The Head page's "Why it attends" (module doc), on the prompt of ``pattern``, the head's
+    attention the page drew above."""
     bind_direction()
     st.subheader("Why it attends")
-    prompt = str(st.session_state.get(PROMPT_KEY, DEFAULT_PROMPT))
+    prompt = str(pattern.meta.get("prompt", st.session_state.get(PROMPT_KEY, DEFAULT_PROMPT)))
     try:
-        request = head_request(ctx.layer, ctx.head, prompt)
+        request = head_request(ctx.layer, ctx.head, prompt, max(2, len(pattern.token_ids)))
     except HeadformsError as error:
         st.info(guard.public_message(str(error)), icon=":material/info:")
         return

@@ -36,7 +36,7 @@ from .shares import (
     split_error,
     weight_shares,
 )
-from .split import ScoreSplit, directions_at, split_scores
+from .split import Eigen, ScoreSplit, directions_at, split_scores
 
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
@@ -179,9 +179,11 @@ def split_head(
     head: int,
     visible: np.ndarray,
     ranks: int = 0,
+    eigen: Eigen = torch_eigen,
 ) -> ScoreSplit:
     """The split of head ``head`` of ``layer`` on the pass ``captured`` recorded; ``visible``:
-    the pairs the model let through (its pre-softmax scores' finite entries)."""
+    the pairs the model let through (its pre-softmax scores' finite entries); ``eigen``: the
+    eigensolver (:func:`torch_eigen`)."""
     logit = anatomy.head_logit(layer, head)
     x = captured.inputs[layer]
     extra = captured.extra(layer, head)
@@ -193,7 +195,7 @@ def split_head(
         extra,
         folded_biases(anatomy, layer, head),
         ranks,
-        torch_eigen,
+        eigen,
     )
 
 
