@@ -46,24 +46,21 @@ kind = options[1].selectbox(
 with options[2]:
     jump_toggle()
 key = (ctx.spec, result.fingerprint, ctx.selected)
-left, right = st.columns(2)
+clickable_plot(
+    cached(
+        "why_heatmap",
+        (*key, column),
+        lambda: PlotPayload.of(figures.share_heatmap_figure(table, column, ctx.spec, ctx.selected)),
+    ),
+    key="why_heatmap",
+    on_click=select_from_customdata,
+    caption=f"{SHARE_TITLES[column]} per head (left) beside the weights' share of the same "
+    "part (right); white at 1/2, red above, blue below; the selected head outlined.",
+    data=table,
+    filename=f"{ctx.spec}_why",
+)
+left, right = st.columns([1.15, 1])
 with left:
-    clickable_plot(
-        cached(
-            "why_heatmap",
-            (*key, column),
-            lambda: PlotPayload.of(
-                figures.share_heatmap_figure(table, column, ctx.spec, ctx.selected)
-            ),
-        ),
-        key="why_heatmap",
-        on_click=select_from_customdata,
-        caption=f"{SHARE_TITLES[column]} per head (left) beside the weights' share of the same "
-        "part (right); white at 1/2, red above, blue below; the selected head outlined.",
-        data=table,
-        filename=f"{ctx.spec}_why",
-    )
-with right:
     clickable_plot(
         cached(
             "why_triangle",
@@ -80,12 +77,15 @@ with right:
         data=table,
         filename=f"{ctx.spec}_why_triangle",
     )
-st.subheader("Median shares per parity type")
-st.dataframe(
-    parity_medians(table).round(3),
-    hide_index=True,
-    column_config={name: st.column_config.NumberColumn(name, format="%.3f") for name in SHARES},
-)
+with right:
+    st.subheader("Medians by parity")
+    medians = parity_medians(table)
+    groups = [f"{p} ({n})" for p, n in zip(medians["parity"], medians["heads"], strict=True)]
+    st.dataframe(
+        medians.drop(columns=["parity", "heads"]).set_axis(groups).T,
+        column_config={g: st.column_config.NumberColumn(g, format="%.3f") for g in groups},
+    )
+    st.caption("Median of each share over the heads of each parity type (their number).")
 worst = float(table["split_error"].max())
 st.caption(
     f"{len(table)} heads on {int(table['tokens'].iloc[0])} tokens. The parts add up to the "

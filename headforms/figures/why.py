@@ -383,7 +383,7 @@ def shares_triangle_figure(
             x=gaps_x,
             y=gaps_y,
             mode="lines",
-            line={"color": "#b0b0b0", "width": 1},
+            line={"color": "#c8c8c8", "width": 0.8},
             hoverinfo="skip",
             name="text ↔ weights",
             meta={"role": "band"},
@@ -455,12 +455,14 @@ def shares_triangle_figure(
                 row, model_name, {"x": x, "y": y}, textposition=label_position(x[0], y[0] / 0.87)
             )
         )
+    anchors = {"pos": "left", "neg": "right", "anti": "center"}
     for part, (x, y) in TRIANGLE.items():
         fig.add_annotation(
             x=x,
             y=y,
             text=f"{SHARE_NAMES[part]} = 1",
             showarrow=False,
+            xanchor=anchors[part],
             yshift=14 if part == "anti" else -16,
             font={"size": 12, "color": PART_COLORS[part]},
         )
