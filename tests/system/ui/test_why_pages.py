@@ -121,9 +121,7 @@ def test_every_head_once_asked(model_dir: str, monkeypatch: pytest.MonkeyPatch) 
     assert sum(len(t["customdata"]) for t in heads) == 2 * 8
     want = why_table(model_dir, max_tokens=128)
     shown = at.dataframe[0].value
-    assert shown.loc["share_anti", "all (8)"] == pytest.approx(
-        float(want["share_anti"].median())
-    )
+    assert shown.loc["share_anti", "all (8)"] == pytest.approx(float(want["share_anti"].median()))
     at.selectbox(key="hf_why_share").select("spread_neg").run()
     at.selectbox(key="hf_why_kind").select("spread").run()
     assert_clean(at)
