@@ -25,6 +25,7 @@ from ..interventions.compute import resolve_heads
 from ..interventions.hooks import check_editable
 from ..interventions.text import text_tokens
 from ..parallel import ordered_layers
+from ..settings import settings
 from .capture import Captured, capturing, direct_inputs
 from .readout import top_directions, top_pairs, vocabulary_readout
 from .request import DIRECTIONS, VOCABULARY_TOP, WhyRequest
@@ -55,8 +56,16 @@ DIRECT_PATH = (
 def compute_why(
     model: Runnable, request: WhyRequest, progress: Progress | None = None
 ) -> WhyResult:
-    """Run ``request`` on a loaded model (module doc); numpy's BLAS on one thread per worker
-    thread (:func:`headforms.parallel.ordered_layers`)."""
+    """Run ``request`` on a loaded model (module doc); numpy's BLAS on as many threads as
+    torch's pass (:attr:`headforms.settings.Settings.forward_threads`), one per worker thread
+    while heads are split (:func:`headforms.parallel.ordered_layers`)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=settings().forward_threads):
+        return _compute(model, request, progress)
+
+
+def _compute(model: Runnable, request: WhyRequest, progress: Progress | None) -> WhyResult:
     request = request.checked()
     anatomy = anatomy_of(model)
     check_editable(anatomy, model.name, outputs=False, what="its score split is")
@@ -72,7 +81,7 @@ def compute_why(
             f"{model.name}: its pre-softmax scores could not be read (its attention does not "
             "call torch's softmax), so they cannot be split"
         )
-    weights = _weight_shares(anatomy, sorted({layer for layer, _ in heads}))
+    weights = _weight_shares(anatomy, heads)
     pairs_each = request.pairs_per_direction
     rows: dict[str, list] = {name: [] for name in HEAD_COLUMNS}
     pairs: dict[str, list] = {name: [] for name in PAIR_COLUMNS}
@@ -199,15 +208,17 @@ def split_head(
     )
 
 
-def _weight_shares(anatomy: Anatomy, layers: list[int]) -> dict[Head, dict[str, float]]:
-    """Every head of ``layers``: its weight shares at d = 0 (gains folded, as the analysis)."""
+def _weight_shares(anatomy: Anatomy, heads: list[Head]) -> dict[Head, dict[str, float]]:
+    """Each of ``heads``: its weight shares at d = 0 (gains folded, as the analysis has them),
+    the forms of the listed heads only."""
     found: dict[Head, dict[str, float]] = {}
-    for layer in layers:
+    for layer in sorted({layer for layer, _ in heads}):
+        chosen = np.array([head for at, head in heads if at == layer])
         q, k = anatomy.layers[layer].folded
-        batch = head_forms(q, k, anatomy.kv_of_head)
+        batch = head_forms(q[chosen], k, anatomy.kv_of_head[chosen])
         shares = weight_shares(batch.lobe_pos, batch.lobe_neg, batch.norm_a2, batch.norm_l2)
-        for head in range(anatomy.shapes.n_heads):
-            found[layer, head] = {name: float(shares[name][head]) for name in WEIGHT_COLUMNS}
+        for index, head in enumerate(chosen.tolist()):
+            found[layer, head] = {name: float(shares[name][index]) for name in WEIGHT_COLUMNS}
     return found
 
 
