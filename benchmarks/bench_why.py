@@ -10,7 +10,8 @@ In one process, the model loaded once, thread counts pinned:
   ``S_d`` at every d, numpy);
 * every head after the pass: the library's loop over heads on 1 and on 2 worker threads;
 * one head in full: ``compute_why`` with the detail (its own pass, the split, the vocabulary
-  readout through the direct path), median over ``--heads`` heads.
+  readout through the direct path), median over ``--heads`` heads; and the next head on the
+  same text (the pass kept in memory, as the Head page's Next finds it).
 
 Wall and CPU seconds of the process are printed (CPU seconds move less with the load of other
 jobs). Run: ``.venv/bin/python benchmarks/bench_why.py [--model smollm2-135m] [--tokens 128]``.
@@ -53,7 +54,7 @@ def main() -> None:
     from headforms.interventions.text import DEFAULT_TEXT, text_tokens
     from headforms.parallel import ordered_layers
     from headforms.why.capture import capturing
-    from headforms.why.compute import compute_why, split_head, torch_eigen
+    from headforms.why.compute import _RECORDED, compute_why, split_head, torch_eigen
     from headforms.why.run import request_of
     from headforms.why.shares import first_key_margins, realised_shares
     from headforms.why.split import numpy_eigen
@@ -116,16 +117,24 @@ def main() -> None:
             lambda t=threads, w=work: list(ordered_layers(layers * heads, w, None, t))
         )
         rows[f"every head after the pass, {threads} thread(s)"] = (wall, cpu)
-    singles = []
+    singles, nexts = [], []
     rng = np.random.default_rng(0)
     for index in rng.choice(layers * heads, size=args.heads, replace=False):
         layer, head = divmod(int(index), heads)
         request = request_of(heads=[(layer, head)], max_tokens=args.tokens, detail=True)
+        _RECORDED.clear()  # its own forward pass
         singles.append(timed(lambda r=request: compute_why(model, r))[:2])
-    rows["one head in full (Head page), median"] = (
-        statistics.median(s[0] for s in singles),
-        statistics.median(s[1] for s in singles),
-    )
+        following = request_of(
+            heads=[divmod((int(index) + 1) % (layers * heads), heads)],
+            max_tokens=args.tokens,
+            detail=True,
+        )
+        nexts.append(timed(lambda r=following: compute_why(model, r))[:2])  # the pass kept
+    for name, found in (("one head in full (Head page)", singles), ("the next head", nexts)):
+        rows[f"{name}, median"] = (
+            statistics.median(s[0] for s in found),
+            statistics.median(s[1] for s in found),
+        )
     print_table(
         "score splits",
         [

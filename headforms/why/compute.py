@@ -18,6 +18,7 @@ import numpy as np
 
 from ..behaviour import forward
 from ..behaviour.tokens import UNUSED
+from ..bounded import ByteLRU
 from ..errors import NotRunnableError
 from ..forms import head_forms
 from ..interventions.anatomy import Anatomy, anatomy_of
@@ -74,13 +75,7 @@ def _compute(model: Runnable, request: WhyRequest, progress: Progress | None) ->
     tokens = model.tokenizer.texts(ids)
     if progress:
         progress(0, len(heads), f"running {model.name} on {len(ids)} tokens")
-    with capturing(anatomy) as captured:
-        passed = forward.run(model.model, ids, model.n_layers)
-    if passed.scores is None:
-        raise NotRunnableError(
-            f"{model.name}: its pre-softmax scores could not be read (its attention does not "
-            "call torch's softmax), so they cannot be split"
-        )
+    captured, scores_of = recorded_pass(model, anatomy, ids)
     weights = _weight_shares(anatomy, heads)
     pairs_each = request.pairs_per_direction
     rows: dict[str, list] = {name: [] for name in HEAD_COLUMNS}
@@ -89,7 +84,7 @@ def _compute(model: Runnable, request: WhyRequest, progress: Progress | None) ->
 
     def work(index: int) -> tuple[ScoreSplit, dict[str, float], dict[str, list] | None]:
         layer, head = heads[index]
-        scores = passed.scores[layer, head]
+        scores = scores_of[layer, head]
         ranks = DIRECTIONS if pairs_each else 0
         split = split_head(anatomy, captured, layer, head, np.isfinite(scores), ranks)
         measured = {
@@ -129,7 +124,7 @@ def _compute(model: Runnable, request: WhyRequest, progress: Progress | None) ->
             pairs["layer"].extend([layer] * len(found["rank"]))
             pairs["head"].extend([head] * len(found["rank"]))
         if request.detail:
-            detail = _detail(model, anatomy, layer, head, split, passed.scores[layer, head])
+            detail = _detail(model, anatomy, layer, head, split, scores_of[layer, head])
     if progress:
         progress(len(heads), len(heads), "done")
     return WhyResult(
@@ -145,6 +140,39 @@ def _compute(model: Runnable, request: WhyRequest, progress: Progress | None) ->
             "notes": _notes(anatomy),
         },
     )
+
+
+RECORDED_BYTES = 256 * 2**20
+"""Bytes of recorded passes kept in memory: the next head split on the same text (the Head
+page's Next and Previous) skips its forward pass."""
+
+
+def _recorded_bytes(found: tuple[Captured, np.ndarray]) -> int:
+    captured, scores = found
+    arrays = [*captured.inputs, *(m for m in captured.masks if m is not None)]
+    arrays += [b for b in captured.biases if b is not None]
+    return scores.nbytes + sum(a.nbytes for a in arrays)
+
+
+_RECORDED: ByteLRU[tuple[Captured, np.ndarray]] = ByteLRU(RECORDED_BYTES, sizer=_recorded_bytes)
+
+
+def recorded_pass(model: Runnable, anatomy: Anatomy, ids: list[int]) -> tuple[Captured, np.ndarray]:
+    """The model's pass on ``ids``: what :func:`.capture.capturing` records and the pre-softmax
+    scores (layers, heads, T, T); kept by the model's fingerprint and the tokens
+    (:data:`RECORDED_BYTES`)."""
+    key = (model.fingerprint, tuple(ids))
+    found = _RECORDED.get(key)
+    if found is None:
+        with capturing(anatomy) as captured:
+            passed = forward.run(model.model, ids, model.n_layers)
+        if passed.scores is None:
+            raise NotRunnableError(
+                f"{model.name}: its pre-softmax scores could not be read (its attention does "
+                "not call torch's softmax), so they cannot be split"
+            )
+        found = _RECORDED.put(key, (captured, passed.scores))
+    return found
 
 
 TEXT_COLUMNS = ("parity", "lobe", "query_token", "key_token", "end", "token")
