@@ -22,13 +22,18 @@ whose checkpoints are the records); :mod:`headforms.integrations` writes one.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
 import time
+import zipfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .bounded import ByteLRU
 from .errors import CorruptFileError, LimitError, OptionError
@@ -185,6 +190,8 @@ def read_record(record: RecordFile, spectra: bool = True) -> ModelAnalysis | Non
             data = handle.read(MAX_RECORD_BYTES + 1)
     except OSError:
         return None
+    if not _stored_whole(data):
+        return None
     stored = decode(data, RECORD_KIND, arrays=spectra)
     if stored is None or "heads" not in stored.tables or "card" not in stored.meta:
         return None
@@ -195,6 +202,18 @@ def read_record(record: RecordFile, spectra: bool = True) -> ModelAnalysis | Non
     digest = hashlib.sha256(data).hexdigest()
     analysis.card = replace(analysis.card, spec=str(record.path), fingerprint=digest)
     return _READ.put(key, analysis)
+
+
+def _stored_whole(data: bytes) -> bool:
+    """Whether ``data`` is a zip archive whose members are stored uncompressed (as
+    :func:`headforms.store.records.encode` writes them): reading it then takes no more memory
+    than its size (a compressed member could expand a small file without bound)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return False
+    return all(m.compress_type == zipfile.ZIP_STORED for m in members)
 
 
 def read_records(
@@ -209,6 +228,15 @@ def read_records(
         else:
             whole.append((record, analysis))
     return whole, damaged
+
+
+def thinned(records: Sequence[RecordFile], most: int) -> tuple[RecordFile, ...]:
+    """At most ``most`` (2 or more) of ``records``, evenly spread over their order, the first and
+    the last always among them (all of them when there are no more)."""
+    if len(records) <= most:
+        return tuple(records)
+    picks = np.unique(np.linspace(0, len(records) - 1, max(2, most)).round().astype(int))
+    return tuple(records[i] for i in picks)
 
 
 def record_path(directory: str | Path, step: int) -> Path:
