@@ -10,6 +10,7 @@ describe, and into ``state.log_history``; the Trainer's own loss logs are left a
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 from typing import Any
@@ -103,4 +104,6 @@ class HeadformsCallback(TrainerCallback):
         if scalars is None or not (self.log and log) or self._handler is None:
             return
         state.log_history.append({**scalars, "step": step})
-        self._handler.on_log(args, state, control, dict(scalars))
+        # A copy of the control: the handler's on_log clears should_log, which would drop the
+        # Trainer's own log of this step.
+        self._handler.on_log(args, state, copy.copy(control), dict(scalars))
