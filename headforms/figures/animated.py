@@ -501,12 +501,18 @@ def _kept_in_frame(extras: list[go.BaseTraceType]) -> np.ndarray | None:
     return np.vstack(kept) if kept else None
 
 
+def _points_name(paths: HeadPaths) -> str:
+    """What the points of a training run are: its records (a run store's series) or checkpoints."""
+    return "records" if getattr(paths, "run", None) is not None else "checkpoints"
+
+
 def _path_title(paths: HeadPaths, view: str) -> str:
     what = "Profiles on the simplex Δ₃" if view == "simplex" else "Symmetric profiles on Δ"
     name = paths.card.spec or paths.card.name
     along = {
         "rope_position": f"at RoPE positions d = {paths.values[0]}…{paths.values[-1]}",
-        "step": f"over {paths.n_points} checkpoints, steps {paths.values[0]}…{paths.values[-1]}",
+        "step": f"over {paths.n_points} {_points_name(paths)}, steps "
+        f"{paths.values[0]}…{paths.values[-1]}",
         "model": "",
     }.get(paths.axis, "")
     return f"{what}: {name}<br><sup>{along}</sup>" if along else f"{what}: {name}"

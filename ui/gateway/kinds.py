@@ -303,14 +303,16 @@ class DemoBuild(Computation["Demo"]):
 class RunRecords(Computation["Trajectory"]):
     """The records of ``state`` (a run store as listed, its records the ones to show) as a
     series: read, never computed (a bounded read of files the library wrote, like a stored
-    analysis: nothing is charged in hosted mode). A new record is a new listing, so a new key."""
+    analysis: nothing is charged in hosted mode). A new record is a new listing, and the run's
+    end a new manifest: each a new key."""
 
     state: RunState
     first_message = "reading the run's records"
 
     @property
     def key(self) -> tuple:
-        return ("run", str(self.state.directory), self.state.listing)
+        state = self.state
+        return ("run", str(state.directory), state.listing, state.manifest.finished)
 
     def stored(self) -> Trajectory | None:
         return run_series(self.state, spectra=False)
