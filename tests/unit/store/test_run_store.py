@@ -47,12 +47,12 @@ SHAPE_FIELDS = {
 
 def analysis(seed: int):
     """The analysis of random Q/K factors of :data:`SHAPES` (a record's content)."""
-    rng = np.random.default_rng(seed)
     facts = ModelFacts(
         SHAPES, "tiny", "live", "llama", "llama", "rotary", "f32", "", 0, 0, False, False
     )
 
-    def layer(i: int) -> LayerFactors:
+    def layer(i: int) -> LayerFactors:  # its own generator: layers may be made in any order
+        rng = np.random.default_rng((seed, i))
         q = rng.normal(size=(4, 6, 24)).astype(np.float32)
         return LayerFactors(q, rng.normal(size=(2, 6, 24)).astype(np.float32))
 
