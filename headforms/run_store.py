@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from .bounded import ByteLRU
-from .errors import CorruptFileError, LimitError, OptionError
+from .errors import CorruptFileError, HeadformsError, LimitError, OptionError
 from .model_analysis import ModelAnalysis, analysis_from_record, analysis_record
 from .options import AnalysisOptions
+from .sources.files import open_regular
 from .store import write_atomic
 from .store.records import decode, encode
 
@@ -134,8 +135,10 @@ def is_run_store(directory: str | Path) -> bool:
 def read_manifest(directory: str | Path) -> RunManifest:
     """The manifest of the run store in ``directory``, or a one-line error."""
     path = Path(directory) / MANIFEST
+    if path.is_symlink():
+        raise CorruptFileError(f"{path}: a symbolic link, not a run store's own manifest")
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # never a FIFO that blocks
             data = json.loads(handle.read(MAX_MANIFEST_BYTES + 1))
         if data.get("format") != FORMAT or data.get("version") != FORMAT_VERSION:
             raise ValueError(f"not a {FORMAT} manifest of version {FORMAT_VERSION}")
@@ -143,7 +146,7 @@ def read_manifest(directory: str | Path) -> RunManifest:
         manifest = RunManifest(**fields)
         shapes = {k: int(manifest.shapes[k]) for k in SHAPE_FIELDS}
         return replace(manifest, shapes=shapes)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, HeadformsError) as error:
         raise CorruptFileError(f"{path}: not a readable run store manifest ({error})") from None
 
 
@@ -154,6 +157,8 @@ def run_state(directory: str | Path) -> RunState:
     manifest = read_manifest(directory)
     found: list[RecordFile] = []
     folder = directory / RECORDS
+    if folder.is_symlink():  # the writer makes a folder: a link could lead anywhere
+        raise CorruptFileError(f"{folder}: a symbolic link, not a run store's own records")
     try:
         entries = os.scandir(folder)
     except FileNotFoundError:
@@ -186,9 +191,9 @@ def read_record(record: RecordFile, spectra: bool = True) -> ModelAnalysis | Non
             f"{record.path}: a record of {record.size:,} bytes, more than {MAX_RECORD_BYTES:,}"
         )
     try:
-        with open(record.path, "rb") as handle:
+        with open_regular(record.path) as handle:
             data = handle.read(MAX_RECORD_BYTES + 1)
-    except OSError:
+    except (OSError, HeadformsError):  # gone since listed, or not a regular file
         return None
     if not _stored_whole(data):
         return None
