@@ -9,8 +9,9 @@ read, and then only that tensor moves to the CPU (from a GPU, or from its shards
 ``DTensor`` of FSDP2 or tensor parallelism is gathered with ``full_tensor()``, a collective that
 every rank must run in the same order, so those are gathered up front by :meth:`gather`).
 Models whose weights cannot be read as tensors are refused in one line: FSDP version 1 (flat
-parameters), DeepSpeed ZeRO-3 (partitioned parameters), weights left on the ``meta`` device
-(offloaded), quantized integer storage.
+parameters), DeepSpeed ZeRO-3 (partitioned parameters), LoRA adapters (the form is the base
+weight plus the adapters' product), weights left on the ``meta`` device (offloaded), quantized
+integer storage.
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ class ModuleReader:
         _refuse_unreadable(module)
         state = module.state_dict(keep_vars=True)  # references to the live tensors, no copy
         self._tensors: dict[str, Any] = {clean_name(k): v for k, v in state.items()}
+        if any(".lora_A." in name for name in self._tensors):
+            raise ModelSpecError(
+                "a model with LoRA adapters: its forms are the base weights plus the adapters' "
+                "product, which are not stored as one tensor; record a merged copy "
+                "(peft's merge_and_unload) or its checkpoints"
+            )
         self._gathered: dict[str, np.ndarray] = {}
 
     def names(self) -> list[str]:

@@ -1,6 +1,6 @@
 """What the callback and record() refuse, each in one line before any record is written: bad
 arguments, a module that is not a transformers model, weights that are not in memory (the meta
-device), a RoPE position for a model without RoPE, a store of another model."""
+device), LoRA adapters, a RoPE position for a model without RoPE, a store of another model."""
 
 from __future__ import annotations
 
@@ -48,6 +48,10 @@ def test_what_record_refuses_leaves_no_store(tmp_path: Path) -> None:
         offloaded = model()
     with pytest.raises(ModelSpecError, match="on the meta device"):
         record(offloaded, 0, out=out)
+    adapted = model()  # a LoRA adapter's tensors beside the query weight, as peft names them
+    adapted.model.layers[0].self_attn.q_proj.lora_A = torch.nn.Linear(tm.N, 4, bias=False)
+    with pytest.raises(ModelSpecError, match="LoRA adapters"):
+        record(adapted, 0, out=out)
     with pytest.raises(OptionError, match="RoPE models only"):
         record(model("gpt2"), 0, out=out, rope_position=3)
     assert not out.exists()
