@@ -32,6 +32,7 @@ from ui.motion import (
     bind_series,
     bind_views,
     load_series,
+    names_run_store,
     run_click,
     series_inputs,
     view_controls,
@@ -74,7 +75,8 @@ controls = st.columns([3, 3, 2], vertical_alignment="bottom")
 bind_views()
 view, frame = view_controls(controls[0], controls[1])
 with controls[2], st.container(horizontal=True, gap="medium"):
-    jump_toggle()
+    if not names_run_store(inputs):  # a record's head is followed here, never opened elsewhere
+        jump_toggle()
     every = st.toggle(
         "Every head's path", key=state.MOTION_PATHS_KEY, help="Also draw every head's path."
     )

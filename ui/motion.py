@@ -156,6 +156,17 @@ def load_series(inputs: Sequence[str], where: Any = None) -> Trajectory:
     return Trajectory(series_label(inputs, checkpoints), checkpoints, analyses)
 
 
+def names_run_store(inputs: Sequence[str]) -> bool:
+    """Whether ``inputs`` name one run store (a bad or refused input: no; its error is shown
+    when the series is loaded)."""
+    if len(inputs) != 1:
+        return False
+    try:
+        return run_store_of(guard.checked_spec(inputs[0]), guard.policy()) is not None
+    except HeadformsError:
+        return False
+
+
 def load_run(directory: Path) -> Trajectory:
     """The series of the run store in ``directory`` (checked by the policy already): at most
     :data:`MAX_SERIES_CHECKPOINTS` of its records, evenly spread with the first and the last,

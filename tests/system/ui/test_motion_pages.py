@@ -130,6 +130,7 @@ def test_training_run_page_reads_a_run_store_live_and_finished(
     assert any(
         f"{len(expected)} of 8 heads change parity type between records" in c for c in captions(at)
     )
+    assert [t.label for t in at.toggle] == ["Every head's path"]  # a record's head opens nowhere
     recorder.finish(4)
     at = run_app("training", **{state.SERIES_KEY: str(store)})
     assert_clean(at)
