@@ -7,7 +7,8 @@
 - :class:`ProbeScores`: a forward pass's head-type scores on the repeated-token probe;
 - :class:`Intervention`: an edit of heads' forms (or outputs) and what the model loses;
 - :class:`WhyAttends`: heads' scores on a text split into their forms' parts;
-- :class:`DemoBuild`: the demo training run and model pair, built once.
+- :class:`DemoBuild`: the demo training run and model pair, built once;
+- :class:`RunRecords`: a training run's records (a run store, perhaps still growing) as a series.
 
 Each says what it is by content (:attr:`~ui.gateway.computation.Computation.key`), how to
 compute it here (``local``: the library) and in a hosted server (``hosted``: the public
@@ -31,6 +32,7 @@ from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
 from headforms.hosted.tasks import WhyTask
 from headforms.interventions import InterventionRequest, intervention, intervention_key
 from headforms.interventions import result as intervention_store
+from headforms.series import run_series
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
 from headforms.why import WhyRequest, why, why_key
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
     from headforms.demo import Demo
     from headforms.interventions import InterventionResult
     from headforms.options import AnalysisOptions, SweepOptions
+    from headforms.run_store import RunState
+    from headforms.series import Trajectory
     from headforms.sources import Located
     from headforms.sweeps import PositionSweep
     from headforms.why import WhyResult
@@ -338,3 +342,31 @@ class DemoBuild(Computation["Demo"]):
     def hosted(self, progress: Progress, check: Check, visitor: str) -> Demo:
         build = lambda: build_demo(self.seed, progress)  # noqa: E731
         return hosted.in_server("analyses", build, visitor=visitor, check=check)
+
+
+@dataclass(frozen=True)
+class RunRecords(Computation["Trajectory"]):
+    """The records of ``state`` (a run store as listed, its records the ones to show) as a
+    series: read, never computed (a bounded read of files the library wrote, like a stored
+    analysis: nothing is charged in hosted mode). A new record is a new listing, and the run's
+    end a new manifest: each a new key."""
+
+    state: RunState
+    first_message = "reading the run's records"
+
+    @property
+    def key(self) -> tuple:
+        state = self.state
+        return ("run", str(state.directory), state.listing, state.manifest.finished)
+
+    def stored(self) -> Trajectory | None:
+        return run_series(self.state, spectra=False)
+
+    def in_store(self) -> bool:
+        return True
+
+    def local(self, progress: Progress) -> Trajectory:
+        return run_series(self.state, spectra=False)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> Trajectory:
+        return run_series(self.state, spectra=False)
