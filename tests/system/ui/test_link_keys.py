@@ -44,9 +44,7 @@ def test_no_link_parameter_has_two_meanings(model_dir: str) -> None:
     for page in PAGES:
         for name, meaning in bound(page, model_dir).items():
             seen.setdefault(name, {})[page] = meaning
-    clashes = {
-        name: pages for name, pages in seen.items() if len(set(pages.values())) > 1
-    }
+    clashes = {name: pages for name, pages in seen.items() if len(set(pages.values())) > 1}
     assert not clashes, clashes
     # Streamlit-bound keys are the parameters' names: K and the seeds, one page each
     assert set(seen["controls"]) == {"head"}
