@@ -90,6 +90,11 @@ class Scope:
                 f"unknown parity {self.parity!r}; accepted: " + ", ".join(PARITY_LABELS)
             )
 
+    def checked(self) -> Scope:
+        """The scope itself: it was checked when made (kept for callers that check a scope
+        they were handed, e.g. :mod:`headforms.why`)."""
+        return self
+
     def check_shape(self, n_layers: int, n_heads: int, name: str) -> None:
         """A one-line :class:`OptionError` for a listed head or layer a model of ``n_layers``
         layers of ``n_heads`` heads does not have (what a server can tell from a config)."""
