@@ -69,9 +69,10 @@ class Scope:
             return f"parity {self.parity}"
         return "all heads"
 
-    def __post_init__(self) -> None:
-        """A one-line :class:`OptionError` for a bad scope (the model's ranges are checked when
-        its heads are resolved)."""
+    def checked(self) -> Scope:
+        """The scope, or a one-line :class:`OptionError` for a bad one (the model's ranges are
+        checked when its heads are resolved); a request checks its scope once, when it is
+        made."""
         if self.kind not in SCOPE_KINDS:
             raise OptionError(f"unknown scope {self.kind!r}; accepted: " + ", ".join(SCOPE_KINDS))
         if self.kind == "heads":
@@ -89,10 +90,6 @@ class Scope:
             raise OptionError(
                 f"unknown parity {self.parity!r}; accepted: " + ", ".join(PARITY_LABELS)
             )
-
-    def checked(self) -> Scope:
-        """The scope itself: it was checked when made (kept for callers that check a scope
-        they were handed, e.g. :mod:`headforms.why`)."""
         return self
 
     def check_shape(self, n_layers: int, n_heads: int, name: str) -> None:
@@ -118,7 +115,7 @@ class Scope:
     def from_dict(cls, data: dict[str, Any]) -> Scope:
         try:
             heads = tuple((int(a), int(b)) for a, b in data.get("heads", ()))
-            return cls(data["kind"], heads, data.get("layer"), data.get("parity"))
+            return cls(data["kind"], heads, data.get("layer"), data.get("parity")).checked()
         except (KeyError, TypeError, ValueError) as exc:
             raise OptionError(f"not a scope: {exc}") from exc
 
@@ -149,6 +146,7 @@ class InterventionRequest:
         edit_named(self.edit)
         if not isinstance(self.scope, Scope):
             raise OptionError(f"not a scope: {self.scope!r}")
+        self.scope.checked()
         if not isinstance(self.each, bool):
             raise OptionError(f"each must be true or false, not {self.each!r}")
         check_text(self.text)

@@ -61,11 +61,11 @@ def scope_of(
         raise OptionError(f"give one scope, not {' and '.join(given)}")
     if heads is not None:
         pairs = parse_heads(heads) if isinstance(heads, str) else tuple(map(tuple, heads))
-        return Scope("heads", heads=pairs)  # type: ignore[arg-type]
+        return Scope("heads", heads=pairs).checked()  # type: ignore[arg-type]
     if layer is not None:
-        return Scope("layer", layer=layer)
+        return Scope("layer", layer=layer).checked()
     if parity is not None:
-        return Scope("parity", parity=parity)
+        return Scope("parity", parity=parity).checked()
     return Scope("all")
 
 
