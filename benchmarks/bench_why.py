@@ -54,10 +54,10 @@ def main() -> None:
     from headforms.interventions.text import DEFAULT_TEXT, text_tokens
     from headforms.parallel import ordered_layers
     from headforms.why.capture import capturing
-    from headforms.why.compute import _RECORDED, compute_why, split_head, torch_eigen
+    from headforms.why.compute import _RECORDED, FLOAT32, compute_why, split_head
     from headforms.why.run import request_of
     from headforms.why.shares import first_key_margins, realised_shares
-    from headforms.why.split import numpy_eigen
+    from headforms.why.split import FLOAT64
 
     limit_threads(1)
     torch.set_num_threads(1)
@@ -76,9 +76,9 @@ def main() -> None:
     rows = {"forward pass with the hooks": (wall, cpu)}
     layers, heads = anatomy.shapes.n_layers, anatomy.shapes.n_heads
 
-    def one(layer: int, head: int, eigen=torch_eigen):  # noqa: ANN001, ANN202
+    def one(layer: int, head: int, solver=FLOAT32):  # noqa: ANN001, ANN202
         visible = np.isfinite(passed.scores[layer, head])
-        split = split_head(anatomy, captured, layer, head, visible, 0, eigen)
+        split = split_head(anatomy, captured, layer, head, visible, 0, solver)
         return {**realised_shares(split), **first_key_margins(split)}
 
     totals = {"torch float32": [0.0, 0.0], "numpy float64": [0.0, 0.0]}
@@ -87,9 +87,9 @@ def main() -> None:
         order = list(totals) if layer % 2 == 0 else list(reversed(totals))
         found = {}
         for route in order:
-            eigen = torch_eigen if route == "torch float32" else numpy_eigen
+            solver = FLOAT32 if route == "torch float32" else FLOAT64
             for head in range(heads):
-                wall, cpu, value = timed(lambda li=layer, h=head, e=eigen: one(li, h, e))
+                wall, cpu, value = timed(lambda li=layer, h=head, e=solver: one(li, h, e))
                 totals[route][0] += wall
                 totals[route][1] += cpu
                 found[route, head] = value

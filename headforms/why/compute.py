@@ -38,7 +38,7 @@ from .shares import (
     split_error,
     weight_shares,
 )
-from .split import Eigen, ScoreSplit, directions_at, split_scores
+from .split import Eigensolver, ScoreSplit, directions_at, split_scores
 
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
@@ -182,15 +182,20 @@ def _column(name: str, values: list) -> np.ndarray:
     return np.asarray(values, dtype=object if name in TEXT_COLUMNS else None)
 
 
-def torch_eigen(sym: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The eigenproblems of a split by torch's LAPACK in float32: about twice numpy's float64
-    speed here (benchmarks/README.md), each lobe exact to float32 rounding, as the model's own
-    scores are (the parts still add up exactly: the negative lobe is the symmetric part minus
-    the positive one, in float64)."""
+def torch_eigh(sym: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:data:`.split.Eigen` by torch's LAPACK (MKL's ``ssyevd`` for float32), in the stack's own
+    precision."""
     import torch
 
-    values, vectors = torch.linalg.eigh(torch.from_numpy(np.asarray(sym, np.float32)))
-    return values.double().numpy(), vectors.double().numpy()
+    values, vectors = torch.linalg.eigh(torch.from_numpy(np.ascontiguousarray(sym)))
+    return values.numpy(), vectors.numpy()
+
+
+FLOAT32 = Eigensolver(torch_eigh, np.float32)
+"""The split's eigenproblems, and the lobes' products, in float32 by torch's LAPACK: about
+twice numpy's float64 speed here (benchmarks/README.md), each lobe exact to float32 rounding,
+as the model's own scores are (the parts still add up exactly: the negative lobe is the
+symmetric part minus the positive one, in float64)."""
 
 
 def folded_biases(
@@ -216,11 +221,11 @@ def split_head(
     head: int,
     visible: np.ndarray,
     ranks: int = 0,
-    eigen: Eigen = torch_eigen,
+    solver: Eigensolver = FLOAT32,
 ) -> ScoreSplit:
     """The split of head ``head`` of ``layer`` on the pass ``captured`` recorded; ``visible``:
-    the pairs the model let through (its pre-softmax scores' finite entries); ``eigen``: the
-    eigensolver (:func:`torch_eigen`)."""
+    the pairs the model let through (its pre-softmax scores' finite entries); ``solver``: the
+    eigensolver and its precision (:data:`FLOAT32`)."""
     logit = anatomy.head_logit(layer, head)
     x = captured.inputs[layer]
     extra = captured.extra(layer, head)
@@ -232,7 +237,7 @@ def split_head(
         extra,
         folded_biases(anatomy, layer, head),
         ranks,
-        eigen,
+        solver,
     )
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..interventions.algebra import (
     HeadFactors,
+    SpanBasis,
     bilinear_terms,
     chunks,
     distances,
@@ -93,9 +94,23 @@ Eigen = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 matrices, as ``numpy.linalg.eigh`` returns them."""
 
 
+@dataclass(frozen=True)
+class Eigensolver:
+    """How a split solves its ``2n x 2n`` eigenproblems: ``solve`` (an :data:`Eigen`) on
+    matrices of ``dtype``, the precision the lobes are computed in (the parts still add up to
+    the scores in float64: the negative lobe is the symmetric part minus the positive one)."""
+
+    solve: Eigen
+    dtype: type = np.float64
+
+
 def numpy_eigen(sym: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:data:`Eigen` by LAPACK in float64 (``numpy.linalg.eigh``): the reference."""
     return np.linalg.eigh(sym)
+
+
+FLOAT64 = Eigensolver(numpy_eigen, np.float64)
+"""numpy's LAPACK in float64: the reference, and the default of :func:`split_scores`."""
 
 
 def directions_at(
@@ -111,6 +126,57 @@ def directions_at(
 
 
 @dataclass(frozen=True)
+class FormTerms:
+    """The reduced form's non-zero rows at every d as one matrix product: ``C_d = W^T L_d W``
+    has ``r1 = W^T K^T`` upper triangular (a QR's), so only its first ``n`` rows can be non-zero,
+    and ``C_d[:n] = fixed + sum_i cos(d theta_i) cosine_i + sin(d theta_i) sine_i``; ``terms``
+    stacks the cosine then the sine matrices, flattened (``(2h, n * r)``), ``fixed`` is the
+    unrotated dimensions' part (``n x r``)."""
+
+    fixed: np.ndarray
+    terms: np.ndarray
+    inv_freq: np.ndarray
+
+    def at(self, steps: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+        """``B_d = (C_d + C_d^T)/2`` for each d of ``steps``: ``(len(steps), r, r)`` of
+        ``dtype`` (its lower right ``(r - n) x (r - n)`` block is zero)."""
+        angles = np.asarray(steps, np.float64)[:, None] * self.inv_freq[None, :]
+        weights = np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(dtype)
+        rows, rank = self.fixed.shape
+        top = weights @ self.terms.astype(dtype, copy=False)
+        top += self.fixed.astype(dtype).ravel()
+        top = top.reshape(len(steps), rows, rank)
+        forms = np.zeros((len(steps), rank, rank), dtype)
+        forms[:, :rows, :] = top
+        forms[:, :, :rows] += np.swapaxes(top, -1, -2)
+        forms[:, :rows, :rows] /= 2.0
+        forms[:, :rows, rows:] /= 2.0
+        forms[:, rows:, :rows] /= 2.0
+        return forms
+
+
+def form_terms(head: HeadFactors, basis: SpanBasis) -> FormTerms:
+    """The :class:`FormTerms` of a rotary head: with ``R_d`` turning the pairs ``(i, i + h)`` by
+    ``d theta_i`` (:func:`~headforms.interventions.algebra.reduced_forms`, which turns ``r1``'s
+    columns), column ``i`` of ``r1`` becomes ``a_i cos + a_(i+h) sin`` and column ``i + h``
+    becomes ``a_(i+h) cos - a_i sin``, and ``C_d = r1 R_d r2^T`` is their sum of outer products
+    with ``r2``'s columns."""
+    rows = min(head.head_dim, basis.r1.shape[0])
+    a, b = basis.r1[:rows], basis.r2  # r1's other rows are zero
+    inv_freq = np.asarray(head.inv_freq, np.float64)
+    half = len(inv_freq)
+    first, second = slice(0, half), slice(half, 2 * half)
+
+    def outer(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return left.T[:, :, None] * right.T[:, None, :]  # (h, n, r): one per column pair
+
+    cosine = outer(a[:, first], b[:, first]) + outer(a[:, second], b[:, second])
+    sine = outer(a[:, second], b[:, first]) - outer(a[:, first], b[:, second])
+    terms = np.concatenate([cosine, sine]).reshape(2 * half, -1)
+    return FormTerms(a[:, 2 * half :] @ b[:, 2 * half :].T, terms, inv_freq)
+
+
+@dataclass(frozen=True)
 class LobeTerms:
     """The bilinear (unscaled) positive lobe ``(T, T)`` over every pair of a sequence, and the
     ranked directions' contributions ``(2, J, T, T)`` (None when ``J = 0``)."""
@@ -120,33 +186,44 @@ class LobeTerms:
 
 
 def lobe_terms(
-    head: HeadFactors, x: np.ndarray, causal: bool, ranks: int = 0, eigen: Eigen = numpy_eigen
+    head: HeadFactors,
+    x: np.ndarray,
+    causal: bool,
+    ranks: int = 0,
+    solver: Eigensolver = FLOAT64,
 ) -> LobeTerms:
     """The positive lobe of every pair of tokens ``x`` (``T x N``) at positions ``0 .. T-1``,
     each at its own d (only ``j <= i`` when ``causal``; the other pairs are 0), and the
-    contributions of the top ``ranks`` directions of each lobe (module doc); ``eigen`` solves
-    the ``2n x 2n`` eigenproblems."""
+    contributions of the top ``ranks`` directions of each lobe (module doc); ``solver`` solves
+    the ``2n x 2n`` eigenproblems, in its precision.
+
+    Only what the lobe needs: per d, the eigenvectors of the positive eigenvalues scaled by
+    ``sqrt(lambda)`` (``z``), and per pair one product of the query's and the key's ``z``."""
+    dtype = solver.dtype
     length = len(x)
     basis = span_basis(head)
-    y = x @ basis.w
+    y = (x @ basis.w).astype(dtype)
     rank = basis.w.shape[1]
     steps = distances(length, causal, head.rotary)
     positive = np.zeros((length, length))
     ranked = np.zeros((2, ranks, length, length)) if ranks else None
     if not head.rotary:  # one form for every pair: products of whole matrices
         form = reduced_forms(head, basis, steps)[0]
-        values, vectors = eigen((form + form.T) / 2.0)
+        values, vectors = solver.solve(((form + form.T) / 2.0).astype(dtype))
         z = y @ (vectors * np.sqrt(np.clip(values, 0.0, None)))
-        positive = z @ z.T
+        positive = (z @ z.T).astype(np.float64)
         if ranked is not None:
             rows, cols = np.indices((length, length))
             index = np.zeros(rows.size, np.int64)
             _ranked(ranked, y, values[None], vectors[None], rows.ravel(), cols.ravel(), index)
         return LobeTerms(np.tril(positive) if causal else positive, ranked)
-    per_step = 8 * (3 * rank * rank + 3 * length * rank)
+    terms = form_terms(head, basis)
+    rows, cols, index = pairs_by_distance(length, steps)
+    keep = cols <= rows if causal else np.ones(len(rows), bool)
+    rows, cols, index = rows[keep], cols[keep], index[keep]
+    per_step = np.dtype(dtype).itemsize * (3 * rank * rank + 2 * length * rank)
     for part in chunks(len(steps), per_step):
-        forms = reduced_forms(head, basis, steps[part])
-        values, vectors = eigen((forms + np.swapaxes(forms, -1, -2)) / 2.0)
+        values, vectors = solver.solve(terms.at(steps[part], dtype))
         # sqrt(lambda_+) folded into the eigenvectors: P = sum_k z_ik z_jk over the columns that
         # hold a positive eigenvalue (ascending order: the last ones)
         count = int(np.max(np.count_nonzero(values > 0, axis=-1), initial=0))
@@ -154,12 +231,11 @@ def lobe_terms(
             np.clip(values[:, None, rank - count :], 0, None)
         )
         z = y @ scaled  # (D, T, count)
-        rows, cols, index = pairs_by_distance(length, steps[part])
-        keep = cols <= rows if causal else np.ones(len(rows), bool)
-        rows, cols, index = rows[keep], cols[keep], index[keep]
-        positive[rows, cols] = np.einsum("pk,pk->p", z[index, rows], z[index, cols])
+        chosen = (index >= part.start) & (index < part.stop)
+        at, on_rows, on_cols = index[chosen] - part.start, rows[chosen], cols[chosen]
+        positive[on_rows, on_cols] = np.einsum("pk,pk->p", z[at, on_rows], z[at, on_cols])
         if ranked is not None:
-            _ranked(ranked, y, values, vectors, rows, cols, index)
+            _ranked(ranked, y, values, vectors, on_rows, on_cols, at)
     return LobeTerms(positive, ranked)
 
 
@@ -212,17 +288,17 @@ def split_scores(
     extra: np.ndarray | None = None,
     biases: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
     ranks: int = 0,
-    eigen: Eigen = numpy_eigen,
+    solver: Eigensolver = FLOAT64,
 ) -> ScoreSplit:
     """The :class:`ScoreSplit` of one head on attention inputs ``x`` (``T x N``): ``factor``
     ``(T, T)`` the model's scale over the QK-norm RMS factors, ``visible`` the pairs the model
     lets through, ``extra`` what its attention adds besides ``scale * q . k`` (``(T, T)``, read
     on visible pairs only), ``biases`` the folded ``(b_q, b_k)``, ``ranks`` the directions of each
-    lobe whose contributions are kept, ``eigen`` the eigensolver (:func:`numpy_eigen`, float64,
-    by default)."""
+    lobe whose contributions are kept, ``solver`` the eigensolver and its precision
+    (:data:`FLOAT64` by default)."""
     causal = visible_is_causal(visible)
     ell, ell_t = bilinear_terms(head, x)
-    lobes = lobe_terms(head, x, causal, ranks, eigen)
+    lobes = lobe_terms(head, x, causal, ranks, solver)
     symmetric = (ell + ell_t) / 2.0
     hidden = np.where(visible, 1.0, np.nan)
     scale = factor * hidden
