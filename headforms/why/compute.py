@@ -11,7 +11,8 @@ detail, read its top directions out through the vocabulary (:func:`.capture.dire
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,8 +59,9 @@ def compute_why(
     model: Runnable, request: WhyRequest, progress: Progress | None = None
 ) -> WhyResult:
     """Run ``request`` on a loaded model (module doc); numpy's BLAS on as many threads as
-    torch's pass (:attr:`headforms.settings.Settings.forward_threads`), one per worker thread
-    while heads are split (:func:`headforms.parallel.ordered_layers`)."""
+    torch's pass (:attr:`headforms.settings.Settings.forward_threads`), numpy's and torch's on
+    one per worker thread while heads are split (:func:`headforms.parallel.ordered_layers`,
+    :func:`one_torch_thread`)."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=settings().forward_threads):
@@ -110,21 +112,25 @@ def _compute(model: Runnable, request: WhyRequest, progress: Progress | None) ->
         if progress:
             progress(done, total, f"splitting head {done + 1} of {total}")
 
-    for index, (split, measured, found) in ordered_layers(len(heads), work, report):
-        layer, head = heads[index]
-        rows["layer"].append(layer)
-        rows["head"].append(head)
-        rows["parity"].append(str(anatomy.parities(layer)[head]))
-        rows["tokens"].append(len(ids))
-        for name, value in {**measured, **weights[layer, head]}.items():
-            rows[name].append(value)
-        if found is not None:
-            for name, values in found.items():
-                pairs[name].extend(values)
-            pairs["layer"].extend([layer] * len(found["rank"]))
-            pairs["head"].extend([head] * len(found["rank"]))
-        if request.detail:
-            detail = _detail(model, anatomy, layer, head, split, scores_of[layer, head])
+    with one_torch_thread():  # at most threads + 1 heads' splits held at once
+        for index, (split, measured, found) in ordered_layers(len(heads), work, report):
+            layer, head = heads[index]
+            rows["layer"].append(layer)
+            rows["head"].append(head)
+            rows["parity"].append(str(anatomy.parities(layer)[head]))
+            rows["tokens"].append(len(ids))
+            for name, value in {**measured, **weights[layer, head]}.items():
+                rows[name].append(value)
+            if found is not None:
+                for name, values in found.items():
+                    pairs[name].extend(values)
+                pairs["layer"].extend([layer] * len(found["rank"]))
+                pairs["head"].extend([head] * len(found["rank"]))
+            if request.detail:  # the one head: read out after, with the pass's threads
+                kept = (layer, head, split)
+    if request.detail:
+        layer, head, split = kept
+        detail = _detail(model, anatomy, layer, head, split, scores_of[layer, head])
     if progress:
         progress(len(heads), len(heads), "done")
     return WhyResult(
@@ -140,6 +146,24 @@ def _compute(model: Runnable, request: WhyRequest, progress: Progress | None) ->
             "notes": _notes(anatomy),
         },
     )
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch (and the MKL its LAPACK calls) on one thread while heads are split on worker
+    threads: the parallelism is the workers' (:mod:`headforms.parallel`); a multi-threaded
+    ``ssyevd`` of a ``128 x 128`` matrix spends its time at barriers, more so beside other
+    workers (benchmarks/README.md, "Score splits"). The pass's threads are restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 RECORDED_BYTES = 256 * 2**20
