@@ -6,6 +6,10 @@ views alone.
 - :func:`why_section`: the Head page's "Why it attends": the head's scores on the page's prompt
   as four heatmaps (positive lobe, negative lobe, antisymmetric part, the rest), its shares,
   and the readout of an eigen-direction chosen on the spectrum (``direction=p1`` in the URL).
+  Computed on request, like the edit panel (:mod:`ui.interventions`): a split at hand (kept or
+  stored) is shown at once, else only when the toggle ``split=1`` is on, which stays on while
+  the visitor steps from head to head (each step then one forward pass, charged in hosted
+  mode); a step with it off costs nothing.
 - :func:`every_head`: every head's shares on the shipped text (kept, stored, or computed when
   the visitor asks): the "Why heads attend" page and the Experiments page's correlations.
 """
@@ -41,6 +45,9 @@ DIRECTION_NAMES = [f"{end}{rank}" for end in "pn" for rank in range(1, DIRECTION
 """A direction in the URL: ``p3`` the positive lobe's third, ``n1`` the negative lobe's first."""
 LOBE_OF = {"p": "positive", "n": "negative"}
 EVERY_HEAD_ASKED_KEY = "_hf_why_every_head_asked"
+SPLIT_KEY = "hf_why_split"
+SPLIT = links.flag("split", SPLIT_KEY, False, "the score split of each head")
+"""The Head page's "Split each head" toggle (``split=1``): kept on while the visitor steps."""
 
 
 def direction_label(name: str) -> str:
@@ -71,10 +78,25 @@ def head_request(layer: int, head: int, prompt: str, tokens: int) -> WhyRequest:
     )
 
 
+def peek_head(spec: str, request: WhyRequest) -> tuple[WhyAttends, WhyResult] | None:
+    """One head's split if nothing needs computing (kept or stored), else None (silently None
+    when the model cannot run: the section that runs it says why)."""
+    try:
+        computation = WhyAttends(runnable_model(spec), request)
+        found = peek(computation)
+    except HeadformsError:
+        return None
+    return None if found is None else (computation, found)
+
+
 def why_section(ctx: PageContext, pattern: AttentionPattern) -> None:
     """The Head page's "Why it attends" (module doc), on the prompt of ``pattern``, the head's
-    attention the page drew above."""
+    attention the page drew above. Computed on request, like the edit panel: a split already
+    at hand (kept or stored) is shown at once; otherwise one line says what it would show, and
+    the toggle ``split`` (in the URL) computes it, for this head and for each head the visitor
+    steps to while it is on (one forward pass each)."""
     bind_direction()
+    links.bind(SPLIT)
     st.subheader("Why it attends")
     prompt = str(pattern.meta.get("prompt", st.session_state.get(PROMPT_KEY, DEFAULT_PROMPT)))
     try:
@@ -82,18 +104,35 @@ def why_section(ctx: PageContext, pattern: AttentionPattern) -> None:
     except HeadformsError as error:
         st.info(guard.public_message(str(error)), icon=":material/info:")
         return
-    found = forward(
-        ctx.spec,
-        f"Splitting {head_label(ctx.layer, ctx.head)}'s scores on the prompt",
-        lambda located: WhyAttends(located, request),
+    name = head_label(ctx.layer, ctx.head)
+    line, switch = st.columns([4, 1.3], vertical_alignment="center")
+    asked = switch.toggle(
+        "Split each head",
+        key=SPLIT_KEY,
+        help="On: the split is computed for this head and for each head you step to (one "
+        "forward pass and a 2n x 2n eigenproblem per distance: about a second each). Off: a "
+        "head's split is shown only when it is at hand (computed before, kept or stored).",
     )
+    found = peek_head(ctx.spec, request)
+    if found is None and not asked:
+        line.caption(
+            f"{name}'s pre-softmax scores on the prompt split into its form's positive lobe, "
+            "negative lobe, antisymmetric part and the rest, their shares, and each top "
+            "eigen-direction's readout: turn on **Split each head** to compute it."
+        )
+        return
+    if found is None:
+        found = forward(
+            ctx.spec,
+            f"Splitting {name}'s scores on the prompt",
+            lambda located: WhyAttends(located, request),
+        )
     if found is None or found[1].detail is None:
         return
     computation, result = found
     detail, row = result.detail, result.table.iloc[0]
-    name = head_label(ctx.layer, ctx.head)
     key = (ctx.spec, *computation.key)  # what the split is, by content
-    st.caption(
+    line.caption(
         "Each pre-softmax score above is the sum of four parts: the form's positive lobe and "
         "negative lobe (its symmetric part's eigen-directions at the pair's own distance d), "
         "its antisymmetric part, and the rest (biases, position biases), each scaled as the "

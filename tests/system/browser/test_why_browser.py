@@ -1,6 +1,7 @@
-"""In headless Debian chromium, on the bundled SmolLM2: the Head page's "Why it attends" draws its
-four heatmaps, and a click on a direction's marker below the spectrum shows that direction's
-readout and writes it to the link. The server is scripts/start.sh on a free loopback port."""
+"""In headless Debian chromium, on the bundled SmolLM2: the Head page's "Why it attends", asked
+for by the link (``split=1``), draws its four heatmaps, and a click on a direction's marker
+below the spectrum shows that direction's readout and writes it to the link. The server is
+scripts/start.sh on a free loopback port."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 def test_a_click_on_a_direction_shows_its_readout(page, server: str) -> None:
-    page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=18&head=8")
+    page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=18&head=8&split=1")
     page.get_by_text("Direction λ₊1").wait_for(timeout=PLOT_MS)
     parts = page.locator('div[data-hf-plot="why_parts"]')
     assert parts.evaluate("(gd) => gd._fullData.filter((t) => t.type === 'heatmap').length") == 4

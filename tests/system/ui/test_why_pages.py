@@ -1,8 +1,10 @@
 """Why heads attend in the dashboard (AppTest, a tiny llama): the Head page's "Why it attends"
-(four heatmaps that add up to the head's pre-softmax scores on the page's prompt, the shares,
-the spectrum's directions and the chosen one's readout, ``direction`` in the link), nothing of
-it when the prompt cannot run; the "Why heads attend" page (a button, then the heatmap and the
-triangle of every head); the Experiments page's correlation against a realised share."""
+(computed on request: one line and a toggle until it is on or the split is at hand, the toggle
+kept on while stepping and in the link; four heatmaps that add up to the head's pre-softmax
+scores on the page's prompt, the shares, the spectrum's directions and the chosen one's
+readout, ``direction`` in the link), nothing of it when the prompt cannot run; the "Why heads
+attend" page (a button, then the heatmap and the triangle of every head); the Experiments
+page's correlation against a realised share."""
 
 from __future__ import annotations
 
@@ -50,10 +52,79 @@ def titled(at: AppTest, words: str) -> dict:
 
 
 def head_page(model: str, **session) -> AppTest:
+    """The Head page of head 1.2 on the prompt, its split asked for (the toggle on)."""
     selection = {state.MODEL_KEY: model, state.LAYER_KEY: 1, state.HEAD_KEY: 2}
-    at = run_app("head", **{behaviour.PROMPT_KEY: PROMPT, **selection, **session})
+    at = run_app(
+        "head", **{behaviour.PROMPT_KEY: PROMPT, splits.SPLIT_KEY: True, **selection, **session}
+    )
     assert_clean(at)
     return at
+
+
+def split_figures(at: AppTest) -> list[str]:
+    """The titles of the split's heatmaps the page shows (one per head split)."""
+    return [
+        str(f["layout"]["title"]["text"])
+        for f in figures(at)
+        if "its scores split by the form's parts" in str(f["layout"].get("title", {}).get("text"))
+    ]
+
+
+def test_the_split_is_computed_on_request_and_kept_on_while_stepping(
+    model_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Off (the default): one line says what the section would show, nothing is computed and a
+    step costs no split. On: this head's split, then each head stepped to, ``split=1`` in the
+    link. Off again: a split at hand (kept) is shown at once, a head never split is not."""
+    from headforms.why import compute
+
+    calls: list[tuple] = []
+    original = compute.compute_why
+
+    def counted(model, request, progress=None):  # noqa: ANN001, ANN202
+        calls.append(request.scope.heads)
+        return original(model, request, progress)
+
+    monkeypatch.setattr(compute, "compute_why", counted)
+    prompt = tiny_runnable.words([7, 8, 9, 10, 7, 8])  # no other test splits on it
+    selection = {state.MODEL_KEY: model_dir, state.LAYER_KEY: 0, state.HEAD_KEY: 0}
+    at = run_app("head", **{behaviour.PROMPT_KEY: prompt, **selection})
+    assert_clean(at)
+    assert "Why it attends" in [s.value for s in at.subheader]
+    assert at.toggle(key=splits.SPLIT_KEY).value is False
+    assert any("turn on **Split each head**" in c.value for c in at.caption)
+    assert not split_figures(at) and not calls
+    step(at, "Next")  # to head 0.1: no split either
+    assert not split_figures(at) and not calls
+    at.toggle(key=splits.SPLIT_KEY).set_value(True).run()
+    assert_clean(at)
+    assert split_figures(at) == ["Layer 0 · Head 1: its scores split by the form's parts"]
+    assert at.query_params["split"] == "1" and calls == [((0, 1),)]
+    step(at, "Next")  # the toggle kept on: head 0.2 split
+    assert at.toggle(key=splits.SPLIT_KEY).value is True
+    assert split_figures(at) == ["Layer 0 · Head 2: its scores split by the form's parts"]
+    assert calls == [((0, 1),), ((0, 2),)]
+    at.toggle(key=splits.SPLIT_KEY).set_value(False).run()
+    step(at, "Previous")  # off: head 0.1's split is at hand (kept), shown at once
+    assert split_figures(at) == ["Layer 0 · Head 1: its scores split by the form's parts"]
+    assert "split" not in at.query_params
+    step(at, "Previous")  # head 0.0, never split: its line again
+    assert not split_figures(at)
+    assert calls == [((0, 1),), ((0, 2),)]
+    again = run_app(
+        "head",
+        params={"model": model_dir, "layer": "0", "head": "2", "prompt": prompt, "split": "1"},
+    )
+    assert_clean(again)
+    assert again.toggle(key=splits.SPLIT_KEY).value is True
+    assert split_figures(again) == ["Layer 0 · Head 2: its scores split by the form's parts"]
+
+
+def step(at: AppTest, label: str) -> None:
+    """Click the Head page's Next or Previous."""
+    (button,) = [b for b in at.button if b.label == label]
+    button.click().run()
+    assert_clean(at)
 
 
 def test_the_four_parts_add_up_to_the_heads_scores(model_dir: str) -> None:
@@ -89,7 +160,14 @@ def test_a_direction_is_chosen_and_read_out(model_dir: str) -> None:
     assert len(vocabulary) == 12 and (vocabulary["plus_projection"] >= 0).all()
     again = run_app(
         "head",
-        params={"model": model_dir, "layer": "1", "head": "2", "prompt": PROMPT, "direction": "n2"},
+        params={
+            "model": model_dir,
+            "layer": "1",
+            "head": "2",
+            "prompt": PROMPT,
+            "direction": "n2",
+            "split": "1",
+        },
     )
     assert_clean(again)
     assert again.session_state[splits.DIRECTION_KEY] == "n2"
