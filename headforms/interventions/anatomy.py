@@ -134,6 +134,8 @@ class Anatomy:
         default_factory=dict, repr=False, compare=False
     )
     _parities: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    batched: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Each layer's factors as tensors for the hooks (:func:`.batch_deltas.layer_tensors`)."""
 
     @property
     def kv_of_head(self) -> np.ndarray:

@@ -11,7 +11,8 @@
 Each form change records the RMS of its change of the scores over the visible pairs in its
 sequence's :class:`~.controls.ScoreLedger` (a scores-matched control reads its edit's there).
 A :data:`SequencePlan` is the changes of one sequence; the hooks (:mod:`.hooks`) apply a batch
-of plans in one pass.
+of plans in one pass, computing a layer's changes together (:mod:`.batch_deltas`); each
+change's own ``scores_delta`` here is the definition that route is tested against.
 """
 
 from __future__ import annotations

@@ -167,7 +167,11 @@ class ScoreLedger:
 
     def record(self, key: tuple, delta: np.ndarray, visible: np.ndarray) -> None:
         seen = delta[visible]
-        self._sums[key] = (float(np.sum(seen * seen)), int(seen.size))
+        self.record_sum(key, float(np.sum(seen * seen)), int(seen.size))
+
+    def record_sum(self, key: tuple, total: float, count: int) -> None:
+        """Record a change by its sum of squares over ``count`` visible pairs."""
+        self._sums[key] = (float(total), int(count))
 
     def rms(self, key: tuple) -> float:
         """The RMS of one head's recorded change (KeyError before it is recorded)."""

@@ -3,7 +3,8 @@ run inside them, and record what the passes need; PyTorch's own module hooks, re
 
 - **Edited scores**: a forward pre-hook on each changed layer's attention module reads its input
   x (the attention input) and its additive attention mask, and hands the module ``mask +
-  delta``, with ``delta`` (``B, H, T, T``) each sequence's change of each head's scores. Every
+  delta``, with ``delta`` (``B, H, T, T``) each sequence's change of each head's scores, every
+  change of the layer computed together (:mod:`.batch_deltas`, float64, then float32). Every
   eager attention in transformers computes ``softmax(scale * q . k [soft-capped] + mask)``, so
   the edited head's scores are the model's own plus the change, every other term kept; masked
   keys stay masked (the mask's lowest float absorbs any change). Soft-capping models (whose
@@ -36,6 +37,7 @@ import numpy as np
 from ..behaviour.forward import PASS_LOCK
 from ..errors import HeadformsError, NotRunnableError
 from .anatomy import Anatomy
+from .batch_deltas import layer_scores_delta
 from .changes import ControlChange, FormChange, OutputChange, SequencePlan
 
 
@@ -93,23 +95,13 @@ def additive_mask(mask: Any, like: Any) -> Any:
     return mask
 
 
-def _scores_hook(layer: int, n_heads: int, plans: Sequence[SequencePlan]) -> Any:
-    import torch
-
+def _scores_hook(anatomy: Anatomy, layer: int, plans: Sequence[SequencePlan]) -> Any:
     def hook(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         bound = bound_argument(module, args, kwargs, "hidden_states")
         x = bound.arguments["hidden_states"]
-        batch, length = x.shape[0], x.shape[1]
-        delta = np.zeros((batch, n_heads, length, length), np.float32)
-        for b, plan in enumerate(plans):
-            tokens = None
-            for change in plan:
-                if change.layer == layer and isinstance(change, FormChange | ControlChange):
-                    if tokens is None:
-                        tokens = x[b].detach().double().cpu().numpy()
-                    delta[b, change.head] += change.scores_delta(tokens).astype(np.float32)
+        delta = layer_scores_delta(anatomy, layer, x, plans).float()
         mask = bound.arguments.get("attention_mask")
-        bound.arguments["attention_mask"] = additive_mask(mask, x) + torch.from_numpy(delta)
+        bound.arguments["attention_mask"] = additive_mask(mask, x) + delta
         return bound.args, bound.kwargs
 
     return hook
@@ -176,7 +168,7 @@ def applied(
         try:
             for layer in _layer_changes(plans, (FormChange, ControlChange)):
                 module = anatomy.layers[layer].attention
-                hook = _scores_hook(layer, shapes.n_heads, plans)
+                hook = _scores_hook(anatomy, layer, plans)
                 handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
             for layer in _layer_changes(plans, (OutputChange,)):
                 module = anatomy.layers[layer].output_projection
