@@ -20,8 +20,7 @@ from ui.loading import load_baseline
 from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
-TABLE_HEIGHT = 620
-"""The table's height in pixels at most (Streamlit's grid: a 38 px header, 35 px rows)."""
+TABLE_HEIGHT = 620  # the table's height (px) at most: Streamlit's grid, a 38 px header, 35 px rows
 PARITY_KEY = "parity"  # bound by Streamlit: the parameter's name
 BASELINE_KEY = "table_baseline"
 BEHAVIOUR_KEY = "table_behaviour"

@@ -34,7 +34,11 @@ from ui.motion import (
     series_inputs,
     view_controls,
 )
+from ui.plot import frame_link
 from ui.widgets import head_rows
+
+FIGURE_HEIGHT = 530  # the whole figure, slider included, on the first screen at 1280 x 800
+FRAME_KEY = "_hf_series_at"  # the step the slider shows, in the URL as ``at``
 
 ctx = page_context()
 st.title("Checkpoints of a training run")
@@ -43,9 +47,15 @@ st.caption(
     "simplex starts at its Gaussian counterpart (where a randomly initialised head sits) and "
     "goes through every checkpoint; the step slider moves every head in the browser."
 )
-offer = st.container()  # above the box: the demo's button, or what the demo is
 bind_series()
-text = st.text_area(
+given = bool(series_inputs(st.session_state.get(state.SERIES_KEY, "")))
+# the demo's button above the box; once a run is given, what the demo is beside the figure
+offer = None if given else st.container()
+# A run at hand: its box folded beside the figure, so that the figure, slider included, is on
+# the first screen.
+plot_column, controls = st.columns([4, 1.15]) if given else (st.container(), st.container())
+box = controls.expander("Checkpoints") if given else st.container()
+text = box.text_area(
     "Checkpoints",
     key=state.SERIES_KEY,
     height=90,
@@ -57,8 +67,9 @@ text = st.text_area(
     f"of the folder name or revision. At most {MAX_SERIES_CHECKPOINTS} checkpoints.",
 )
 inputs = series_inputs(text)
-with offer:
-    demo_offer("training", inputs)
+if offer is not None:
+    with offer:
+        demo_offer("training", inputs)
 if not inputs:
     st.info(
         "Give a run directory or a list of checkpoints above (press Ctrl+Enter), or try the demo.",
@@ -66,14 +77,17 @@ if not inputs:
     )
     links.stop_page()
 
-controls = st.columns([3, 3, 2], vertical_alignment="bottom")
+if not given:  # the run was typed in this run: the controls below the box
+    plot_column, controls = st.columns([4, 1.15])
 bind_views()
-view, frame = view_controls(controls[0], controls[1])
-with controls[2], st.container(horizontal=True, gap="medium"):
+view, frame = view_controls(controls, controls, stacked=True)
+with controls:
     jump_toggle()
     every = st.toggle(
         "Every head's path", key=state.MOTION_PATHS_KEY, help="Also draw every head's path."
     )
+    if offer is None:
+        demo_offer("training", inputs, compact=True)
 
 status = st.container()
 try:
@@ -108,26 +122,30 @@ figure = cached(
             series.n_points - 1,
             baseline=base_heads,
             every_path=every,
-        )
+        ).update_layout(height=FIGURE_HEIGHT)
     ),
     label=f"Drawing {card.total_heads} heads at {series.n_points} checkpoints (one frame each)",
 )
 steps = series.steps
 camera_key = f"series_camera:{frame}"
 links.bind(links.camera("camera", camera_key))
-clickable_plot(
-    figure,
-    key="series_simplex",
-    on_click=select_from_customdata,
-    caption=f"Every head of {guard.plain(series.label)} at {len(steps)} checkpoints, steps "
-    f"{steps[0]}…{steps[-1]} (the slider starts at the last). Black line: the path of "
-    f"{head_label(layer, head)} from its Gaussian counterpart (grey square) through every "
-    "checkpoint. Click a head to open it in that checkpoint.",
-    data=lambda: series.table,
-    filename="training_run",
-    scroll_zoom=True,
-    camera_key=camera_key if view == "simplex" else None,
-)
+frame_link("at", FRAME_KEY, figure, str(steps[-1]), "a step of the slider")
+with plot_column:
+    clickable_plot(
+        figure,
+        key="series_simplex",
+        on_click=select_from_customdata,
+        caption=f"Every head of {guard.plain(series.label)} at {len(steps)} checkpoints, steps "
+        f"{steps[0]}…{steps[-1]} (the slider starts at the last; a link keeps where it was moved). "
+        "Black line: the path of "
+        f"{head_label(layer, head)} from its Gaussian counterpart (grey square) through every "
+        "checkpoint. Click a head to open it in that checkpoint.",
+        data=lambda: series.table,
+        filename="training_run",
+        scroll_zoom=True,
+        camera_key=camera_key if view == "simplex" else None,
+        frame_key=FRAME_KEY,
+    )
 
 curves = motion.head_curves(series, layer, head)
 left, right = st.columns([3, 2])

@@ -93,10 +93,11 @@ def build(where: Any = None) -> Demo:
         return run(REQUEST, bar)
 
 
-def demo_offer(page: Page, current: Sequence[str]) -> None:
+def demo_offer(page: Page, current: Sequence[str], compact: bool = False) -> None:
     """The page's demo line: what the demo is while ``current`` names it (building it first if
     a link named it on a server that has not built it yet); else a "Try the demo" button that
-    builds it and fills the page's inputs."""
+    builds it and fills the page's inputs. ``compact``: what the demo is as a caption (a
+    narrow column beside a figure)."""
     refused = offered()
     showing = shows_demo(page, current)
     if refused is not None:
@@ -111,6 +112,11 @@ def demo_offer(page: Page, current: Sequence[str]) -> None:
             st.error(guard.plain(guard.public_message(str(error))), icon=":material/error:")
             return
         pair = f" {PAIR_DESCRIPTION}." if page == "diff" else ""
+        if compact:
+            st.caption(
+                f":material/science: The demo: {RUN_DESCRIPTION}.{pair} A toy, not a real model."
+            )
+            return
         st.info(
             f"The demo: {RUN_DESCRIPTION}.{pair} A toy, not a real model.",
             icon=":material/science:",

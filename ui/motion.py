@@ -160,28 +160,40 @@ def bind_views() -> None:
     links.bind(links.flag("paths", state.MOTION_PATHS_KEY, False, "every head's path"))
 
 
-def view_controls(view_at: Any, frame_at: Any) -> tuple[str, str]:
+def view_controls(view_at: Any, frame_at: Any, stacked: bool = False) -> tuple[str, str]:
     """A Motion page's two view controls, in the columns given: the figure (tetrahedron or
     triangle) and what the tetrahedron's camera frames (disabled for the triangle, always drawn
-    whole); bound to the URL by :func:`bind_views`. Returns ``(figure, frame)``."""
-    view = view_at.segmented_control(
+    whole); bound to the URL by :func:`bind_views`. ``stacked``: as radio buttons one above the
+    other, for a narrow column beside the figure (a segmented control would be cut there).
+    Returns ``(figure, frame)``."""
+    view = _choose(
+        view_at,
+        stacked,
         "View",
-        list(FIGURES),
-        format_func=FIGURES.__getitem__,
-        key=state.MOTION_FIGURE_KEY,
-        required=True,
+        FIGURES,
+        state.MOTION_FIGURE_KEY,
         help="The tetrahedron of profiles (a, b, c, d), or the triangle of symmetric profiles.",
     )
-    frame = frame_at.segmented_control(
+    frame = _choose(
+        frame_at,
+        stacked,
         "3D view",
-        list(FRAMES),
-        format_func=FRAMES.__getitem__,
-        key=state.MOTION_FRAME_KEY,
-        required=True,
+        FRAMES,
+        state.MOTION_FRAME_KEY,
         disabled=view != "simplex",
         help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
     )
     return view, frame
+
+
+def _choose(where: Any, stacked: bool, label: str, options: dict[str, str], key: str, **kw) -> str:
+    """One of ``options`` (value -> label) in ``where``: radio buttons (``stacked``) or a
+    segmented control, keyed by ``key``."""
+    if stacked:
+        return where.radio(label, list(options), format_func=options.__getitem__, key=key, **kw)
+    return where.segmented_control(
+        label, list(options), format_func=options.__getitem__, key=key, required=True, **kw
+    )
 
 
 def check_positions() -> None:

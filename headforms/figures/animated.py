@@ -353,9 +353,11 @@ def animated_figure(
         margin={"b": (fig.layout.margin.b or 0) + 150},
         height=(fig.layout.height or 600) + 130,
         meta={**(fig.layout.meta or {}), "frames": "path", "axis": paths.axis},
-        # under the slider: the plot area (and the slider) keep the figure's whole width
+        # under the slider: the plot area (and the slider) keep the figure's whole width, in one
+        # row (grouped, a model's parity types would stack into a column)
         legend={
             "orientation": "h",
+            "traceorder": "normal",
             "x": 0.0,
             "xanchor": "left",
             "yref": "container",

@@ -184,7 +184,9 @@ def head_traces(
                     if len(models) == 1
                     else f"{model}: {PARITY_NAMES[parity]}",
                     "legendgroup": model,
-                    "legendgrouptitle": {"text": model},
+                    # a model's name over its types where several are drawn (one: the title
+                    # names it, and a group title stacks a horizontal legend into a column)
+                    "legendgrouptitle": {"text": model if len(models) > 1 else ""},
                     "legendrank": 1000 + PARITY_LABELS.index(parity),
                     "customdata": head_customdata(part, model),
                     "text": hover_text(part, model, columns),
