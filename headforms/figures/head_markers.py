@@ -134,6 +134,28 @@ def title(prefix: str, models: Mapping[str, pd.DataFrame]) -> str:
     return f"{prefix}: {names}"
 
 
+def head_marker(part: pd.DataFrame, parity: str, color_by: str, index: int, three_d: bool) -> dict:
+    """The marker of the heads ``part`` (all of type ``parity``) of the ``index``-th model drawn:
+    the parity type's symbol (:data:`PARITY_SYMBOLS`, :data:`PARITY_SYMBOLS_3D`), one size, and
+    the colour of ``color_by`` (every model after the first in its own colour)."""
+    symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
+    marker: dict = {
+        "symbol": symbols[parity],
+        "size": MARKER_SIZE_3D if three_d else MARKER_SIZE_2D,
+        "opacity": OPACITY_3D if three_d else HEAD_OPACITY_2D,
+    }
+    if color_by == "model" or index > 0:
+        marker["color"] = model_color(index)
+    elif color_by == "parity":
+        marker["color"] = PARITY_COLORS[parity]
+    else:
+        marker["color"] = part[color_by].to_numpy(dtype=float)
+        marker["coloraxis"] = "coloraxis"
+    if not three_d:  # open and line symbols: the stroke is the marker colour
+        marker["line"] = {"width": PARITY_LINE_WIDTH}
+    return marker
+
+
 def head_traces(
     models: Mapping[str, pd.DataFrame],
     columns: Sequence[str],
@@ -149,7 +171,6 @@ def head_traces(
     size (the selected one gets a ring of its own). Also the traces of each frame of
     :mod:`headforms.figures.animated`'s animated views."""
     traces = []
-    symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
     for index, (model, heads) in enumerate(models.items()):
         drawn = valid(heads, columns)
         for parity in PARITY_DRAW_ORDER:
@@ -157,20 +178,7 @@ def head_traces(
             if part.empty:
                 continue
             xyz = barycentric_points(part[list(columns)].to_numpy(), vertices)
-            marker: dict = {
-                "symbol": symbols[parity],
-                "size": MARKER_SIZE_3D if three_d else MARKER_SIZE_2D,
-                "opacity": OPACITY_3D if three_d else HEAD_OPACITY_2D,
-            }
-            if color_by == "model" or index > 0:
-                marker["color"] = model_color(index)
-            elif color_by == "parity":
-                marker["color"] = PARITY_COLORS[parity]
-            else:
-                marker["color"] = part[color_by].to_numpy(dtype=float)
-                marker["coloraxis"] = "coloraxis"
-            if not three_d:  # open and line symbols: the stroke is the marker colour
-                marker["line"] = {"width": PARITY_LINE_WIDTH}
+            marker = head_marker(part, parity, color_by, index, three_d)
             coords = {"x": xyz[:, 0], "y": xyz[:, 1]}
             if three_d:
                 coords["z"] = xyz[:, 2]
