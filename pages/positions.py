@@ -31,6 +31,7 @@ from ui.motion import (
     bind_views,
     check_positions,
     load_sweep,
+    path_colouring,
     slider_options,
     sweep_request,
     view_controls,
@@ -108,14 +109,15 @@ def first_screen(fig: go.Figure) -> go.Figure:
     return fig.update_layout(height=FIGURE_HEIGHT)
 
 
-key = (ctx.spec, card.fingerprint, options, view, ctx.color_by, ctx.selected, frame, every, start)
+color_by = path_colouring(ctx.color_by, controls)
+key = (ctx.spec, card.fingerprint, options, view, color_by, ctx.selected, frame, every, start)
 figure = cached(
     "motion_sweep",
     key,
     lambda: PlotPayload.of(
         first_screen(
             animated.animated_figure(
-                sweep, view, ctx.color_by, ctx.selected, frame, start, every_path=every
+                sweep, view, color_by, ctx.selected, frame, start, every_path=every
             )
         )
     ),

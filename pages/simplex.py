@@ -31,6 +31,7 @@ from ui import (
     select_from_customdata,
     state,
 )
+from ui.behaviour import coloured
 from ui.loading import analysis_download, baselines_of, load_models, models_key
 from ui.motion import chosen_positions, sweep_at_hand
 from ui.plot import hidden_link
@@ -103,15 +104,19 @@ with switches:
 status = st.container()  # overlay progress and errors: the plots below never move or blank
 analyses = load_models(ctx.spec, ctx.analysis, extra, where=status)  # tables: all their models
 models = {spec: analysis.heads for spec, analysis in analyses.items()}
+primary = analyses.get(ctx.spec, ctx.analysis)
+with status:  # a head-type score to colour by: the model's scores on the probe, joined
+    primary_heads, color_by = coloured(primary.heads, ctx.spec, ctx.color_by)
+models = {ctx.spec: primary_heads, **{s: h for s, h in models.items() if s != ctx.spec}}
 baselines = baselines_of(analyses) if show_baseline else {}
-key = (models_key(analyses), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
+key = (models_key(analyses), ctx.rope_position, color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",
     (*key, frame),
     lambda: PlotPayload.of(
         fit_to_column(
             figures.simplex_figure(
-                models, ctx.color_by, ctx.selected, frame=frame, baselines=baselines
+                models, color_by, ctx.selected, frame=frame, baselines=baselines
             ),
             1.12 if frame == "simplex" else 1.0,  # vertex labels inside a narrow column
         ).update_layout(height=SIMPLEX_HEIGHT)
@@ -121,15 +126,14 @@ triangle = cached(
     "triangle",
     key,
     lambda: PlotPayload.of(
-        fit_to_column(triangle_figure(models, ctx.color_by, ctx.selected, baselines))
+        fit_to_column(triangle_figure(models, color_by, ctx.selected, baselines))
     ),
 )
-primary = analyses[ctx.spec] if ctx.spec in analyses else ctx.analysis
 swarm = cached(
     "parity_swarm",
-    (models_key({ctx.spec: primary}), ctx.rope_position, ctx.color_by, ctx.selected),
+    (models_key({ctx.spec: primary}), ctx.rope_position, color_by, ctx.selected),
     lambda: PlotPayload.of(
-        swarm_figure(primary.heads, ctx.spec, ctx.color_by, ctx.selected, *SWARM_SIZE)
+        swarm_figure(primary_heads, ctx.spec, color_by, ctx.selected, *SWARM_SIZE)
     ),
 )
 profiles = cached("profile_table", key[:2], lambda: figures.profile_table(models))

@@ -31,6 +31,7 @@ from ui.motion import (
     bind_series,
     bind_views,
     load_series,
+    path_colouring,
     series_inputs,
     view_controls,
 )
@@ -108,7 +109,8 @@ baseline = load_baseline(series.analyses[-1], status)  # where every path starts
 base_heads = None if baseline is None else baseline.heads
 checkpoints = zip(series.checkpoints, series.analyses, strict=True)
 weights = models_key({checkpoint.spec: analysis for checkpoint, analysis in checkpoints})
-key = (series.label, weights, view, ctx.color_by, layer, head)
+color_by = path_colouring(ctx.color_by, controls)
+key = (series.label, weights, view, color_by, layer, head)
 figure = cached(
     "motion_series",
     (*key, frame, every, base_heads is not None),
@@ -116,7 +118,7 @@ figure = cached(
         animated.animated_figure(
             series,
             view,
-            ctx.color_by,
+            color_by,
             selected,
             frame,
             series.n_points - 1,

@@ -160,6 +160,19 @@ def bind_views() -> None:
     links.bind(links.flag("paths", state.MOTION_PATHS_KEY, False, "every head's path"))
 
 
+def path_colouring(color_by: str, where: Any = None) -> str:
+    """The colouring of an animated view for the sidebar's ``color_by``: a head-type score is
+    a forward pass of one model (the Simplex page colours by it), so the heads in motion are
+    coloured by parity type then, which one line in ``where`` says."""
+    if color_by not in state.SCORE_COLORS:
+        return color_by
+    (where or st).caption(
+        f"{state.SCORE_COLORS[color_by]}: the heads in motion are coloured by parity type (the "
+        "Simplex page colours one model's heads by their scores)."
+    )
+    return "parity"
+
+
 def view_controls(view_at: Any, frame_at: Any, stacked: bool = False) -> tuple[str, str]:
     """A Motion page's two view controls, in the columns given: the figure (tetrahedron or
     triangle) and what the tetrahedron's camera frames (disabled for the triangle, always drawn

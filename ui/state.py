@@ -43,13 +43,22 @@ DIFF_KEY = "hf_diff_b"
 LOADED_KEY = "_hf_loaded_models"
 """spec -> (layers, heads) of every model this session loaded (what a click may select)."""
 
+SCORE_COLORS: dict[str, str] = {
+    "previous_token": "Previous-token score",
+    "induction": "Induction score",
+    "first_token": "First-token score (sink)",
+    "duplicate_token": "Duplicate-token score",
+}
+"""The head-type scores the heads can be coloured by (a forward pass on the probe, once)."""
+
 COLOR_CHOICES: dict[str, str] = {
     "parity": "Parity type",
     "layer": "Layer",
     "energy": "Symmetric energy",
     "pairing": "Pairing score",
+    **SCORE_COLORS,
 }
-"""Colour-by options of the simplex and triangle (value -> label)."""
+"""Colour-by options of the simplex, the triangle and the swarm (value -> label)."""
 
 DEFAULTS: dict[str, Any] = {
     MODEL_KEY: DEFAULT_MODEL,

@@ -64,10 +64,16 @@ def lines(segments: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     return np.array(out)
 
 
-def check_color_by(color_by: str) -> None:
-    """Reject an unknown ``color_by`` with a one-line error."""
+def check_color_by(color_by: str, heads: pd.DataFrame | None = None) -> None:
+    """Reject an unknown ``color_by``, or one the first model's table ``heads`` lacks (a
+    head-type score is joined from a forward pass), with a one-line error."""
     if color_by not in COLOR_BY_OPTIONS:
         raise FigureInputError(f"color_by must be one of {COLOR_BY_OPTIONS}, got {color_by!r}")
+    if heads is not None and color_by not in ("parity", "model") and color_by not in heads:
+        raise FigureInputError(
+            f"colouring by {color_by} needs the column {color_by!r} in the table of heads (a "
+            "head-type score comes from a forward pass: join the scores first)"
+        )
 
 
 def hover_text(heads: pd.DataFrame, model: str, columns: Sequence[str]) -> list[str]:

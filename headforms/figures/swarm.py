@@ -164,7 +164,7 @@ def swarm_figure(
     of its parity type's symbol, at its ``c_S + d_S`` (module doc), coloured by ``color_by`` as
     on the simplex; ``selected`` ringed and named. Laid out for a plot of ``height`` x ``width``
     px (a wider one spreads the markers more, a narrower one brings them closer)."""
-    check_color_by(color_by)
+    check_color_by(color_by, heads)
     continuous = color_by not in ("parity", "model")
     table = swarm_table(heads, height, width, colorbar=continuous)
     rows = drawn_heads(heads)  # the table's rows, in its order
