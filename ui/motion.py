@@ -267,5 +267,7 @@ def series_inputs(text: str) -> list[str]:
 
 
 def bind_second() -> None:
-    """The Model diff page's model B (``b``) bound to the URL."""
+    """The Model diff page's models bound to the URL: B (``b``) and A when chosen there
+    (``a``; otherwise the sidebar's model)."""
     links.bind(links.spec("b", state.DIFF_KEY, None, always=False))
+    links.bind(links.spec("a", state.DIFF_A_KEY, None, always=False))

@@ -40,6 +40,8 @@ MOTION_PATHS_KEY = "hf_motion_every_path"
 positions, Training run, Model diff): one setting for the three."""
 SERIES_KEY = "hf_series"
 DIFF_KEY = "hf_diff_b"
+DIFF_A_KEY = "hf_diff_a"
+"""The Model diff page's model A when chosen there (None: the sidebar's model)."""
 LOADED_KEY = "_hf_loaded_models"
 """spec -> (layers, heads) of every model this session loaded (what a click may select)."""
 

@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..forms import PARITY_LABELS
+from ..sources.specs import short_name
 from .camera import view_coordinates
 from .geometry import barycentric_points
 from .style import (
@@ -135,8 +136,8 @@ def coloraxis(color_by: str, cmin: float, cmax: float, y: float) -> dict:
 
 
 def title(prefix: str, models: Mapping[str, pd.DataFrame]) -> str:
-    """Figure title naming the models shown."""
-    names = ", ".join(models) if models else "no model"
+    """Figure title naming the models shown (a published table's by their short names)."""
+    names = ", ".join(short_name(model) for model in models) if models else "no model"
     return f"{prefix}: {names}"
 
 
@@ -196,11 +197,11 @@ def head_traces(
                     "marker": marker,
                     "name": PARITY_NAMES[parity]
                     if len(models) == 1
-                    else f"{model}: {PARITY_NAMES[parity]}",
+                    else f"{short_name(model)}: {PARITY_NAMES[parity]}",
                     "legendgroup": model,
                     # a model's name over its types where several are drawn (one: the title
                     # names it, and a group title stacks a horizontal legend into a column)
-                    "legendgrouptitle": {"text": model if len(models) > 1 else ""},
+                    "legendgrouptitle": {"text": short_name(model) if len(models) > 1 else ""},
                     "legendrank": 1000 + PARITY_LABELS.index(parity),
                     "customdata": head_customdata(part, model),
                     "text": hover_text(part, model, columns),

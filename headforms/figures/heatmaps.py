@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..sources.specs import short_name
 from .style import (
     COLUMN_TITLES,
     DIVERGING_SCALE,
@@ -93,7 +94,7 @@ def heatmap_pair_figure(
                 baseline[column].to_numpy(float),
             )
         )
-    title = f"{COLUMN_TITLES.get(column, column)}: {model_name}"
+    title = f"{COLUMN_TITLES.get(column, column)}: {short_name(model_name)}"
     return heatmap_panels_figure(panels, column, title, selected, color_range)
 
 

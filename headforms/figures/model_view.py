@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..sources.specs import short_name
 from .behaviour import KINDS, MASKED_COLOR, WEIGHTS_SCALE
 from .style import (
     CONTINUOUS_SCALE,
@@ -269,8 +270,8 @@ def model_view_figure(
     fig.update_layout(
         template=TEMPLATE,
         title={
-            "text": f"Every head's {KINDS[kind]}s on the prompt: {model}<br><sup>{n_layers} "
-            f"layers × {n_heads} heads, {tokens} tokens{note}; grey: masked</sup>"
+            "text": f"Every head's {KINDS[kind]}s on the prompt: {short_name(model)}<br><sup>"
+            f"{n_layers} layers × {n_heads} heads, {tokens} tokens{note}; grey: masked</sup>"
         },
         plot_bgcolor="white",
         width=int(shape.width + MARGIN["l"] + MARGIN["r"]),

@@ -21,6 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..forms import PARITY_LABELS, PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
+from ..sources.specs import short_name
 from .head_markers import check_color_by, color_range, coloraxis, head_marker, hover_text
 from .style import (
     PARITY_NAMES,
@@ -239,7 +240,7 @@ def swarm_figure(
         )
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"Every head by parity type<br><sup>{model}</sup>"},
+        title={"text": f"Every head by parity type<br><sup>{short_name(model)}</sup>"},
         uirevision=UIREVISION,
         height=height,
         margin={**MARGIN, "r": COLORBAR_MARGIN_PX if continuous else MARGIN["r"]},
