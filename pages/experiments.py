@@ -37,7 +37,8 @@ st.caption(
     f"What {guard.plain(ctx.spec)} loses when its heads' forms are edited, on the first 128 tokens "
     "of the Declaration of Independence: ΔCE is the change of the next-token cross-entropy "
     "(nats), KL the divergence of the next-token distributions. Click a cell or a point to open "
-    "that head (its page edits it alone, against matched controls). docs/interventions.md."
+    "that head (its page edits it alone, against matched controls); `headforms intervene` runs "
+    "the same from the command line."
 )
 CONTROLS = links.whole("controls", edits.CONTROLS_KEY, 0, MAX_CONTROLS, 0, "a number", "K =")
 links.check(CONTROLS, edits.SEED)

@@ -76,7 +76,9 @@ with_behaviour = toggles.toggle(
     "Head-type scores",
     key=BEHAVIOUR_KEY,
     help="Add previous_token, first_token, duplicate_token and induction: each head's scores on "
-    "a probe of random tokens repeated twice (runs the model once; docs/MATH.md).",
+    "a probe of random tokens repeated twice (runs the model once): the mean attention a query "
+    "gives the token before it, the first token, the same token's earlier copy, or the token "
+    "after that copy.",
 )
 baseline = load_baseline(ctx.analysis) if with_baseline else None  # a progress line meanwhile
 table = ctx.analysis.table(baseline)

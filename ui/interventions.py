@@ -147,7 +147,7 @@ def edit_head_section(ctx: PageContext, before_profile: dict[str, Any]) -> None:
     st.caption(
         "Replace the head's form L by an edited one at every relative position, run the model on "
         "the first 128 tokens of the Declaration of Independence and measure what it loses, "
-        "against random changes of the same size (docs/interventions.md)."
+        "against random changes of the same size (matched controls)."
     )
     cols = st.columns([3, 1, 1], vertical_alignment="bottom")
     edit = cols[0].selectbox("Edit", [NO_EDIT, *EDITS], format_func=edit_label, key=EDIT_KEY)
