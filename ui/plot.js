@@ -502,6 +502,9 @@ async function draw(wrap, gd, Plotly, figure, data) {
       gd.hfFrame = { axis: gd.hfAxis, name: event.name };
       reportFrame(wrap, gd, event.name);
     });
+    // A frame brings the labels of its point as the figure placed them: placed again once the
+    // slider or Play stops (ui/plot_labels.js).
+    gd.on("plotly_animated", () => placeLabels(gd, gd.hfPlotly));
   }
   await keepFrame(gd, Plotly, figure, data);
 }
@@ -519,6 +522,9 @@ async function keepFrame(gd, Plotly, figure, data) {
   const held = gd._transitionData && gd._transitionData._frameHash;
   if (name === null || name === undefined || !held || !held[name]) return;
   gd.hfFrame = { axis: meta.axis, name };
+  const slider = ((figure.layout && figure.layout.sliders) || [])[0];
+  const step = slider && slider.steps && slider.steps[slider.active || 0];
+  if (step && step.label === String(name)) return; // the figure starts there: drawn already
   await Plotly.animate(gd, [String(name)], {
     mode: "immediate",
     frame: { duration: 0, redraw: true },

@@ -196,3 +196,127 @@ def test_the_gallerys_animated_simplex_shows_its_whole_legend(browser, tmp_path:
         context.close()
     assert {"Type I+", "Type II", "Type I−"} <= set(legend["items"]), legend
     assert legend["plot"][0] <= legend["legend"][0] and legend["legend"][1] <= legend["plot"][1]
+
+
+LABELS_JS = """
+(gd) => {
+  // Each scene label as given (name, text), whether drawn, its drawn box and where its point
+  // projects; the scene's area and where the selected head's ring is, in page pixels.
+  const full = gd._fullLayout, size = full._size, dom = full.scene.domain;
+  const rect = gd.getBoundingClientRect();
+  const scene = full.scene._scene, cam = scene.glplot.cameraParams, scale = scene.dataScale;
+  const left = size.l + dom.x[0] * size.w, width = (dom.x[1] - dom.x[0]) * size.w;
+  const top = size.t + (1 - dom.y[1]) * size.h, height = (dom.y[1] - dom.y[0]) * size.h;
+  const mul = (m, v) =>
+    [0, 1, 2, 3].map((r) => m[r] * v[0] + m[4 + r] * v[1] + m[8 + r] * v[2] + m[12 + r] * v[3]);
+  const project = (x, y, z) => {
+    const c = mul(cam.projection, mul(cam.view, mul(cam.model,
+                  [x * scale[0], y * scale[1], z * scale[2], 1])));
+    return { x: rect.left + left + ((c[0] / c[3] + 1) / 2) * width,
+             y: rect.top + top + ((1 - c[1] / c[3]) / 2) * height, front: c[3] > 0 };
+  };
+  const drawn = {};
+  for (const g of gd.querySelectorAll(".annotation-scene")) {
+    const r = g.querySelector(".annotation-text-g").getBoundingClientRect();
+    drawn[g.getAttribute("data-index")] = { left: r.left, right: r.right, top: r.top,
+                                            bottom: r.bottom };
+  }
+  const ring = gd._fullData.find((t) => t.meta && t.meta.role === "selected");
+  return {
+    area: { left: rect.left + left, right: rect.left + left + width,
+            top: rect.top + top, bottom: rect.top + top + height },
+    ring: ring ? project(ring.x[0], ring.y[0], ring.z[0]) : null,
+    labels: gd.layout.scene.annotations.map((a, i) => ({
+      name: a.name, text: a.text, box: drawn[i] || null, at: project(a.x, a.y, a.z) })),
+  };
+}
+"""
+
+
+def labels_placed(page, plot) -> dict:
+    """The labels once two readings 400 ms apart agree (they are placed after the draw)."""
+    last = None
+    for _ in range(80):
+        now = plot.evaluate(LABELS_JS)
+        if now == last:
+            return now
+        last = now
+        page.wait_for_timeout(400)
+    raise AssertionError("the labels did not settle")
+
+
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [
+        (f"/positions?model={DEFAULT_MODEL}&positions=0:16&view=heads&layer=5&head=3",
+         "motion_simplex"),
+        (f"/?model={DEFAULT_MODEL}&view=heads&layer=5&head=3", "simplex"),
+    ],
+)  # fmt: skip
+def test_zoomed_labels_name_what_is_there_and_hints_sit_at_the_edge(
+    page, server: str, path: str, key: str
+) -> None:
+    """Issue 39.4, zoomed to the heads: a vertex label is drawn only at its vertex in view (on
+    main, one out of view was pinned to a far corner), a hint toward each vertex out of view
+    sits at the edge of the view on the vertex's side (on main, mid-plot over the selected
+    head's ring), and no label covers the ring."""
+    page.goto(server + path)
+    plot = page.locator(f'div[data-hf-plot="{key}"]')
+    page.wait_for_function(
+        f"""() => {{ const gd = document.querySelector('div[data-hf-plot="{key}"]');
+                    const s = gd && gd._fullLayout && gd._fullLayout.scene;
+                    return Boolean(s && s._scene && s._scene.glplot); }}""",
+        timeout=PAGE_MS,
+    )
+    settled(page)
+    plot.scroll_into_view_if_needed()
+    shown = labels_placed(page, plot)
+    area, ring = shown["area"], shown["ring"]
+    inside = lambda at: (  # noqa: E731
+        at["front"]
+        and area["left"] <= at["x"] <= area["right"]
+        and area["top"] <= at["y"] <= area["bottom"]
+    )
+    vertices = [label for label in shown["labels"] if label["name"] == "vertex"]
+    hints = {label["text"]: label for label in shown["labels"] if label["name"] == "hint"}
+    assert any(not inside(v["at"]) for v in vertices)  # the zoom leaves a vertex out
+    for vertex in vertices:
+        if inside(vertex["at"]):
+            box = vertex["box"]
+            assert box is not None, vertex["text"]
+            gap = max(box["left"] - vertex["at"]["x"], vertex["at"]["x"] - box["right"], 0) + max(
+                box["top"] - vertex["at"]["y"], vertex["at"]["y"] - box["bottom"], 0
+            )
+            assert gap <= 30, (vertex["text"], gap)  # beside its vertex
+            continue
+        assert vertex["box"] is None, vertex["text"]  # not pinned somewhere else
+        name = vertex["text"].replace("<br>", " ")
+        (hint,) = [h for text, h in hints.items() if text.endswith(name)]
+        box = hint["box"]
+        assert box is not None, name
+        to_edge = min(
+            box["left"] - area["left"],
+            area["right"] - box["right"],
+            box["top"] - area["top"],
+            area["bottom"] - box["bottom"],
+        )
+        assert to_edge <= 20, (name, to_edge)  # at the edge, not mid-plot
+        centre = ((box["left"] + box["right"]) / 2, (box["top"] + box["bottom"]) / 2)
+        mid = ((area["left"] + area["right"]) / 2, (area["top"] + area["bottom"]) / 2)
+        towards = (vertex["at"]["x"] - mid[0], vertex["at"]["y"] - mid[1])
+        if not vertex["at"]["front"]:
+            towards = (-towards[0], -towards[1])
+        assert (centre[0] - mid[0]) * towards[0] + (centre[1] - mid[1]) * towards[1] > 0, name
+    if ring is not None:
+        ring_box = {
+            "left": ring["x"] - 8,
+            "right": ring["x"] + 8,
+            "top": ring["y"] - 8,
+            "bottom": ring["y"] + 8,
+        }
+        covering = [
+            label["text"]
+            for label in shown["labels"]
+            if label["box"] and label["name"] != "selected" and overlaps(label["box"], ring_box)
+        ]
+        assert not covering, covering
