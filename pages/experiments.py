@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms.analyses.behaviour import GEOMETRY_COLUMNS
+from headforms.analyses.behaviour import CORRELATION_COLUMNS, SHARE_COLUMNS, with_shares
 from headforms.analyses.interventions import (
     MEASURES,
     edit_correlation,
@@ -20,6 +20,7 @@ from headforms.interventions import EDITS, FORM_EDITS
 from headforms.interventions.request import MAX_CONTROLS
 from ui import cached, clickable_plot, guard, jump_toggle, links, page_context
 from ui import interventions as edits
+from ui import why as splits
 from ui.state import select_from_customdata
 
 EDIT_KEY = "hf_experiments_edit"
@@ -44,7 +45,7 @@ CONTROLS = links.whole("controls", edits.CONTROLS_KEY, 0, MAX_CONTROLS, 0, "a nu
 links.check(CONTROLS, edits.SEED)
 links.bind(links.choice("edit", EDIT_KEY, list(EDITS), "zero", "an edit"))
 links.bind(links.choice("measure", MEASURE_KEY, list(MEASURES), "delta_ce", "a measure"))
-links.bind(links.choice("geometry", GEOMETRY_KEY, list(GEOMETRY_COLUMNS), "a", "a column"))
+links.bind(links.choice("geometry", GEOMETRY_KEY, list(CORRELATION_COLUMNS), "a", "a column"))
 
 st.subheader("One edit, every head on its own")
 controls_row = st.columns([2.4, 1, 1, 1.3], vertical_alignment="bottom")
@@ -104,10 +105,15 @@ if sweep is not None:
         links.stop_page()
     column = options[1].selectbox(
         "Geometry (across)",
-        list(GEOMETRY_COLUMNS),
-        format_func=GEOMETRY_COLUMNS.__getitem__,
+        list(CORRELATION_COLUMNS),
+        format_func=CORRELATION_COLUMNS.__getitem__,
         key=GEOMETRY_KEY,
     )
+    if column in SHARE_COLUMNS:  # a realised share: every head's scores split on the same text
+        shares = splits.every_head(ctx.spec, ctx.card.total_heads)
+        if shares is None:
+            links.stop_page()
+        frame = with_shares(frame, shares.table)
     summary = sweep_summary(frame, measure)
     options[2].caption(guard.plain(summary.text()))
     found = cached(
@@ -134,7 +140,7 @@ if sweep is not None:
             ),
             key="edit_scatter",
             on_click=select_from_customdata,
-            caption=f"Each head's {MEASURES[measure]} against its {GEOMETRY_COLUMNS[column]}; "
+            caption=f"Each head's {MEASURES[measure]} against its {CORRELATION_COLUMNS[column]}; "
             "marker and colour by parity. Spearman's ρ with a 95% bootstrap interval over heads "
             f"(seed {seed}).",
             data=frame,

@@ -31,6 +31,7 @@ from ui.model_view import every_head_section
 from ui.motion import chosen_positions, load_sweep, sweep_at_hand
 from ui.state import stepped
 from ui.tables import require_spectra
+from ui.why import why_section
 from ui.widgets import number
 
 SWEEP_ASKED_KEY = "_hf_head_sweep_asked"
@@ -253,8 +254,10 @@ if card.rotary:
             icon=":material/arrow_forward:",
         )
 
-head_section(ctx)  # what the head does: its attention on a prompt, its head-type scores
-every_head_section(ctx)  # every head's attention on that prompt, a click opens one
+pattern = head_section(ctx)  # what the head does: its attention on a prompt, its scores
+if pattern is not None:
+    every_head_section(ctx, pattern)  # every head's attention on that prompt, a click opens one
+    why_section(ctx, pattern)  # why: those scores split by the form's parts, a direction's readout
 own = ctx.analysis if ctx.rope_position == 0 else load_analysis(ctx.spec, 0, quiet=True)
 at_zero = own.heads.iloc[ctx.row]  # an edit's profile is at d = 0
 edit_head_section(ctx, {name: at_zero[name] for name in ("a", "b", "c", "d", "parity")})

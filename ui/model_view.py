@@ -2,9 +2,9 @@
 layer x head grid of small heatmaps (as BertViz's model view shows it), the selected head
 outlined; a click on a thumbnail opens that head.
 
-It draws the forward pass the page has already asked for (:func:`ui.behaviour.head_section`:
-one :class:`ui.gateway.PromptAttention` of the prompt gives every head's pattern), read back
-from the gateway, so the grid costs no second pass.
+It draws the forward pass the page's heatmap has drawn (:func:`ui.behaviour.head_section`
+returns it: one :class:`ui.gateway.PromptAttention` of the prompt gives every head's pattern),
+so the grid costs no second pass.
 """
 
 from __future__ import annotations
@@ -12,13 +12,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from headforms.behaviour import DEFAULT_PROMPT
-from headforms.errors import HeadformsError
+from headforms.behaviour import DEFAULT_PROMPT, AttentionPattern
 from headforms.figures.model_view import MAX_CELLS, model_view_figure, outlined
 
-from .behaviour import PRE_SOFTMAX_KEY, PROMPT_KEY, attention_pattern, runnable_model
-from .compute import cached, peek
-from .gateway import PromptAttention
+from .behaviour import PRE_SOFTMAX_KEY, PROMPT_KEY
+from .compute import cached
 from .plot import PlotPayload, clickable_plot
 from .sidebar import PageContext
 from .state import select_from_customdata
@@ -27,22 +25,13 @@ KEY = "model_view"
 """The plot's key (``div[data-hf-plot="model_view"]``)."""
 
 
-def every_head_section(ctx: PageContext) -> None:
-    """The grid of every head's pattern on the page's prompt (weights, or the pre-softmax
-    scores when the page shows them); nothing when the model cannot run (the page's heatmap
-    above has said why)."""
+def every_head_section(ctx: PageContext, pattern: AttentionPattern) -> None:
+    """The grid of every head's ``pattern`` on the page's prompt (the one the page's heatmap
+    drew: weights, or the pre-softmax scores when the page shows them); nothing when the
+    pattern does not describe the model's heads (the page's heatmap has said so)."""
+    if (pattern.n_layers, pattern.n_heads) != (ctx.card.n_layers, ctx.card.n_heads):
+        return
     prompt = str(st.session_state.get(PROMPT_KEY, DEFAULT_PROMPT))
-    try:
-        pattern = peek(PromptAttention(runnable_model(ctx.spec), prompt))
-    except HeadformsError:
-        return
-    if pattern is None:  # let go by the gateway since the heatmap above: asked for again
-        pattern = attention_pattern(ctx.spec, prompt)
-    if pattern is None or (pattern.n_layers, pattern.n_heads) != (
-        ctx.card.n_layers,
-        ctx.card.n_heads,
-    ):
-        return
     kind = "scores" if st.session_state.get(PRE_SOFTMAX_KEY) else "weights"
     if kind == "scores" and pattern.scores is None:
         kind = "weights"

@@ -510,15 +510,25 @@ async function draw(wrap, gd, Plotly, figure, data) {
 }
 
 // An animated figure (figures/animated.py: one frame per point of a path, named by its value)
-// drawn again shows the point Python asks for (data.frame: the one the visitor moved to, or a
-// link's), else the one the visitor had moved to (same axis), not its first point again. A
-// frame the plot does not hold is left alone: its figure starts where it starts.
+// drawn again shows the point Python asks for (data.report_frame: data.frame, where the visitor
+// left the slider, a link's, or the figure's own start; ui/plot.py's frame_link decides), else
+// the point the visitor had moved to (same axis), not its first point again; a path still
+// growing (meta.follow: a training run that records) shown at its last point follows its new
+// last point (the figure's own start). A frame the plot does not hold is left alone.
 async function keepFrame(gd, Plotly, figure, data) {
   const meta = (figure.layout && figure.layout.meta) || {};
+  const frames = figure.frames || [];
   const previous = gd.hfFrame;
+  const lastBefore = gd.hfLastFrame;
   gd.hfAxis = meta.axis;
-  let name = data.report_frame ? data.frame : null;
-  if (name === null && previous && previous.axis === meta.axis) name = previous.name;
+  gd.hfLastFrame = frames.length ? frames[frames.length - 1].name : undefined;
+  let name = null;
+  if (data.report_frame) {
+    name = data.frame;
+  } else if (previous && previous.axis === meta.axis) {
+    if (meta.follow && previous.name === lastBefore) gd.hfFrame = undefined;
+    else name = previous.name;
+  }
   const held = gd._transitionData && gd._transitionData._frameHash;
   if (name === null || name === undefined || !held || !held[name]) return;
   gd.hfFrame = { axis: meta.axis, name };

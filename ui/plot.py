@@ -288,13 +288,15 @@ def frame_link(name: str, key: str, payload: PlotPayload, start: str, what: str)
     slider position) to the URL parameter ``name``, before drawing it: a link opens the figure
     where the sender had moved it; ``start`` (the figure's own first frame) is left out of it,
     and a value that is not one of its frames is corrected with a notice naming ``what``. A
-    figure of other frames, or starting elsewhere (a new RoPE position in the sidebar), starts
-    where it starts."""
+    figure that starts elsewhere (a new RoPE position in the sidebar, a new last checkpoint of a
+    run that records) is shown at its new start if the slider was at the old one (it follows),
+    else where the visitor left it, if the figure still has that frame."""
     state = st.session_state
     started = f"{key}:start"
-    if state.get(key) not in payload.frames or state.get(started) != (payload.frames, start):
+    shown, before = state.get(key), state.get(started)
+    if shown not in payload.frames or (before is not None and shown == before != start):
         state.pop(key, None)
-    state[started] = (payload.frames, start)
+    state[started] = start
     links.bind(links.choice(name, key, list(payload.frames), start, what))
 
 

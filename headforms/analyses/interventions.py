@@ -21,7 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .behaviour import GEOMETRY_COLUMNS, Correlation, geometry_frame, rank_correlation
+from .behaviour import (
+    CORRELATION_COLUMNS,
+    GEOMETRY_COLUMNS,
+    Correlation,
+    geometry_frame,
+    rank_correlation,
+)
 
 MEASURES: dict[str, str] = {
     "delta_ce": "ΔCE (nats)",
@@ -75,11 +81,12 @@ def edit_frame(heads: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 def edit_correlation(
     frame: pd.DataFrame, column: str, measure: str = "delta_ce", seed: int = 0
 ) -> Correlation:
-    """Spearman's rho of ``measure`` against the geometric ``column`` over the heads of
-    :func:`edit_frame` with both finite, and its bootstrap interval (seeded by ``seed``)."""
-    if column not in GEOMETRY_COLUMNS:
+    """Spearman's rho of ``measure`` against the geometric ``column`` (or a realised share of
+    :data:`.behaviour.SHARE_COLUMNS`, joined by :func:`.behaviour.with_shares`) over the heads
+    of :func:`edit_frame` with both finite, and its bootstrap interval (seeded by ``seed``)."""
+    if column not in CORRELATION_COLUMNS:
         raise ValueError(
-            f"unknown geometric column {column!r}; accepted: " + ", ".join(GEOMETRY_COLUMNS)
+            f"unknown geometric column {column!r}; accepted: " + ", ".join(CORRELATION_COLUMNS)
         )
     check_measure(measure)
     return rank_correlation(frame[column].to_numpy(), frame[measure].to_numpy(), seed=seed)

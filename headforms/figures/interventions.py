@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analyses.behaviour import GEOMETRY_COLUMNS, Correlation
+from ..analyses.behaviour import CORRELATION_COLUMNS, Correlation
 from ..analyses.interventions import MEASURES
 from .behaviour import (
     SHORT_SCORES,
@@ -44,9 +44,9 @@ twice it (one head carrying the model would leave every other cell white)."""
 def _check(frame: pd.DataFrame, measure: str, column: str | None = None) -> None:
     if measure not in MEASURES:
         raise FigureInputError(f"unknown measure {measure!r}; accepted: " + ", ".join(MEASURES))
-    if column is not None and column not in GEOMETRY_COLUMNS:
+    if column is not None and column not in CORRELATION_COLUMNS:
         raise FigureInputError(
-            f"unknown geometric column {column!r}; accepted: " + ", ".join(GEOMETRY_COLUMNS)
+            f"unknown geometric column {column!r}; accepted: " + ", ".join(CORRELATION_COLUMNS)
         )
     missing = {"layer", "head", "parity", measure, *([column] if column else [])} - set(
         frame.columns
@@ -98,7 +98,7 @@ def sweep_scatter_figure(
     fig.update_layout(
         template=TEMPLATE,
         title={
-            "text": f"{MEASURES[measure]} of '{edit}' against {GEOMETRY_COLUMNS[column]}"
+            "text": f"{MEASURES[measure]} of '{edit}' against {CORRELATION_COLUMNS[column]}"
             f"<br><sup>Spearman {correlation.text()} (95% bootstrap interval)</sup>",
             "x": 0.0,
             "xanchor": "left",

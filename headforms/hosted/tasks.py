@@ -30,6 +30,7 @@ from ..sources import Located
 if TYPE_CHECKING:
     from ..architectures import Shapes
     from ..interventions import InterventionRequest
+    from ..why import WhyRequest
     from .limits import Limits
     from .model_facts import ModelFacts
 
@@ -46,6 +47,7 @@ class TaskKind(Enum):
     ATTENTION = "attention"
     HEAD_SCORES = "head_scores"
     INTERVENTION = "intervention"
+    WHY = "why"
 
 
 class Task(ABC):
@@ -378,6 +380,57 @@ class InterventionTask(ForwardTask):
         )
 
 
+HEADS_PER_CHARGE = 30
+"""Heads of a score split that count as one of the visitor's forward passes (each head is a
+few hundred ``2n x 2n`` eigenproblems at 128 tokens: thirty cost about what a few passes do)."""
+
+
+@dataclass(frozen=True)
+class WhyTask(ForwardTask):
+    """A score split of heads' scores on a text (:func:`headforms.why.why`); ``request``: its
+    :meth:`~headforms.why.WhyRequest.as_dict`. Bounded in tokens (the request's check) and
+    seconds (the worker's limit); charged one forward pass per :data:`HEADS_PER_CHARGE` heads."""
+
+    kind: ClassVar[TaskKind] = TaskKind.WHY
+    what: ClassVar[str] = "a score split"
+    located: Located
+    request: dict
+
+    @property
+    def checked(self) -> WhyRequest:
+        """The request as a checked value."""
+        from ..why import WhyRequest
+
+        return WhyRequest.from_dict(self.request)
+
+    def key(self, fingerprint: str) -> str:
+        from ..why import why_key
+
+        return why_key(fingerprint, self.checked)
+
+    def stored(self, key: str) -> Any | None:
+        from ..store import ResultStore
+        from ..why import result
+
+        return result.get(ResultStore(), key)
+
+    def label(self) -> str:
+        return f"the score split of {self.checked.scope.label} of {self.located.spec}"
+
+    def check(self, model: ModelFacts, limits: Limits) -> None:
+        model.check_tokens(self.checked.max_tokens, "the text")
+
+    def cost(self, model: ModelFacts) -> int:
+        scope = self.checked.scope
+        heads = len(scope.heads) if scope.kind == "heads" else (model.heads_all or 1)
+        return max(1, -(-heads // HEADS_PER_CHARGE))
+
+    def run(self, report: Report) -> None:
+        from ..why import why
+
+        why(self.located, self.checked, progress=report)
+
+
 TASKS: dict[TaskKind, type[Task]] = {
     cls.kind: cls
     for cls in (
@@ -387,6 +440,7 @@ TASKS: dict[TaskKind, type[Task]] = {
         AttentionTask,
         HeadScoresTask,
         InterventionTask,
+        WhyTask,
     )
 }
 """The class of each kind of task (how a worker decodes the line it is asked)."""

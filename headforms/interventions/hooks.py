@@ -36,14 +36,16 @@ from .anatomy import Anatomy
 from .changes import ControlChange, FormChange, OutputChange, SequencePlan
 
 
-def check_editable(anatomy: Anatomy, name: str, outputs: bool) -> None:
-    """Refuse, in one line, what the hooks cannot edit exactly: soft-capped attention logits,
-    and head outputs of a family whose output projection is not known."""
-    config = anatomy.layers[0].attention.config if anatomy.layers else None
+def check_editable(
+    anatomy: Anatomy, name: str, outputs: bool, what: str = "edits of its forms are"
+) -> None:
+    """Refuse, in one line, what the hooks cannot edit exactly: soft-capped attention logits
+    (``what``: what is then not supported), and head outputs of a family whose output
+    projection is not known."""
+    config = getattr(anatomy.layers[0].attention, "config", None) if anatomy.layers else None
     if getattr(config, "attn_logit_softcapping", None) is not None:
         raise NotRunnableError(
-            f"{name} soft-caps its attention logits (attn_logit_softcapping): edits of its "
-            "forms are not supported"
+            f"{name} soft-caps its attention logits (attn_logit_softcapping): {what} not supported"
         )
     if outputs and any(layer.output_projection is None for layer in anatomy.layers):
         raise NotRunnableError(
@@ -52,7 +54,7 @@ def check_editable(anatomy: Anatomy, name: str, outputs: bool) -> None:
         )
 
 
-def _argument(module: Any, args: tuple, kwargs: dict, name: str) -> inspect.BoundArguments:
+def bound_argument(module: Any, args: tuple, kwargs: dict, name: str) -> inspect.BoundArguments:
     bound = inspect.signature(module.forward).bind(*args, **kwargs)
     if name not in bound.arguments:
         raise NotRunnableError(
@@ -61,7 +63,7 @@ def _argument(module: Any, args: tuple, kwargs: dict, name: str) -> inspect.Boun
     return bound
 
 
-def _additive(mask: Any, like: Any) -> Any:
+def additive_mask(mask: Any, like: Any) -> Any:
     """The mask as an additive float mask (0 or the dtype's lowest value), or 0 for none."""
     import torch
 
@@ -76,7 +78,7 @@ def _scores_hook(layer: int, n_heads: int, plans: Sequence[SequencePlan]) -> Any
     import torch
 
     def hook(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        bound = _argument(module, args, kwargs, "hidden_states")
+        bound = bound_argument(module, args, kwargs, "hidden_states")
         x = bound.arguments["hidden_states"]
         batch, length = x.shape[0], x.shape[1]
         delta = np.zeros((batch, n_heads, length, length), np.float32)
@@ -88,7 +90,7 @@ def _scores_hook(layer: int, n_heads: int, plans: Sequence[SequencePlan]) -> Any
                         tokens = x[b].detach().double().cpu().numpy()
                     delta[b, change.head] += change.scores_delta(tokens).astype(np.float32)
         mask = bound.arguments.get("attention_mask")
-        bound.arguments["attention_mask"] = _additive(mask, x) + torch.from_numpy(delta)
+        bound.arguments["attention_mask"] = additive_mask(mask, x) + torch.from_numpy(delta)
         return bound.args, bound.kwargs
 
     return hook

@@ -37,11 +37,11 @@ ACCEPTED = (
 
 DEMO_PREFIX = "demo:"
 """Names the parts of the demo (``headforms demo``, the dashboard's "Try the demo"), wherever
-the cache lies: ``demo:run`` (its training run), ``demo:run/checkpoint-STEP`` (a checkpoint,
-``demo:run/checkpoint-200`` model A of the pair) and ``demo:finetuned`` (model B); a path
-inside the demo's folder (:func:`headforms.store.location.demo_directory`)."""
+the cache lies: ``demo:run`` (its training run), ``demo:base`` (model A of the pair) and
+``demo:finetuned`` (model B); a path inside the demo's folder
+(:func:`headforms.store.location.demo_directory`)."""
 
-DEMO_PARTS = "demo:run, demo:run/checkpoint-STEP or demo:finetuned"
+DEMO_PARTS = "demo:run, demo:base or demo:finetuned"
 
 SEPARATOR = "::"
 """Between a table file and a model name in a spec."""

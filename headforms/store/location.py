@@ -26,7 +26,7 @@ def cache_dir() -> Path:
     return path
 
 
-DEMO_VERSION = 1
+DEMO_VERSION = 2
 """The demo's recipe version (:mod:`headforms.demo`): a new recipe, a new folder."""
 DEMO_SEED = 0
 """The seed of the demo the dashboard offers and ``demo:`` names."""

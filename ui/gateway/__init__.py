@@ -6,7 +6,8 @@ when ``HEADFORMS_HOSTED`` is on) and draws progress while it works.
 
 - :mod:`.computation`: :class:`Computation`, what one request says (key, local, hosted, ...).
 - :mod:`.kinds`: the kinds the dashboard asks for (analysis, Gaussian baseline, RoPE sweep,
-  attention pattern of a prompt, head-type scores of a probe, an intervention).
+  attention pattern of a prompt, head-type scores of a probe, an intervention, a score split,
+  the demo, a training run's records).
 - :mod:`.base`: :class:`Gateway`: the cache, the job table, the waiting with progress.
 - :mod:`.cache`: :class:`ResultCache`: by content, bounded in bytes in all and per visitor.
 - :mod:`.local`, :mod:`.hosted`: how a job runs on a private server and on a hosted one.
@@ -47,6 +48,8 @@ from .kinds import (
     ProbeScores,
     PromptAttention,
     RopeSweep,
+    RunRecords,
+    WhyAttends,
 )
 from .local import LocalGateway
 
@@ -68,4 +71,6 @@ __all__ = [
     "PromptAttention",
     "ResultCache",
     "RopeSweep",
+    "RunRecords",
+    "WhyAttends",
 ]

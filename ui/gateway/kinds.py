@@ -6,7 +6,9 @@
 - :class:`PromptAttention`: a forward pass's attention patterns on a prompt;
 - :class:`ProbeScores`: a forward pass's head-type scores on the repeated-token probe;
 - :class:`Intervention`: an edit of heads' forms (or outputs) and what the model loses;
-- :class:`DemoBuild`: the demo training run and model pair, built once.
+- :class:`WhyAttends`: heads' scores on a text split into their forms' parts;
+- :class:`DemoBuild`: the demo training run and model pair, built once;
+- :class:`RunRecords`: a training run's records (a run store, perhaps still growing) as a series.
 
 Each says what it is by content (:attr:`~ui.gateway.computation.Computation.key`), how to
 compute it here (``local``: the library) and in a hosted server (``hosted``: the public
@@ -27,10 +29,14 @@ from headforms.behaviour import attention, cache, head_type_scores, runnable
 from headforms.behaviour.limits import check_probe, check_prompt
 from headforms.demo import DEMO_SEED, DEMO_VERSION, build_demo, built_demo
 from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
+from headforms.hosted.tasks import WhyTask
 from headforms.interventions import InterventionRequest, intervention, intervention_key
 from headforms.interventions import result as intervention_store
+from headforms.series import run_series
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
+from headforms.why import WhyRequest, why, why_key
+from headforms.why import result as why_store
 
 from .computation import Check, Computation, Progress
 
@@ -42,8 +48,11 @@ if TYPE_CHECKING:
     from headforms.demo import Demo
     from headforms.interventions import InterventionResult
     from headforms.options import AnalysisOptions, SweepOptions
+    from headforms.run_store import RunState
+    from headforms.series import Trajectory
     from headforms.sources import Located
     from headforms.sweeps import PositionSweep
+    from headforms.why import WhyResult
 
 
 @dataclass(frozen=True)
@@ -269,6 +278,46 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
 
 
 @dataclass(frozen=True)
+class WhyAttends(_ForwardPass, Computation["WhyResult"]):
+    """A score split ``request`` (heads, text, tokens, pairs, detail; checked when made) on
+    ``located``'s runnable model: every head's shares, or one head in full; in hosted mode in
+    the model's worker, charged as the visitor's forward passes."""
+
+    request: WhyRequest = field(default=None)  # type: ignore[assignment]
+    first_message = "loading the model for the split"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.request, WhyRequest):
+            raise TypeError("a WhyAttends needs a WhyRequest")
+        self.request.checked()
+
+    @property
+    def store_key(self) -> str:
+        """The result's key in the result store (fingerprint, request, code, libraries)."""
+        return why_key(self.model_fingerprint, self.request)
+
+    @property
+    def key(self) -> tuple:
+        return ("why", self.store_key)
+
+    def stored(self) -> WhyResult | None:
+        found = why_store.get(ResultStore(), self.store_key)
+        if found is not None:
+            found.model = self.located.spec
+        return found
+
+    def in_store(self) -> bool:
+        return self.store_key in ResultStore()
+
+    def local(self, progress: Progress) -> WhyResult:
+        return why(self.located, self.request, progress=progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> WhyResult:
+        task = WhyTask(self.located, self.request.as_dict())
+        return hosted.forward_task(task, progress, visitor=visitor, check=check)
+
+
+@dataclass(frozen=True)
 class DemoBuild(Computation["Demo"]):
     """The demo training run and model pair (:mod:`headforms.demo`): read when built, else
     built once (under its lock: one build per server and cache, whoever asks); in hosted mode
@@ -293,3 +342,31 @@ class DemoBuild(Computation["Demo"]):
     def hosted(self, progress: Progress, check: Check, visitor: str) -> Demo:
         build = lambda: build_demo(self.seed, progress)  # noqa: E731
         return hosted.in_server("analyses", build, visitor=visitor, check=check)
+
+
+@dataclass(frozen=True)
+class RunRecords(Computation["Trajectory"]):
+    """The records of ``state`` (a run store as listed, its records the ones to show) as a
+    series: read, never computed (a bounded read of files the library wrote, like a stored
+    analysis: nothing is charged in hosted mode). A new record is a new listing, and the run's
+    end a new manifest: each a new key."""
+
+    state: RunState
+    first_message = "reading the run's records"
+
+    @property
+    def key(self) -> tuple:
+        state = self.state
+        return ("run", str(state.directory), state.listing, state.manifest.finished)
+
+    def stored(self) -> Trajectory | None:
+        return run_series(self.state, spectra=False)
+
+    def in_store(self) -> bool:
+        return True
+
+    def local(self, progress: Progress) -> Trajectory:
+        return run_series(self.state, spectra=False)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> Trajectory:
+        return run_series(self.state, spectra=False)
