@@ -144,7 +144,7 @@ def load_series(inputs: Sequence[str], where: Any = None) -> Trajectory:
     inputs = [guard.checked_spec(text) for text in inputs if str(text).strip()]
     store = run_store_of(inputs[0], guard.policy()) if len(inputs) == 1 else None
     if store is not None:
-        return load_run(store)
+        return load_run(store, inputs[0])
     checkpoints = open_series(inputs, guard.policy())
     if len(checkpoints) > MAX_SERIES_CHECKPOINTS:
         raise OptionError(
@@ -167,7 +167,7 @@ def names_run_store(inputs: Sequence[str]) -> bool:
         return False
 
 
-def load_run(directory: Path) -> Trajectory:
+def load_run(directory: Path, label: str | None = None) -> Trajectory:
     """The series of the run store in ``directory`` (checked by the policy already): at most
     :data:`MAX_SERIES_CHECKPOINTS` of its records, evenly spread with the first and the last,
     read through the gateway (a new record is a new request). One-line HeadformsError: a store
@@ -181,7 +181,7 @@ def load_run(directory: Path) -> Trajectory:
             f"for one view ({MAX_RUN_BYTES // 2**20} MiB); the command line reads them all "
             "(headforms trajectory DIR --out FILE)"
         )
-    request = RunRecords(RunState(state.directory, state.manifest, chosen))
+    request = RunRecords(RunState(state.directory, state.manifest, chosen), label)
     return peek(request) or run(request)
 
 

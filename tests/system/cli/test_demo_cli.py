@@ -21,7 +21,7 @@ def test_demo_prints_the_run_and_the_pair(
     lines = dict(
         line.split(":", 1) for line in out.splitlines() if line.startswith(("training", "model"))
     )
-    base = f"demo:run/checkpoint-{demo.steps[-1]}"
+    base = "demo:base"
     for label, name, folder in (
         ("training run", "demo:run", demo.run),
         ("model A", base, demo.base),
@@ -33,7 +33,8 @@ def test_demo_prints_the_run_and_the_pair(
     assert main(["diff", str(demo.base), str(demo.finetuned), "--quiet"]) == 0  # the folders too
     out = tmp_path / "run.csv"
     assert main(["trajectory", "demo:run", "--out", str(out), "--quiet"]) == 0
-    assert "demo:run/checkpoint-0" in out.read_text()  # each checkpoint by its name
+    written = out.read_text()
+    assert "demo:run/" in written and str(demo.directory) not in written  # named by its spec
 
 
 def test_a_bad_seed_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,6 +50,6 @@ def test_a_demo_name_outside_the_demo_is_one_line(
     assert main(["analyze", name, "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"error: {name!r}: a part of the demo is demo:run, demo:run/checkpoint-STEP or "
-        "demo:finetuned (`headforms demo` builds it)"
+        f"error: {name!r}: a part of the demo is demo:run, demo:base or demo:finetuned "
+        "(`headforms demo` builds it)"
     ]

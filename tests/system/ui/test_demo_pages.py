@@ -48,7 +48,7 @@ def test_the_training_run_page_shows_the_demo_run() -> None:
 def test_the_model_diff_page_shows_the_demo_pair() -> None:
     at = try_the_demo("diff")
     demo = build_demo()
-    base = f"demo:run/checkpoint-{demo.steps[-1]}"
+    base = "demo:base"
     assert at.session_state[state.DIFF_A_KEY] == base
     assert at.session_state[state.DIFF_KEY] == "demo:finetuned"
     assert at.session_state[state.MODEL_KEY] == "smollm2-135m"  # the sidebar's stays
