@@ -299,6 +299,7 @@ def run_series(
     if not whole:
         what = "no record yet" if not damaged else f"no whole record ({len(damaged)} damaged)"
         raise OptionError(f"{state.directory} holds a run store with {what}: nothing to show")
+
     def spec(path: Path) -> str:  # a record named below the series' label when it has one
         inside = path.relative_to(state.directory).as_posix() if label else ""
         return f"{label.rstrip('/')}/{inside}" if label else str(path)
