@@ -88,13 +88,15 @@ if not given:  # the run was typed in this run: the controls below the box
 bind_views()
 view, frame = view_controls(controls, controls, stacked=True)
 with controls:
+    toggles = st.container()  # drawn after the demo line below: a link's demo is built there
+    if offer is None:
+        demo_offer("training", inputs, compact=True)
+with toggles:
     if not names_run_store(inputs):  # a record's head is followed here, never opened elsewhere
         jump_toggle()
     every = st.toggle(
         "Every head's path", key=state.MOTION_PATHS_KEY, help="Also draw every head's path."
     )
-    if offer is None:
-        demo_offer("training", inputs, compact=True)
 
 status = st.container()
 try:
