@@ -60,7 +60,7 @@ second = controls[1].selectbox(
     help="Its heads are matched with A's (same layers, heads, kv heads and dims; otherwise the "
     "shapes that differ are named).",
 )
-view, frame = view_controls(controls[2], controls[3])
+view, frame = view_controls(controls[2], controls[3], stacked=True)  # narrow columns
 jump_toggle()
 with offer:
     demo_offer("diff", [first, second or ""])

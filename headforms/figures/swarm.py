@@ -219,9 +219,9 @@ def swarm_figure(
             fig.add_annotation(
                 selected_label(x, np.log10(y), name, -36 if x > 0 else 36, -26, xref="x", yref="y")
             )
-    labels = [
-        (-half, "left", "Type I− (d_S ≥ c_S)", 1.0, "top"),
-        (half, "right", "Type I+ (c_S > d_S)", 1.0, "top"),
+    labels = [  # short: a narrow plot (beside a colour bar) holds both above the line
+        (-half, "left", "Type I−", 1.0, "top"),
+        (half, "right", "Type I+", 1.0, "top"),
         (-half, "left", f"Type II: c_S + d_S ≤ {PARITY_TYPE_II_TEXT}", None, "top"),
     ]
     for x, anchor, text, y, yanchor in labels:
