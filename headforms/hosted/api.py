@@ -324,13 +324,12 @@ def intervention(
     from ..behaviour.run import locate_runnable
     from ..behaviour.runnable import config_layers_heads
 
-    request = request.checked()
     limits = limits or Limits.from_env()
     located = locate_runnable(spec, policy or Policy.from_limits(limits), what="interventions")
     layers, heads = config_layers_heads(located.config)
     if isinstance(layers, int) and isinstance(heads, int):
         request.scope.check_shape(layers, heads, located.display_name)
-    task = InterventionTask(located, request.as_dict())
+    task = InterventionTask(located, request)
     return forward_task(task, progress, visitor=visitor, check=check, limits=limits)
 
 

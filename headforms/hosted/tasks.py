@@ -294,7 +294,7 @@ edited sequence runs from its edited layer up, so ten cost about what a few full
 @dataclass(frozen=True)
 class InterventionTask(ForwardTask):
     """An intervention on heads' forms (:func:`headforms.interventions.intervention`);
-    ``request``: its :meth:`~headforms.interventions.InterventionRequest.as_dict`. Bounded in
+    ``request``: the typed request, parsed once (from its JSON in :meth:`from_dict`). Bounded in
     tokens (the request's check), sequence passes (``HEADFORMS_INTERVENTION_PASSES``, from the
     model's declared heads before any worker) and seconds (the worker's limit); charged one
     forward pass per :data:`PASSES_PER_CHARGE` sequence passes."""
@@ -302,19 +302,25 @@ class InterventionTask(ForwardTask):
     kind: ClassVar[TaskKind] = TaskKind.INTERVENTION
     what: ClassVar[str] = "an intervention"
     located: Located
-    request: dict
+    request: InterventionRequest
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+        from ..interventions import InterventionRequest
+
+        values = dict(data)
+        values["request"] = InterventionRequest.from_dict(values["request"])
+        return super().from_dict(values)
 
     @property
     def checked(self) -> InterventionRequest:
-        """The request as a checked value."""
-        from ..interventions import InterventionRequest
-
-        return InterventionRequest.from_dict(self.request)
+        """The request (checked when it was made)."""
+        return self.request
 
     def key(self, fingerprint: str) -> str:
         from ..interventions import intervention_key
 
-        return intervention_key(fingerprint, self.checked)
+        return intervention_key(fingerprint, self.request)
 
     def stored(self, key: str) -> Any | None:
         from ..interventions import result

@@ -308,9 +308,12 @@ def change_norms(head: HeadFactors, edit: Edit, steps: np.ndarray) -> np.ndarray
 # The edited form itself (reduced), its rank and profile
 
 
-def edited_reduced(head: HeadFactors, edit: Edit, step: int = 0) -> tuple[np.ndarray, SpanBasis]:
-    """``(w^T M_d w, w)``: the edited form at relative position ``step`` in the reduced basis."""
-    basis = span_basis(head)
+def edited_reduced(
+    head: HeadFactors, edit: Edit, step: int = 0, basis: SpanBasis | None = None
+) -> tuple[np.ndarray, SpanBasis]:
+    """``(w^T M_d w, w)``: the edited form at relative position ``step`` in the reduced basis
+    (``basis``: the head's :func:`span_basis`, when already computed)."""
+    basis = basis or span_basis(head)
     form = reduced_forms(head, basis, np.array([step]))[0]
     if edit.kind == "linear":
         alpha, beta = edit.coefficients
@@ -329,9 +332,9 @@ CHANGE_RANK_TOLERANCE = 1e-9
 """Singular values of ``M_0 - L_0`` below this times its largest are zeros (its rank)."""
 
 
-def change_rank(head: HeadFactors, edit: Edit) -> int:
+def change_rank(head: HeadFactors, edit: Edit, basis: SpanBasis | None = None) -> int:
     """The rank of ``M_0 - L_0`` (the rank of a matched control's Gaussian factors)."""
-    edited, basis = edited_reduced(head, edit)
+    edited, basis = edited_reduced(head, edit, 0, basis)
     form = reduced_forms(head, basis, np.zeros(1, np.int64))[0]
     singular = np.linalg.svd(edited - form, compute_uv=False)
     if singular.size == 0 or singular[0] == 0.0:

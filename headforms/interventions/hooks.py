@@ -12,9 +12,12 @@ run inside them, and record what the passes need; PyTorch's own module hooks, re
   input (the heads' outputs side by side) to zero or to a given vector.
 - **The unchanged prefix**: the layers below ``start`` return the hidden state that enters
   layer ``start`` in the unedited model (computed once, :class:`Recording`) instead of
-  recomputing it for every sequence of the batch.
-- **Records**: the unedited pass's layer inputs, heads' mean outputs and attention weights
-  (:func:`recording`); an edited pass's attention weights of one watched head per sequence.
+  recomputing it for every sequence of the batch, in the form the model's layer loop reads a
+  layer's output (a bare tensor, or a tuple whose first item is the hidden state, as BLOOM's
+  ``outputs[0]``: recorded from the unedited pass).
+- **Records**: the unedited pass's layer inputs, heads' outputs at every position and attention
+  weights (:func:`recording`); an edited pass's attention weights of one watched head per
+  sequence.
 
 Everything runs under :data:`headforms.behaviour.forward.PASS_LOCK` (the hooks change a model
 the process shares).
@@ -31,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..behaviour.forward import PASS_LOCK
-from ..errors import NotRunnableError
+from ..errors import HeadformsError, NotRunnableError
 from .anatomy import Anatomy
 from .changes import ControlChange, FormChange, OutputChange, SequencePlan
 
@@ -41,9 +44,8 @@ def check_editable(
 ) -> None:
     """Refuse, in one line, what the hooks cannot edit exactly: soft-capped attention logits
     (``what``: what is then not supported), and head outputs of a family whose output
-    projection is not known."""
-    config = getattr(anatomy.layers[0].attention, "config", None) if anatomy.layers else None
-    if getattr(config, "attn_logit_softcapping", None) is not None:
+    projection is not known. The config is the model's (BLOOM's attention has none)."""
+    if getattr(anatomy.config, "attn_logit_softcapping", None) is not None:
         raise NotRunnableError(
             f"{name} soft-caps its attention logits (attn_logit_softcapping): {what} not supported"
         )
@@ -52,6 +54,23 @@ def check_editable(
             f"{name}: headforms does not know where the {anatomy.arch.family} family combines "
             "its heads' outputs, so output_zero and output_mean are not available"
         )
+
+
+@contextlib.contextmanager
+def hook_failures(name: str) -> Iterator[None]:
+    """Turn a failure inside a model's own code while the hooks run (a layer loop or an
+    attention module that does not work as :mod:`.hooks` assumes) into one line,
+    :class:`NotRunnableError`, instead of a traceback; headforms' own errors pass through."""
+    try:
+        yield
+    except HeadformsError:
+        raise
+    except (AttributeError, TypeError, IndexError, KeyError, ValueError, RuntimeError) as exc:
+        detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise NotRunnableError(
+            f"{name}: its layers cannot be run with headforms' edit hooks "
+            f"({type(exc).__name__}: {detail})"
+        ) from exc
 
 
 def bound_argument(module: Any, args: tuple, kwargs: dict, name: str) -> inspect.BoundArguments:
@@ -105,8 +124,10 @@ def _outputs_hook(layer: int, head_dim: int, plans: Sequence[SequencePlan]) -> A
             for change in plan:
                 if change.layer == layer and isinstance(change, OutputChange):
                     part = slice(change.head * head_dim, (change.head + 1) * head_dim)
-                    value = 0.0 if change.value is None else torch.from_numpy(change.value)
-                    outputs[b, :, part] = value
+                    if change.value is None:
+                        outputs[b, :, part] = 0.0
+                    else:
+                        outputs[b, :, part] = torch.from_numpy(change.value).to(outputs.dtype)
         return (outputs, *args[1:])
 
     return hook
@@ -140,10 +161,12 @@ def applied(
     start: int = 0,
     entering: Any = None,
     watch: Sequence[tuple[int, int] | None] = (),
+    as_tuple: bool = False,
 ) -> Iterator[Watched]:
     """Passes of ``len(plans)`` sequences inside this context change the model as the plans
     say; the layers below ``start`` return ``entering`` (the unedited hidden state entering
-    layer ``start``, batch 1) for every sequence; ``watch[b]``: the ``(layer, head)`` whose
+    layer ``start``, batch 1) for every sequence, as a 1-tuple when ``as_tuple`` (the layers
+    return tuples: :attr:`Recording.tuple_outputs`); ``watch[b]``: the ``(layer, head)`` whose
     attention weights sequence ``b`` records, or None."""
     found = Watched()
     handles: list[Any] = []
@@ -166,7 +189,7 @@ def applied(
             if start > 0:
                 copies = entering.expand(len(plans), -1, -1).contiguous()
                 for part in anatomy.layers[:start]:
-                    part.layer.forward = _returning(copies)
+                    part.layer.forward = _returning(copies, as_tuple)
                     skipped.append(part.layer)
             yield found
         finally:
@@ -176,9 +199,13 @@ def applied(
                 del module.forward
 
 
-def _returning(value: Any) -> Any:
+def _returning(value: Any, as_tuple: bool) -> Any:
+    """A layer's forward that returns ``value`` as the layer would (a tuple when its loop reads
+    ``outputs[0]``)."""
+    result = (value,) if as_tuple else value
+
     def forward(*args: Any, **kwargs: Any) -> Any:
-        return value
+        return result
 
     return forward
 
@@ -186,12 +213,13 @@ def _returning(value: Any) -> Any:
 @dataclass
 class Recording:
     """What the unedited pass records: the hidden state entering each layer (``1, T, N``), each
-    layer's heads' outputs averaged over positions (``H n``), each layer's attention weights
-    (``H, T, T``) when asked."""
+    layer's heads' outputs at every position (``T, H n``, float64) when asked, each layer's
+    attention weights (``H, T, T``) when asked, and whether the layers return tuples."""
 
     entering: list[Any] = field(default_factory=list)
-    head_means: list[np.ndarray] = field(default_factory=list)
+    head_outputs: list[np.ndarray] = field(default_factory=list)
     attention: list[np.ndarray] = field(default_factory=list)
+    tuple_outputs: bool = False
 
 
 @contextlib.contextmanager
@@ -204,8 +232,11 @@ def recording(anatomy: Anatomy, means: bool, attention: bool) -> Iterator[Record
         states = args[0] if args else kwargs["hidden_states"]
         found.entering.append(states.detach().clone())
 
-    def mean(module: Any, args: tuple) -> None:
-        found.head_means.append(args[0][0].double().mean(0).cpu().numpy())
+    def outputs(module: Any, args: tuple) -> None:
+        found.head_outputs.append(args[0][0].double().cpu().numpy().copy())
+
+    def returned(module: Any, args: tuple, output: Any) -> None:
+        found.tuple_outputs = isinstance(output, tuple)
 
     def weights(module: Any, args: tuple, output: Any) -> None:
         found.attention.append(output[1][0].detach().float().cpu().numpy().copy())
@@ -214,8 +245,9 @@ def recording(anatomy: Anatomy, means: bool, attention: bool) -> Iterator[Record
         try:
             for part in anatomy.layers:
                 handles.append(part.layer.register_forward_pre_hook(enter, with_kwargs=True))
+                handles.append(part.layer.register_forward_hook(returned))
                 if means:
-                    handles.append(part.output_projection.register_forward_pre_hook(mean))
+                    handles.append(part.output_projection.register_forward_pre_hook(outputs))
                 if attention:
                     handles.append(part.attention.register_forward_hook(weights))
             yield found

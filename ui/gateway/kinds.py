@@ -8,7 +8,8 @@
 - :class:`Intervention`: an edit of heads' forms (or outputs) and what the model loses;
 - :class:`WhyAttends`: heads' scores on a text split into their forms' parts;
 - :class:`DemoBuild`: the demo training run and model pair, built once;
-- :class:`RunRecords`: a training run's records (a run store, perhaps still growing) as a series.
+- :class:`RunRecords`: a training run's records (a run store, perhaps still growing) as a series;
+- :class:`InterventionStudy`: every intervention number of the docs on one model (a report).
 
 Each says what it is by content (:attr:`~ui.gateway.computation.Computation.key`), how to
 compute it here (``local``: the library) and in a hosted server (``hosted``: the public
@@ -35,6 +36,7 @@ from headforms.interventions import result as intervention_store
 from headforms.series import run_series
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
+from headforms.study import StudyOptions, run_study
 from headforms.why import WhyRequest, why, why_key
 from headforms.why import result as why_store
 
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from headforms.run_store import RunState
     from headforms.series import Trajectory
     from headforms.sources import Located
+    from headforms.study import Study
     from headforms.sweeps import PositionSweep
     from headforms.why import WhyResult
 
@@ -246,9 +249,8 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
     first_message = "loading the model for the edit"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.request, InterventionRequest):
+        if not isinstance(self.request, InterventionRequest):  # checked when it was made
             raise TypeError("an Intervention needs an InterventionRequest")
-        self.request.checked()
 
     @property
     def store_key(self) -> str:
@@ -372,3 +374,36 @@ class RunRecords(Computation["Trajectory"]):
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> Trajectory:
         return run_series(self.state, spectra=False, label=self.label)
+
+
+@dataclass(frozen=True)
+class InterventionStudy(_ForwardPass, Computation["Study"]):
+    """The study of ``located`` (:func:`headforms.study.run_study`: every whole-model edit
+    against its controls, the per-head sweeps against their dose-response, the correlations
+    with the geometry) at ``options``: hours of passes on a large model, minutes on the bundled
+    ones; a private server runs it, a hosted one refuses it in one line (the command line
+    ``headforms study`` is the way there)."""
+
+    options: StudyOptions = field(default=None)  # type: ignore[assignment]
+    first_message = "loading the model for the study"
+
+    @property
+    def key(self) -> tuple:
+        from headforms.interventions.text import text_digest
+
+        options = self.options
+        texts = tuple((label, text_digest(text)) for label, text in options.texts)
+        rest = (options.max_tokens, options.controls, options.seed, options.match)
+        edits = (options.whole_edits, options.sweep_edits, options.head_controls)
+        return ("study", self.model_fingerprint, texts, rest, edits)
+
+    def local(self, progress: Progress) -> Study:
+        return run_study(self.located, self.options, progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> Study:
+        from headforms.errors import LimitError
+
+        raise LimitError(
+            "a study runs thousands of sequence passes: this server does not run it; run "
+            "`headforms study MODEL --out DIR` on your own machine"
+        )
