@@ -4,7 +4,8 @@ installed the README's way (``make run``, which installs into ``.venv`` and star
 dashboard), every command line of the quick start runs and succeeds on the bundled models: the
 dashboard (``make run`` and its alternative ``headforms serve``) answers, each line of the
 command-line block exits 0 and writes its file, and the library block runs. Only the Docker
-lines are left to the image test (tests/system/image/test_image.py builds and runs the image).
+lines are left to the image test (tests/system/image/test_image.py builds and runs the image),
+and the Trainer snippet, an excerpt of a user's training script, to the callback's tests.
 
 The lines are read from the README itself, so a line added there is run here. No time is
 asserted (the README's options keep each command under a minute on a quiet machine; the
@@ -71,8 +72,10 @@ def command_lines() -> list[str]:
 
 
 def library_block() -> str:
-    (code,) = re.findall(r"```python\n(.*?)```", quick_start(), re.DOTALL)
-    return code
+    """The code of "The library" (the training snippet after it is an excerpt of a user's own
+    training script, its model and data theirs: tests/integration/integrations runs it)."""
+    section = quick_start().split("### The library", 1)[1]
+    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
 
 
 def test_the_quick_start_is_read_whole() -> None:
