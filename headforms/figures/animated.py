@@ -204,8 +204,9 @@ def _slider(paths: HeadPaths, start: int, prefix: str) -> tuple[list[dict], list
             "xanchor": "left",
         },
         "pad": {"t": 8, "b": 4},
-        "x": 0.12,
-        "len": 0.86,
+        # right of the Play and Pause buttons (about 110 px) in a figure 600 px wide or more
+        "x": 0.19,
+        "len": 0.79,
         "y": 0.0,
         "yanchor": "top",
         "font": {"size": 11 if labelled else 1, "color": "#444" if labelled else "rgba(0,0,0,0)"},
