@@ -137,6 +137,17 @@ def keep_disconnected_sessions_briefly() -> None:
         config.set_option(SESSION_TTL_OPTION, HOSTED_SESSION_SECONDS, "headforms hosted mode")
 
 
+def navigation_from_the_start() -> None:
+    """The app declares its pages with ``st.navigation`` (app.py): tell Streamlit before the
+    first session, which it would otherwise run in its pages-directory mode (app.py has a
+    ``pages/`` folder beside it), listing the folder's raw file names in the sidebar for a
+    second ("app", "behaviour", ...) until app.py's navigation replaced them."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+
+
+navigation_from_the_start()
 keep_disconnected_sessions_briefly()
 freeze_after_first_run()  # what the first run imports, out of every later full collection
 limit_arenas()  # memory freed by one job's thread reused by the next

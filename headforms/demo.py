@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import OptionError
-from .store.location import cache_dir
+from .sources.specs import DEMO_PREFIX
+from .store import location
+from .store.location import DEMO_SEED, DEMO_VERSION
 from .store.locks import key_lock
 
 if TYPE_CHECKING:
@@ -42,9 +44,6 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, message)``, as the engine reports."""
 
-DEMO_VERSION = 2
-"""Bumped when the recipe below changes (a new folder; the old one is left alone)."""
-DEMO_SEED = 0
 TRAIN_STEPS = 200
 CHECKPOINT_EVERY = 25
 FINETUNE_STEPS = 50
@@ -102,6 +101,14 @@ class Demo:
         """Model B of the pair: A fine-tuned on the text's last quarter."""
         return self.directory / "finetuned"
 
+    def spec(self, path: Path) -> str:
+        """The spec naming ``path`` (one of this demo's folders): ``demo:PART`` for the default
+        seed's demo (no cache path in titles or links; :data:`~headforms.sources.specs.
+        DEMO_PREFIX`), else the path."""
+        if self.seed != DEMO_SEED:
+            return str(path)
+        return DEMO_PREFIX + path.relative_to(self.directory).as_posix()
+
     def weight_files(self) -> list[Path]:
         """The weight files of the demo: A, then B."""
         return [folder / "model.safetensors" for folder in (self.base, self.finetuned)]
@@ -115,8 +122,11 @@ def check_seed(seed: object) -> int:
 
 
 def demo_directory(seed: int = DEMO_SEED) -> Path:
-    """Where the demo of ``seed`` lives: ``<cache>/demo/v<version>-seed<seed>``."""
-    return cache_dir() / "demo" / f"v{DEMO_VERSION}-seed{check_seed(seed)}"
+    """Where the demo of ``seed`` lives: ``<cache>/demo/v<version>-seed<seed>`` (the version,
+    :data:`DEMO_VERSION`, is bumped when the recipe here changes: a new folder, the old one left
+    alone). The default seed's parts are also named by specs: ``demo:run``, ``demo:base``,
+    ``demo:finetuned`` (:meth:`Demo.spec`)."""
+    return location.demo_directory(check_seed(seed))
 
 
 def built_demo(seed: int = DEMO_SEED) -> Demo | None:

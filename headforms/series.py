@@ -243,7 +243,7 @@ def trajectory(
     if store is not None:
         state = run_state(store)
         check_run_options(state, options)
-        return run_series(state)
+        return run_series(state, label=inputs[0])
     checkpoints = open_series(inputs, policy)
     total = len(checkpoints)
 
@@ -284,18 +284,29 @@ def check_run_options(state: RunState, options: AnalysisOptions) -> None:
 
 
 def run_series(
-    state: RunState, spectra: bool = True, records: Sequence[RecordFile] | None = None
+    state: RunState,
+    spectra: bool = True,
+    records: Sequence[RecordFile] | None = None,
+    label: str | None = None,
 ) -> Trajectory:
     """The series of a run store's whole records (``records``: those of ``state`` to read,
     default all), each one a checkpoint whose spec is its file; without ``spectra`` only the
-    tables are read. A store without a whole record yet is a one-line error."""
+    tables are read; ``label``: how the series and its records are named (default its directory
+    and their files: the spec that named the store, e.g. ``demo:run``, shows no cache path). A
+    store without a whole record yet is a one-line error."""
     chosen = RunState(state.directory, state.manifest, tuple(records or state.records))
     whole, damaged = read_records(chosen, spectra)
     if not whole:
         what = "no record yet" if not damaged else f"no whole record ({len(damaged)} damaged)"
         raise OptionError(f"{state.directory} holds a run store with {what}: nothing to show")
-    checkpoints = [Checkpoint(record.step, str(record.path)) for record, _ in whole]
-    series = Trajectory(str(state.directory), checkpoints, [analysis for _, analysis in whole])
+
+    def spec(path: Path) -> str:  # a record named below the series' label when it has one
+        inside = path.relative_to(state.directory).as_posix() if label else ""
+        return f"{label.rstrip('/')}/{inside}" if label else str(path)
+
+    checkpoints = [Checkpoint(record.step, spec(record.path)) for record, _ in whole]
+    analyses = [analysis for _, analysis in whole]
+    series = Trajectory(label or str(state.directory), checkpoints, analyses)
     series.run, series.damaged = state, tuple(damaged)
     return series
 

@@ -33,8 +33,9 @@ st.title("Geometry against behaviour")
 st.caption(
     f"Every query head of {guard.plain(ctx.spec)} (RoPE position d = {ctx.rope_position}) as a "
     "point: where it sits on the simplex against what it does on a probe of random tokens "
-    "repeated twice (previous-token, first-token, duplicate-token and induction scores, "
-    "docs/MATH.md). Spearman's ρ with a 95% bootstrap interval over heads. Click a head to open it."
+    "repeated twice (its scores: the mean attention a query gives the token before it, the "
+    "first token, the same token's earlier copy, or the token after that copy). Spearman's ρ "
+    "with a 95% bootstrap interval over heads. Click a head to open it."
 )
 links.bind(
     links.choice(

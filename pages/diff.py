@@ -28,37 +28,49 @@ ctx = page_context()
 st.title("One model against another")
 st.caption(
     "Two models of the same shapes (a base model and its fine-tune, two seeds) matched head by "
-    "head: where each head of A went in B. A is the sidebar's model."
+    "head: where each head of A went in B. A is the sidebar's model unless chosen here."
 )
 offer = st.container()  # above the controls: the demo's button, or what the demo is
-controls = st.columns([3, 3, 3], vertical_alignment="bottom")
+controls = st.columns([3, 3, 3, 3], vertical_alignment="bottom")
 bind_second()
 bind_views()
-second = controls[0].selectbox(
+chosen = st.session_state.get(state.DIFF_A_KEY)
+controls[0].selectbox(
+    "A: the model to start from",
+    list(dict.fromkeys(s for s in (chosen, *BUNDLED_MODELS) if s)),
+    key=state.DIFF_A_KEY,
+    index=None,
+    format_func=model_label,
+    accept_new_options=True,
+    placeholder=f"the sidebar's: {guard.plain(ctx.spec)}",
+    help="Left empty, the sidebar's model; a model chosen here is A on this page only.",
+)
+first = st.session_state.get(state.DIFF_A_KEY) or ctx.spec
+second = controls[1].selectbox(
     "B: the model to compare",
     list(
         dict.fromkeys(  # a model typed (or linked) before stays a choice
-            [s for s in (st.session_state[state.DIFF_KEY], *BUNDLED_MODELS) if s and s != ctx.spec]
+            [s for s in (st.session_state[state.DIFF_KEY], *BUNDLED_MODELS) if s and s != first]
         )
     ),
     key=state.DIFF_KEY,
     format_func=model_label,
     accept_new_options=True,
     placeholder="a model of the same shapes",
-    help="Its heads are matched with the sidebar model's (same layers, heads, kv heads and "
-    "dims; otherwise the shapes that differ are named).",
+    help="Its heads are matched with A's (same layers, heads, kv heads and dims; otherwise the "
+    "shapes that differ are named).",
 )
-view, frame = view_controls(controls[1], controls[2])
+view, frame = view_controls(controls[2], controls[3], stacked=True)  # narrow columns
 jump_toggle()
 with offer:
-    demo_offer("diff", [ctx.spec, second or ""])
+    demo_offer("diff", [first, second or ""])
 if not second:
     st.info("Choose or type model B above.", icon=":material/info:")
     links.stop_page()
 
 status = st.container()
 try:
-    diff = load_diff(ctx.spec, second, where=status)
+    diff = load_diff(first, second, where=status)
 except HeadformsError as error:
     st.error(guard.public_message(str(error)), icon=":material/error:")
     links.stop_page()

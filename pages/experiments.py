@@ -70,10 +70,10 @@ match = options_row[1].selectbox(
 text = TEXTS[text_name].text
 st.caption(
     f"What {guard.plain(ctx.spec)} loses when its heads' forms are edited, on the first 128 tokens "
-    f"of {TEXTS[text_name].title} (texts and licences: headforms/interventions/texts/README.md): "
+    f"of {TEXTS[text_name].title}: "
     "ΔCE is the change of the next-token cross-entropy (nats), KL the divergence of the "
     "next-token distributions. Click a cell or a point to open that head (its page edits it "
-    "alone, against matched controls). docs/interventions.md."
+    "alone, against matched controls); `headforms intervene` runs the same from the command line."
 )
 
 st.subheader("One edit, every head on its own")
@@ -240,7 +240,7 @@ st.caption(
     f"against {study_request.options.controls} controls, per-head sweeps of "
     f"{', '.join(study_request.options.sweep_edits)} read against a dose-response of per-head "
     "controls, and Spearman's rho of each head's cost with its geometry and size: what "
-    "`headforms study` prints and docs/interventions.md quotes. Its report opens offline."
+    "`headforms study` prints. Its report opens offline."
 )
 study = edits.peek_study(study_request)
 study_slot = st.empty()

@@ -27,6 +27,7 @@ from ui.behaviour import head_section, prefetch
 from ui.compute import ahead
 from ui.interventions import edit_head_section
 from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
+from ui.model_view import every_head_section
 from ui.motion import chosen_positions, load_sweep, sweep_at_hand
 from ui.state import stepped
 from ui.tables import require_spectra
@@ -254,8 +255,9 @@ if card.rotary:
         )
 
 pattern = head_section(ctx)  # what the head does: its attention on a prompt, its scores
-if pattern is not None:  # why: those scores split by the form's parts, a direction's readout
-    why_section(ctx, pattern)
+if pattern is not None:
+    every_head_section(ctx, pattern)  # every head's attention on that prompt, a click opens one
+    why_section(ctx, pattern)  # why: those scores split by the form's parts, a direction's readout
 own = ctx.analysis if ctx.rope_position == 0 else load_analysis(ctx.spec, 0, quiet=True)
 at_zero = own.heads.iloc[ctx.row]  # an edit's profile is at d = 0
 edit_head_section(ctx, {name: at_zero[name] for name in ("a", "b", "c", "d", "parity")})

@@ -31,21 +31,24 @@ from ui.motion import (
     bind_views,
     check_positions,
     load_sweep,
+    path_colouring,
     slider_options,
     sweep_request,
     view_controls,
 )
+from ui.plot import frame_link
 from ui.widgets import head_rows
 
-# The plot's height (px), its slider included, for the tetrahedron in each 3D view and for the
-# triangle: the whole figure, and so every head, on the first screen at 1280 x 800 below the
-# page's short top (as on the Simplex page); the view zoomed to the heads draws the tetrahedron
-# smaller at the same height.
-HEIGHTS = {"simplex": 600, "heads": 700, "triangle": 640}
+# The plot's height (px), its slider included: the whole figure (the scene, every head and the
+# slider under it) on the first screen at 1280 x 800 below the page's short top, the controls
+# beside it.
+FIGURE_HEIGHT = 530
+FRAME_KEY = "_hf_rope_at"  # the frame the slider shows (a position), in the URL as ``at``
 
 ctx = page_context()
-# The page's top is kept short (title and switches in one row, one line of caption, one row of
-# controls) so that the tetrahedron, and the heads on it, are on the first screen.
+# The page's top is kept short (title and switches in one row, one line of caption), and the
+# controls sit beside the figure, so that the whole figure, slider included, is on the first
+# screen.
 title, switches = st.columns([3, 1], vertical_alignment="center")
 title.title("Every RoPE position at once")
 card = ctx.card
@@ -69,10 +72,10 @@ st.caption(
     "Play move the markers without asking the server.",
 )
 
-controls = st.columns([2.2, 4, 4, 3], vertical_alignment="bottom")
+plot_column, controls = st.columns([4, 1.15])
 check_positions()
 bind_views()
-text = controls[0].text_input(
+text = controls.text_input(
     "RoPE positions d",
     value=DEFAULT_ROPE_POSITIONS,
     key=state.POSITIONS_KEY,
@@ -80,7 +83,7 @@ text = controls[0].text_input(
     help="A:B (both included), A:B:STEP or a list like 0,1,2,8,64; at most "
     f"{MAX_SLIDER_POSITIONS} positions on one slider.",
 )
-view, frame = view_controls(controls[1], controls[2])
+view, frame = view_controls(controls, controls, stacked=True)
 with switches:
     jump_toggle()
     every = st.toggle(
@@ -88,7 +91,7 @@ with switches:
         key=state.MOTION_PATHS_KEY,
         help="Also draw each head's path over all the positions, in grey.",
     )
-with controls[3]:
+with controls:
     go_to_head_box(ctx)
 
 try:
@@ -102,18 +105,19 @@ start = positions.index(ctx.rope_position) if ctx.rope_position in positions els
 
 
 def first_screen(fig: go.Figure) -> go.Figure:
-    """The figure at the height of its view (:data:`HEIGHTS`)."""
-    return fig.update_layout(height=HEIGHTS[frame if view == "simplex" else "triangle"])
+    """The figure at :data:`FIGURE_HEIGHT`."""
+    return fig.update_layout(height=FIGURE_HEIGHT)
 
 
-key = (ctx.spec, card.fingerprint, options, view, ctx.color_by, ctx.selected, frame, every, start)
+color_by = path_colouring(ctx.color_by, controls)
+key = (ctx.spec, card.fingerprint, options, view, color_by, ctx.selected, frame, every, start)
 figure = cached(
     "motion_sweep",
     key,
     lambda: PlotPayload.of(
         first_screen(
             animated.animated_figure(
-                sweep, view, ctx.color_by, ctx.selected, frame, start, every_path=every
+                sweep, view, color_by, ctx.selected, frame, start, every_path=every
             )
         )
     ),
@@ -121,19 +125,23 @@ figure = cached(
 )
 camera_key = f"motion_camera:{frame}"
 links.bind(links.camera("camera", camera_key))
-clickable_plot(
-    figure,
-    key="motion_simplex",
-    on_click=select_from_customdata,
-    caption=f"Every head of {guard.plain(card.name)} at d = {positions[0]}…{positions[-1]} "
-    f"({len(positions)} positions; the slider starts at the sidebar's d = {positions[start]}). "
-    "Marker shape = parity type as on the Simplex page; black line: the selected head's path over "
-    "d. Click a head to open it.",
-    data=later(sweep_request(ctx.spec, options, card.total_heads), lambda kept: kept.table),
-    filename=f"{ctx.spec}_rope_positions",
-    scroll_zoom=True,
-    camera_key=camera_key if view == "simplex" else None,
-)
+frame_link("at", FRAME_KEY, figure, str(positions[start]), "a RoPE position of the slider")
+with plot_column:
+    clickable_plot(
+        figure,
+        key="motion_simplex",
+        on_click=select_from_customdata,
+        caption=f"Every head of {guard.plain(card.name)} at d = {positions[0]}…{positions[-1]} "
+        f"({len(positions)} positions; the slider starts at the sidebar's d = "
+        f"{positions[start]}, and a link keeps where it was moved). Marker shape = parity type "
+        "as on the Simplex page; black line: the selected head's path over d. Click a head to "
+        "open it.",
+        data=later(sweep_request(ctx.spec, options, card.total_heads), lambda kept: kept.table),
+        filename=f"{ctx.spec}_rope_positions",
+        scroll_zoom=True,
+        camera_key=camera_key if view == "simplex" else None,
+        frame_key=FRAME_KEY,
+    )
 
 curves = motion.head_curves(sweep, ctx.layer, ctx.head)
 changes = motion.parity_changes(sweep)

@@ -13,6 +13,7 @@ import streamlit as st
 from headforms.figures import simplex as figures
 from headforms.figures.camera import FRAMED_SHARE, FRAMES
 from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geometry_reference
+from headforms.figures.swarm import swarm_figure, swarm_table
 from headforms.figures.triangle import triangle_figure
 from headforms.forms import PARITY_TYPE_II_TEXT
 from headforms.gallery import gallery_html
@@ -30,6 +31,7 @@ from ui import (
     select_from_customdata,
     state,
 )
+from ui.behaviour import coloured
 from ui.loading import analysis_download, baselines_of, load_models, models_key
 from ui.motion import chosen_positions, sweep_at_hand
 from ui.plot import hidden_link
@@ -38,6 +40,9 @@ BASELINE_KEY = "simplex_baseline"
 # The 3D plot's height (px): the whole tetrahedron, and so every head, on the first screen at
 # 1280 x 800 below the page's short top (a scene's drawing scales with its height).
 SIMPLEX_HEIGHT = 560
+# The swarm beside it (every head apart, to click): whole on the first screen at 1280 x 800, at
+# the width of its column there (px).
+SWARM_SIZE = (460, 320)
 # the legend entries hidden in each plot (URL hide=, hide_triangle=)
 HIDDEN_KEYS = {"simplex": "simplex_hidden", "triangle": "triangle_hidden"}
 
@@ -99,15 +104,19 @@ with switches:
 status = st.container()  # overlay progress and errors: the plots below never move or blank
 analyses = load_models(ctx.spec, ctx.analysis, extra, where=status)  # tables: all their models
 models = {spec: analysis.heads for spec, analysis in analyses.items()}
+primary = analyses.get(ctx.spec, ctx.analysis)
+with status:  # a head-type score to colour by: the model's scores on the probe, joined
+    primary_heads, color_by = coloured(primary.heads, ctx.spec, ctx.color_by)
+models = {ctx.spec: primary_heads, **{s: h for s, h in models.items() if s != ctx.spec}}
 baselines = baselines_of(analyses) if show_baseline else {}
-key = (models_key(analyses), ctx.rope_position, ctx.color_by, ctx.selected, show_baseline)
+key = (models_key(analyses), ctx.rope_position, color_by, ctx.selected, show_baseline)
 simplex = cached(
     "simplex",
     (*key, frame),
     lambda: PlotPayload.of(
         fit_to_column(
             figures.simplex_figure(
-                models, ctx.color_by, ctx.selected, frame=frame, baselines=baselines
+                models, color_by, ctx.selected, frame=frame, baselines=baselines
             ),
             1.12 if frame == "simplex" else 1.0,  # vertex labels inside a narrow column
         ).update_layout(height=SIMPLEX_HEIGHT)
@@ -117,7 +126,14 @@ triangle = cached(
     "triangle",
     key,
     lambda: PlotPayload.of(
-        fit_to_column(triangle_figure(models, ctx.color_by, ctx.selected, baselines))
+        fit_to_column(triangle_figure(models, color_by, ctx.selected, baselines))
+    ),
+)
+swarm = cached(
+    "parity_swarm",
+    (models_key({ctx.spec: primary}), ctx.rope_position, color_by, ctx.selected),
+    lambda: PlotPayload.of(
+        swarm_figure(primary_heads, ctx.spec, color_by, ctx.selected, *SWARM_SIZE)
     ),
 )
 profiles = cached("profile_table", key[:2], lambda: figures.profile_table(models))
@@ -154,6 +170,21 @@ with left:
     )
 with right:
     clickable_plot(
+        swarm,
+        key="parity_swarm",
+        on_click=select_from_customdata,
+        caption=f"Every head of {guard.plain(ctx.spec)}, each alone to click: its height is c_S + "
+        "d_S, the share of S's energy its lobes leave unpaired (log scale), which decides its "
+        f"type (Table 2): Type II below the dashed line (c_S + d_S ≤ {PARITY_TYPE_II_TEXT}), "
+        "above it Type I− (left) and Type I+ (right). Across, the heads only make room for one "
+        "another.",
+        data=lambda: swarm_table(primary.heads, *SWARM_SIZE),
+        filename=f"{ctx.spec}_parity_swarm",
+    )
+
+below_left, below_right = st.columns([3, 2])
+with below_left:
+    clickable_plot(
         triangle,
         key="triangle",
         on_click=select_from_customdata,
@@ -168,17 +199,17 @@ with right:
     )
 
 row = ctx.head_row
-st.subheader(f"Selected: {ctx.label}")
-st.markdown(
+below_right.subheader(f"Selected: {ctx.label}")
+below_right.markdown(
     f"Parity **{row['parity']}** · symmetric energy **{row['energy']:.3f}** · pairing score "
     f"**{row['pairing']:.3f}** · profile (a, b, c, d) = ({row['a']:.3f}, {row['b']:.3f}, "
     f"{row['c']:.3f}, {row['d']:.3f})"
 )
-st.page_link("pages/head.py", label="Open the head page", icon=":material/arrow_forward:")
+below_right.page_link("pages/head.py", label="Open the head page", icon=":material/arrow_forward:")
 frames = (
     sweep_at_hand(ctx.spec, chosen_positions(), ctx.card.total_heads) if ctx.card.rotary else None
 )
-st.download_button(
+below_right.download_button(
     "Gallery: this model in one HTML file",
     data=analysis_download(
         ctx.spec,
@@ -195,7 +226,8 @@ st.download_button(
     "writes it; a RoPE model's positions animate once they are computed (RoPE positions page).",
 )
 
-with st.expander("Reading the simplex: a short geometry reference (Figures 1 and 7, Tables 1, 3)"):
+reference = "Reading the simplex: a short geometry reference (Figures 1 and 7, Tables 1, 3)"
+with below_right.expander(reference):
     st.markdown(
         "A head's form L = KᵀQ splits into its symmetric part S = (L + Lᵀ)/2 and antisymmetric "
         "part A = (L − Lᵀ)/2. Its profile (a, b, c, d) sums to 1: a = ‖A‖²/‖L‖², and the energy "

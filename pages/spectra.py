@@ -263,7 +263,7 @@ show_figure(
         model_key,
         lambda: geometry_figures.spectral_geometry_figure(geometry, ctx.spec),
     ),
-    "The author's spectral geometry (scripts/spectral_geometry.py): gamma laws fitted with the "
+    "The author's spectral geometry (the paper's published code): gamma laws fitted with the "
     "origin at 0 to each head's λ₊, |λ₋| and the n distinct singular values σ of A; the mode "
     "τ of σ against the geometric mean √(|μ|ν) of the lobes' modes, and the shapes likewise "
     "(heads where a fitted shape is at most 1 have no mode and are left out of both); the "

@@ -20,8 +20,7 @@ from ui.loading import load_baseline
 from ui.tables import RangeFilters, SortOrder, range_filter, selected_row
 
 TABLE_KEY = "heads_table"
-TABLE_HEIGHT = 620
-"""The table's height in pixels at most (Streamlit's grid: a 38 px header, 35 px rows)."""
+TABLE_HEIGHT = 620  # the table's height (px) at most: Streamlit's grid, a 38 px header, 35 px rows
 PARITY_KEY = "parity"  # bound by Streamlit: the parameter's name
 BASELINE_KEY = "table_baseline"
 BEHAVIOUR_KEY = "table_behaviour"
@@ -77,7 +76,9 @@ with_behaviour = toggles.toggle(
     "Head-type scores",
     key=BEHAVIOUR_KEY,
     help="Add previous_token, first_token, duplicate_token and induction: each head's scores on "
-    "a probe of random tokens repeated twice (runs the model once; docs/MATH.md).",
+    "a probe of random tokens repeated twice (runs the model once): the mean attention a query "
+    "gives the token before it, the first token, the same token's earlier copy, or the token "
+    "after that copy.",
 )
 baseline = load_baseline(ctx.analysis) if with_baseline else None  # a progress line meanwhile
 table = ctx.analysis.table(baseline)

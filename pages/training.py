@@ -33,12 +33,17 @@ from ui.motion import (
     bind_views,
     load_series,
     names_run_store,
+    path_colouring,
     run_click,
     series_inputs,
     view_controls,
     watch_run,
 )
+from ui.plot import frame_link
 from ui.widgets import head_rows
+
+FIGURE_HEIGHT = 530  # the whole figure, slider included, on the first screen at 1280 x 800
+FRAME_KEY = "_hf_series_at"  # the step the slider shows, in the URL as ``at``
 
 ctx = page_context()
 st.title("Checkpoints of a training run")
@@ -47,9 +52,15 @@ st.caption(
     "simplex starts at its Gaussian counterpart (where a randomly initialised head sits) and "
     "goes through every checkpoint; the step slider moves every head in the browser."
 )
-offer = st.container()  # above the box: the demo's button, or what the demo is
 bind_series()
-text = st.text_area(
+given = bool(series_inputs(st.session_state.get(state.SERIES_KEY, "")))
+# the demo's button above the box; once a run is given, what the demo is beside the figure
+offer = None if given else st.container()
+# A run at hand: its box folded beside the figure, so that the figure, slider included, is on
+# the first screen.
+plot_column, controls = st.columns([4, 1.15]) if given else (st.container(), st.container())
+box = controls.expander("Checkpoints") if given else st.container()
+text = box.text_area(
     "Checkpoints",
     key=state.SERIES_KEY,
     height=90,
@@ -62,8 +73,9 @@ text = st.text_area(
     f"of the folder name or revision. At most {MAX_SERIES_CHECKPOINTS} checkpoints.",
 )
 inputs = series_inputs(text)
-with offer:
-    demo_offer("training", inputs)
+if offer is not None:
+    with offer:
+        demo_offer("training", inputs)
 if not inputs:
     st.info(
         "Give a run directory or a list of checkpoints above (press Ctrl+Enter), or try the demo.",
@@ -71,10 +83,15 @@ if not inputs:
     )
     links.stop_page()
 
-controls = st.columns([3, 3, 2], vertical_alignment="bottom")
+if not given:  # the run was typed in this run: the controls below the box
+    plot_column, controls = st.columns([4, 1.15])
 bind_views()
-view, frame = view_controls(controls[0], controls[1])
-with controls[2], st.container(horizontal=True, gap="medium"):
+view, frame = view_controls(controls, controls, stacked=True)
+with controls:
+    toggles = st.container()  # drawn after the demo line below: a link's demo is built there
+    if offer is None:
+        demo_offer("training", inputs, compact=True)
+with toggles:
     if not names_run_store(inputs):  # a record's head is followed here, never opened elsewhere
         jump_toggle()
     every = st.toggle(
@@ -104,7 +121,8 @@ baseline = load_baseline(series.analyses[-1], status)  # where every path starts
 base_heads = None if baseline is None else baseline.heads
 checkpoints = zip(series.checkpoints, series.analyses, strict=True)
 weights = models_key({checkpoint.spec: analysis for checkpoint, analysis in checkpoints})
-key = (series.label, weights, view, ctx.color_by, layer, head)
+color_by = path_colouring(ctx.color_by, controls)
+key = (series.label, weights, view, color_by, layer, head)
 figure = cached(
     "motion_series",
     (*key, frame, every, base_heads is not None, recorded and series.run.live),
@@ -112,14 +130,14 @@ figure = cached(
         animated.animated_figure(
             series,
             view,
-            ctx.color_by,
+            color_by,
             selected,
             frame,
             series.n_points - 1,
             baseline=base_heads,
             every_path=every,
             follow_last=recorded and series.run.live,
-        )
+        ).update_layout(height=FIGURE_HEIGHT)
     ),
     label=f"Drawing {card.total_heads} heads at {series.n_points} checkpoints (one frame each)",
 )
@@ -127,23 +145,27 @@ steps = series.steps
 camera_key = f"series_camera:{frame}"
 links.bind(links.camera("camera", camera_key))
 what = "record" if recorded else "checkpoint"
-clickable_plot(
-    figure,
-    key="series_simplex",
-    on_click=pick,
-    caption=f"Every head of {guard.plain(series.label)} at {len(steps)} {what}s, steps "
-    f"{steps[0]}…{steps[-1]} (the slider starts at the last). Black line: the path of "
-    f"{head_label(layer, head)} from its Gaussian counterpart (grey square) through every "
-    + (
-        "record. Click a head to follow it."
-        if recorded
-        else "checkpoint. Click a head to open it in that checkpoint."
-    ),
-    data=lambda: series.table,
-    filename="training_run",
-    scroll_zoom=True,
-    camera_key=camera_key if view == "simplex" else None,
-)
+frame_link("at", FRAME_KEY, figure, str(steps[-1]), "a step of the slider")
+with plot_column:
+    clickable_plot(
+        figure,
+        key="series_simplex",
+        on_click=pick,
+        caption=f"Every head of {guard.plain(series.label)} at {len(steps)} {what}s, steps "
+        f"{steps[0]}…{steps[-1]} (the slider starts at the last; a link keeps where it was "
+        f"moved). Black line: the path of {head_label(layer, head)} from its Gaussian "
+        "counterpart (grey square) through every "
+        + (
+            "record. Click a head to follow it."
+            if recorded
+            else "checkpoint. Click a head to open it in that checkpoint."
+        ),
+        data=lambda: series.table,
+        filename="training_run",
+        scroll_zoom=True,
+        camera_key=camera_key if view == "simplex" else None,
+        frame_key=FRAME_KEY,
+    )
 
 curves = motion.head_curves(series, layer, head)
 left, right = st.columns([3, 2])

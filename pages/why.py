@@ -25,7 +25,8 @@ st.caption(
     "positive lobe, negative lobe and antisymmetric part (at each pair's own RoPE distance) and "
     "the rest; a part's share is its mean square over the visible pairs (or its spread within "
     "each query's row) over the three parts'. The weights' shares are ‖part‖²/‖L‖² at d = 0: "
-    "what random isotropic inputs would give. Click a head to open it. docs/why.md."
+    "what random isotropic inputs would give. Click a head to open it; `headforms why` writes "
+    "the same table from the command line."
 )
 links.bind(links.choice("share", SHARE_KEY, SHARES, "share_anti", "a share"))
 links.bind(links.choice("kind", KIND_KEY, list(figures.SHARE_KINDS), "share", "a kind of share"))

@@ -75,6 +75,19 @@ if [ ! -f "$stamp" ] || [ -n "$(find $reqs -newer "$stamp" 2>/dev/null)" ]; then
   fi
   touch "$stamp"
 fi
+# The project itself, editable and without its dependencies (installed above): `headforms` becomes
+# a command of the environment ($VENV/bin/headforms), and it runs this working tree, so a
+# developer's edits are what the command runs. Again when pyproject.toml changes. Not in the
+# image's dependency stage, which has no project files yet (the image runs `python -m headforms`).
+# -qq: setuptools' notes on every editable build ("be careful with folders ..."); errors still show.
+editable="$VENV/.headforms-editable"
+if [ -f pyproject.toml ] && [ -d headforms ]; then
+  if [ ! -x "$VENV/bin/headforms" ] || [ ! -f "$editable" ] || [ pyproject.toml -nt "$editable" ]
+  then
+    "$VENV/bin/python" -m pip install -qq --no-deps --editable .
+    touch "$editable"
+  fi
+fi
 # plotly.js for the dashboard's plots, served from static/ (generated, git-ignored): the plotly
 # package's full bundle, and with npm (when present) the 3D-only bundle of the same plotly.js
 # version, which the simplex page draws with sooner. Nothing is fetched at run time.

@@ -164,6 +164,19 @@ def with_head_scores(table: pd.DataFrame, spec: str) -> pd.DataFrame:
     return joined[[*rest[:at], *added, *rest[at:]]]  # beside parity, in view without scrolling
 
 
+def coloured(table: pd.DataFrame, spec: str, color_by: str) -> tuple[pd.DataFrame, str]:
+    """The per-head table and colouring to draw ``color_by`` with: a head-type score joined
+    (the model's scores on the probe, computed once); when the model cannot run (one line says
+    why), the table as it is, coloured by parity."""
+    if color_by not in state.SCORE_COLORS:
+        return table, color_by
+    joined = with_head_scores(table, spec)
+    if color_by in joined.columns:
+        return joined, color_by
+    st.caption(f"{state.SCORE_COLORS[color_by]} needs a forward pass: coloured by parity type.")
+    return table, "parity"
+
+
 def bind_options() -> None:
     """The Head page's options as URL parameters (``prompt``, bound by Streamlit, and
     ``scores``, ``layer_view``), before their widgets (a link's prompt longer than the cap is cut,

@@ -12,7 +12,6 @@ otherwise the button is one line saying so, and nothing is built.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import streamlit as st
@@ -65,23 +64,22 @@ def expected() -> Demo:
 
 
 def inputs_of(page: Page, demo: Demo) -> dict[str, str]:
-    """The session-state values that make ``page`` show ``demo``: the run directory, or the
-    sidebar's model (A) and model B."""
+    """The session-state values that make ``page`` show ``demo``, by its names (``demo:run``):
+    the run, or the diff page's models A and B (the sidebar's model is left alone)."""
     if page == "training":
-        return {state.SERIES_KEY: str(demo.run)}
-    return {state.MODEL_KEY: str(demo.base), state.DIFF_KEY: str(demo.finetuned)}
+        return {state.SERIES_KEY: demo.spec(demo.run)}
+    return {state.DIFF_A_KEY: demo.spec(demo.base), state.DIFF_KEY: demo.spec(demo.finetuned)}
 
 
 def shows_demo(page: Page, current: Sequence[str]) -> bool:
-    """Whether ``current`` (the run's inputs, or ``[A, B]``) names the demo's folders."""
-    wanted = list(inputs_of(page, expected()).values())
-    if page == "training":
-        wanted = wanted[:1]
-    return [_same(a) for a in current] == [_same(b) for b in wanted]
-
-
-def _same(path: str) -> str:
-    return str(Path(path.strip()).expanduser())
+    """Whether ``current`` (the run's inputs, or ``[A, B]``) names the demo's folders (by
+    their names, or by their paths as older links did)."""
+    demo = expected()
+    wanted = [demo.run] if page == "training" else [demo.base, demo.finetuned]
+    if len(current) != len(wanted):
+        return False
+    pairs = zip(current, wanted, strict=True)
+    return all(text.strip() in (demo.spec(path), str(path)) for text, path in pairs)
 
 
 def build(where: Any = None) -> Demo:
@@ -93,10 +91,11 @@ def build(where: Any = None) -> Demo:
         return run(REQUEST, bar)
 
 
-def demo_offer(page: Page, current: Sequence[str]) -> None:
+def demo_offer(page: Page, current: Sequence[str], compact: bool = False) -> None:
     """The page's demo line: what the demo is while ``current`` names it (building it first if
     a link named it on a server that has not built it yet); else a "Try the demo" button that
-    builds it and fills the page's inputs."""
+    builds it and fills the page's inputs. ``compact``: what the demo is as a caption (a
+    narrow column beside a figure)."""
     refused = offered()
     showing = shows_demo(page, current)
     if refused is not None:
@@ -111,6 +110,11 @@ def demo_offer(page: Page, current: Sequence[str]) -> None:
             st.error(guard.plain(guard.public_message(str(error))), icon=":material/error:")
             return
         pair = f" {PAIR_DESCRIPTION}." if page == "diff" else ""
+        if compact:
+            st.caption(
+                f":material/science: The demo: {RUN_DESCRIPTION}.{pair} A toy, not a real model."
+            )
+            return
         st.info(
             f"The demo: {RUN_DESCRIPTION}.{pair} A toy, not a real model.",
             icon=":material/science:",

@@ -245,8 +245,7 @@ def edit_head_section(ctx: PageContext, before_profile: dict[str, Any]) -> None:
     st.caption(
         "Replace the head's form L by an edited one at every relative position, run the model on "
         "a text and on the repeated-token probe, and measure what it loses against matched "
-        "controls: random forms in the head's span that move its scores as much "
-        "(docs/interventions.md)."
+        "controls: random forms in the head's span that move its scores as much."
     )
     cols = st.columns([2.2, 2.2, 1, 1], vertical_alignment="bottom")
     edit = cols[0].selectbox("Edit", [NO_EDIT, *EDITS], format_func=edit_label, key=EDIT_KEY)

@@ -144,7 +144,7 @@ def load_series(inputs: Sequence[str], where: Any = None) -> Trajectory:
     inputs = [guard.checked_spec(text) for text in inputs if str(text).strip()]
     store = run_store_of(inputs[0], guard.policy()) if len(inputs) == 1 else None
     if store is not None:
-        return load_run(store)
+        return load_run(store, inputs[0])
     checkpoints = open_series(inputs, guard.policy())
     if len(checkpoints) > MAX_SERIES_CHECKPOINTS:
         raise OptionError(
@@ -167,7 +167,7 @@ def names_run_store(inputs: Sequence[str]) -> bool:
         return False
 
 
-def load_run(directory: Path) -> Trajectory:
+def load_run(directory: Path, label: str | None = None) -> Trajectory:
     """The series of the run store in ``directory`` (checked by the policy already): at most
     :data:`MAX_SERIES_CHECKPOINTS` of its records, evenly spread with the first and the last,
     read through the gateway (a new record is a new request). One-line HeadformsError: a store
@@ -181,7 +181,7 @@ def load_run(directory: Path) -> Trajectory:
             f"for one view ({MAX_RUN_BYTES // 2**20} MiB); the command line reads them all "
             "(headforms trajectory DIR --out FILE)"
         )
-    request = RunRecords(RunState(state.directory, state.manifest, chosen))
+    request = RunRecords(RunState(state.directory, state.manifest, chosen), label)
     return peek(request) or run(request)
 
 
@@ -283,28 +283,53 @@ def bind_views() -> None:
     links.bind(links.flag("paths", state.MOTION_PATHS_KEY, False, "every head's path"))
 
 
-def view_controls(view_at: Any, frame_at: Any) -> tuple[str, str]:
+def path_colouring(color_by: str, where: Any = None) -> str:
+    """The colouring of an animated view for the sidebar's ``color_by``: a head-type score is
+    a forward pass of one model (the Simplex page colours by it), so the heads in motion are
+    coloured by parity type then, which one line in ``where`` says."""
+    if color_by not in state.SCORE_COLORS:
+        return color_by
+    (where or st).caption(
+        f"{state.SCORE_COLORS[color_by]}: the heads in motion are coloured by parity type (the "
+        "Simplex page colours one model's heads by their scores)."
+    )
+    return "parity"
+
+
+def view_controls(view_at: Any, frame_at: Any, stacked: bool = False) -> tuple[str, str]:
     """A Motion page's two view controls, in the columns given: the figure (tetrahedron or
     triangle) and what the tetrahedron's camera frames (disabled for the triangle, always drawn
-    whole); bound to the URL by :func:`bind_views`. Returns ``(figure, frame)``."""
-    view = view_at.segmented_control(
+    whole); bound to the URL by :func:`bind_views`. ``stacked``: as radio buttons one above the
+    other, for a narrow column beside the figure (a segmented control would be cut there).
+    Returns ``(figure, frame)``."""
+    view = _choose(
+        view_at,
+        stacked,
         "View",
-        list(FIGURES),
-        format_func=FIGURES.__getitem__,
-        key=state.MOTION_FIGURE_KEY,
-        required=True,
+        FIGURES,
+        state.MOTION_FIGURE_KEY,
         help="The tetrahedron of profiles (a, b, c, d), or the triangle of symmetric profiles.",
     )
-    frame = frame_at.segmented_control(
+    frame = _choose(
+        frame_at,
+        stacked,
         "3D view",
-        list(FRAMES),
-        format_func=FRAMES.__getitem__,
-        key=state.MOTION_FRAME_KEY,
-        required=True,
+        FRAMES,
+        state.MOTION_FRAME_KEY,
         disabled=view != "simplex",
         help="What the tetrahedron's camera frames (the triangle is always drawn whole).",
     )
     return view, frame
+
+
+def _choose(where: Any, stacked: bool, label: str, options: dict[str, str], key: str, **kw) -> str:
+    """One of ``options`` (value -> label) in ``where``: radio buttons (``stacked``) or a
+    segmented control, keyed by ``key``."""
+    if stacked:
+        return where.radio(label, list(options), format_func=options.__getitem__, key=key, **kw)
+    return where.segmented_control(
+        label, list(options), format_func=options.__getitem__, key=key, required=True, **kw
+    )
 
 
 def check_positions() -> None:
@@ -365,5 +390,7 @@ def series_inputs(text: str) -> list[str]:
 
 
 def bind_second() -> None:
-    """The Model diff page's model B (``b``) bound to the URL."""
+    """The Model diff page's models bound to the URL: B (``b``) and A when chosen there
+    (``a``; otherwise the sidebar's model)."""
     links.bind(links.spec("b", state.DIFF_KEY, None, always=False))
+    links.bind(links.spec("a", state.DIFF_A_KEY, None, always=False))

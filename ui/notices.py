@@ -70,13 +70,20 @@ def _still_true(about: tuple[str, Any] | None) -> bool:
 def add(text: str, kind: str = "warning", about: tuple[str, Any] | None = None) -> None:
     """Keep one line (``kind``: ``warning`` for a corrected value, ``error`` for a refusal) and
     draw it at the top of the page. ``about``: ``(session key, value shown)``: the notice goes
-    once the visitor changes that value."""
+    once the visitor changes that value, and replaces an earlier notice about that key (a
+    second model that fails is the news, not the first one: once the first was refused, the
+    key held the value shown again, so its notice looked still true)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
-    items = _notices()["items"]
+    notices = _notices()
+    if about is not None:
+        notices["items"] = [
+            item for item in notices["items"] if item[2] is None or item[2][0] != about[0]
+        ]
+    items = notices["items"]
     if not any(item[:2] == (kind, text) for item in items):
         items.append((kind, text, about))
-        _draw()
+    _draw()
 
 
 def clear() -> None:

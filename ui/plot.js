@@ -6,6 +6,7 @@
 // SCRIPTS): plot_wheel.js (the wheel scrolls the page), plot_ring.js (the chooser's ring),
 // plot_keep.js (a rerun's unchanged plot kept as drawn, its unchanged traces reused).
 /* global guardWheel, showRing, hideRing, keptAsDrawn, wantDrawn, drawFailed, shownCamera */
+/* global shownFrame */
 /* global reuseTraces, plotConfig */
 
 const REGISTRY = "__headformsPlotly";
@@ -481,6 +482,11 @@ async function draw(wrap, gd, Plotly, figure, data) {
   const frames = figure.frames || [];
   const config = plotConfig(gd, Plotly, data);
   await Plotly.react(gd, { data: figure.data, layout: figure.layout, config, frames });
+  // plotly.js (4.1) redraws a plot whose config changed (e.g. a 3D figure replaced by a 2D one,
+  // whose exports differ) with Plotly.newPlot, which leaves the frames out: they are added here.
+  if (frames.length && !(gd._transitionData && gd._transitionData._frames.length)) {
+    await Plotly.addFrames(gd, frames);
+  }
   performance.mark("hf:drawn:" + data.key); // for benchmarks/bench_first_paint.py
   gd.hfViewShown = sceneView(gd);
   await placeLabels(gd, Plotly); // ui/plot_labels.js
@@ -490,32 +496,64 @@ async function draw(wrap, gd, Plotly, figure, data) {
     gd.on("plotly_relayout", (update) => reportCamera(wrap, gd, update));
     gd.on("plotly_relayout", (update) => labelsAfterRelayout(gd, gd.hfPlotly, update));
     gd.on("plotly_restyle", (update) => reportHidden(wrap, gd, update));
-    // The point of an animated figure shown now (slider or Play), kept across reruns.
+    // The point of an animated figure shown now (slider or Play), kept across reruns, and
+    // reported to Python once the visitor stops moving it (data.report_frame).
     gd.on("plotly_animatingframe", (event) => {
       gd.hfFrame = { axis: gd.hfAxis, name: event.name };
+      reportFrame(wrap, gd, event.name);
     });
+    // A frame brings the labels of its point as the figure placed them: placed again once the
+    // slider or Play stops (ui/plot_labels.js).
+    gd.on("plotly_animated", () => placeLabels(gd, gd.hfPlotly));
   }
-  await keepFrame(gd, Plotly, figure, frames);
+  await keepFrame(gd, Plotly, figure, data);
 }
 
-// An animated figure (figures/motion.py: one frame per point of a path, named by its value)
-// drawn again by a rerun shows the point the visitor had moved to, not its first point again.
-// A path still growing (meta.follow: a training run that records) shown at its last point
-// follows its new last point instead (the figure's own start).
-async function keepFrame(gd, Plotly, figure, frames) {
+// An animated figure (figures/animated.py: one frame per point of a path, named by its value)
+// drawn again shows the point Python asks for (data.report_frame: data.frame, where the visitor
+// left the slider, a link's, or the figure's own start; ui/plot.py's frame_link decides), else
+// the point the visitor had moved to (same axis), not its first point again; a path still
+// growing (meta.follow: a training run that records) shown at its last point follows its new
+// last point (the figure's own start). A frame the plot does not hold is left alone.
+async function keepFrame(gd, Plotly, figure, data) {
   const meta = (figure.layout && figure.layout.meta) || {};
+  const frames = figure.frames || [];
   const previous = gd.hfFrame;
   const lastBefore = gd.hfLastFrame;
   gd.hfAxis = meta.axis;
   gd.hfLastFrame = frames.length ? frames[frames.length - 1].name : undefined;
-  if (previous && meta.follow && previous.name === lastBefore) gd.hfFrame = undefined;
-  if (!gd.hfFrame || !frames.length || previous.axis !== meta.axis) return;
-  if (!frames.some((frame) => frame.name === previous.name)) return;
-  await Plotly.animate(gd, [previous.name], {
+  let name = null;
+  if (data.report_frame) {
+    name = data.frame;
+  } else if (previous && previous.axis === meta.axis) {
+    if (meta.follow && previous.name === lastBefore) gd.hfFrame = undefined;
+    else name = previous.name;
+  }
+  const held = gd._transitionData && gd._transitionData._frameHash;
+  if (name === null || name === undefined || !held || !held[name]) return;
+  gd.hfFrame = { axis: meta.axis, name };
+  const slider = ((figure.layout && figure.layout.sliders) || [])[0];
+  const step = slider && slider.steps && slider.steps[slider.active || 0];
+  if (step && step.label === String(name)) return; // the figure starts there: drawn already
+  await Plotly.animate(gd, [String(name)], {
     mode: "immediate",
     frame: { duration: 0, redraw: true },
     transition: { duration: 0 },
   });
+}
+
+// The frame shown, sent as the state value "frame" FRAME_REPORT_MS after the last step of the
+// slider or of Play (a played path is reported where it stops), unless Python shows it already.
+const FRAME_REPORT_MS = 400;
+
+function reportFrame(wrap, gd, name) {
+  if (!wrap.hfData.report_frame) return;
+  clearTimeout(gd.hfFrameTimer);
+  gd.hfFrameTimer = setTimeout(() => {
+    if (String(wrap.hfData.frame) === String(name)) return;
+    shownFrame(gd, name); // ui/plot_keep.js: the rerun it causes keeps the plot as it is
+    wrap.hfSetState("frame", String(name));
+  }, FRAME_REPORT_MS);
 }
 
 export default function ({ data, parentElement, setStateValue, setTriggerValue }) {

@@ -117,6 +117,8 @@ class PlotPayload:
     otherwise the toolbar offers a high-resolution PNG only."""
     legend: tuple[str, ...] = ()
     """The names of its legend entries (what a link's ``hide=`` may name)."""
+    frames: tuple[str, ...] = ()
+    """The names of its animation frames, in order (what a link's slider position may name)."""
 
     @classmethod
     def of(cls, figure: go.Figure) -> PlotPayload:
@@ -135,7 +137,8 @@ class PlotPayload:
                 if trace.name and trace.showlegend is not False
             )
         )
-        payload = cls(figure.to_json(), height, title, exports_as_vector(figure), legend)
+        frames = tuple(str(frame.name) for frame in figure.frames or ())
+        payload = cls(figure.to_json(), height, title, exports_as_vector(figure), legend, frames)
         figure._hf_payload = payload
         return payload
 
@@ -162,6 +165,7 @@ def clickable_plot(
     scroll_zoom: bool = False,
     camera_key: str | None = None,
     hidden_key: str | None = None,
+    frame_key: str | None = None,
 ) -> None:
     """Draw ``figure``; a click on a point with customdata calls ``on_click(customdata)``.
 
@@ -180,6 +184,10 @@ def clickable_plot(
     ``hidden_key``: the session key of the legend entries hidden (a list of their names, see
     :attr:`PlotPayload.legend`): the figure is drawn with them hidden, and each legend click's
     outcome is stored in it (:func:`hidden_link` puts it in the URL).
+    ``frame_key``: the session key of an animated figure's frame shown (its name, see
+    :attr:`PlotPayload.frames`, or None for the figure's own start): the figure is drawn at it,
+    and where the visitor stops the slider or Play is stored in it (:func:`frame_link` puts it
+    in the URL).
     """
     assets = ensure_plotly_js()
     payload = figure if isinstance(figure, PlotPayload) else PlotPayload.of(figure)
@@ -205,9 +213,18 @@ def clickable_plot(
             names = set(value[:MAX_HIDDEN])
             st.session_state[hidden_key] = [name for name in payload.legend if name in names]
 
+    def stepped() -> None:
+        state = st.session_state.get(key)
+        value = state.get("frame") if hasattr(state, "get") else None
+        if frame_key is not None and isinstance(value, str) and value in payload.frames:
+            st.session_state[frame_key] = value
+
     listeners = {"on_camera_change": moved} if camera_key is not None else {}
     if hidden_key is not None:
         listeners["on_hidden_change"] = toggled
+    if frame_key is not None:
+        listeners["on_frame_change"] = stepped
+    frame = st.session_state.get(frame_key) if frame_key else None
 
     _component(
         key=key,
@@ -225,6 +242,8 @@ def clickable_plot(
             "report_camera": camera_key is not None,
             "hidden": list(st.session_state.get(hidden_key) or []) if hidden_key else [],
             "report_hidden": hidden_key is not None,
+            "frame": frame if frame in payload.frames else None,
+            "report_frame": frame_key is not None,
             "plotly": {
                 "full": url_path(assets.full),
                 "gl3d": url_path(assets.gl3d) if assets.gl3d else None,
@@ -262,6 +281,23 @@ def figure_key(fig: go.Figure | PlotPayload, caption: str) -> str:
     """A stable key for a figure shown without one (its title and caption)."""
     title = fig.title if isinstance(fig, PlotPayload) else str(fig.layout.title.text or "")
     return "fig-" + hashlib.sha1(f"{title}\n{caption}".encode()).hexdigest()[:12]
+
+
+def frame_link(name: str, key: str, payload: PlotPayload, start: str, what: str) -> None:
+    """Bind the frame shown by the plot drawn with ``frame_key=key`` (an animated figure's
+    slider position) to the URL parameter ``name``, before drawing it: a link opens the figure
+    where the sender had moved it; ``start`` (the figure's own first frame) is left out of it,
+    and a value that is not one of its frames is corrected with a notice naming ``what``. A
+    figure that starts elsewhere (a new RoPE position in the sidebar, a new last checkpoint of a
+    run that records) is shown at its new start if the slider was at the old one (it follows),
+    else where the visitor left it, if the figure still has that frame."""
+    state = st.session_state
+    started = f"{key}:start"
+    shown, before = state.get(key), state.get(started)
+    if shown not in payload.frames or (before is not None and shown == before != start):
+        state.pop(key, None)
+    state[started] = start
+    links.bind(links.choice(name, key, list(payload.frames), start, what))
 
 
 def hidden_link(name: str, key: str, payload: PlotPayload) -> None:

@@ -2,13 +2,15 @@
 // ui/plot.py). A step from one head to another reruns the whole page: every plot gets its data
 // again, most often the very figure it shows. Such a plot is kept as drawn (no JSON.parse, no
 // Plotly.react), unless what Python asks for differs from what it shows: the figure, its height,
-// toolbar, the camera (a link's, not the one the visitor's rotation reported) or the hidden
-// legend entries (not the ones the visitor's legend click reported). A figure that did change
+// toolbar, the camera (a link's, not the one the visitor's rotation reported), the hidden
+// legend entries (not the ones the visitor's legend click reported) or an animated figure's
+// frame (not the one the visitor's slider reported). A figure that did change
 // reuses the traces it shares with the one drawn (the same objects, so that Plotly.react's diff
 // finds them unchanged: the 3D scene keeps them, and only the selected head's ring is new), and
 // the same config object (a new one would make Plotly.react start the plot anew).
 // Linted by eslint (eslint.config.mjs: a classic script whose functions plot.js calls).
-/* exported keptAsDrawn, wantDrawn, drawFailed, shownCamera, shownHidden, reuseTraces, plotConfig */
+/* exported keptAsDrawn, wantDrawn, drawFailed, shownCamera, shownHidden, shownFrame */
+/* exported reuseTraces, plotConfig */
 /* global imageOptions */
 
 // The camera as one comparable string (or "" for none).
@@ -21,6 +23,10 @@ function cameraText(camera) {
 
 function hiddenText(data) {
   return data.report_hidden ? JSON.stringify((data.hidden || []).slice().sort()) : "";
+}
+
+function frameText(data) {
+  return data.report_frame && data.frame !== null ? String(data.frame) : "";
 }
 
 // Everything of data.* but the figure, the camera and the hidden entries that changes a drawing.
@@ -38,7 +44,8 @@ function keptAsDrawn(gd, data) {
       want.figure === data.figure &&
       want.rest === drawnWith(data) &&
       want.camera === cameraText(data.camera) &&
-      want.hidden === hiddenText(data)
+      want.hidden === hiddenText(data) &&
+      want.frame === frameText(data)
   );
 }
 
@@ -49,6 +56,7 @@ function wantDrawn(gd, data) {
     rest: drawnWith(data),
     camera: cameraText(data.camera),
     hidden: hiddenText(data),
+    frame: frameText(data),
   };
 }
 
@@ -60,6 +68,11 @@ function drawFailed(gd) {
 // The visitor turned the scene to `camera` (reported to Python): a rerun bringing it back is kept.
 function shownCamera(gd, camera) {
   if (gd.hfWanted) gd.hfWanted.camera = cameraText(camera);
+}
+
+// The visitor moved an animated figure to the frame `name` (reported to Python): likewise.
+function shownFrame(gd, name) {
+  if (gd.hfWanted) gd.hfWanted.frame = String(name);
 }
 
 // The visitor hid the legend entries `names` (reported to Python): likewise.

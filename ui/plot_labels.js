@@ -5,8 +5,12 @@
 // camera change, every label's drawn box is measured and the label moved (its xshift/yshift, or
 // ax/ay for one with an arrow, which keeps pointing at its head) by the least offset that puts it
 // inside the scene's area and off the labels placed before it: the selected head's name first,
-// then the vertices, the hints, the faces. The offsets are written into the figure's layout
-// (Plotly.relayout), so the PNG export draws the labels where the page shows them.
+// then the vertices, the hints, the faces. A label whose point is out of view is hidden (a
+// vertex's label pulled inside would sit in a far corner, naming nothing there), and a hint
+// toward such a vertex goes to the edge of the view on the vertex's side, off the selected
+// head's ring; a hint toward a vertex in view is hidden. The offsets are written into the
+// figure's layout (Plotly.relayout), so the PNG export draws the labels where the page shows
+// them.
 // Linted by eslint (eslint.config.mjs, `make lint`).
 
 const LABEL_PAD_PX = 3; // kept free between two labels and inside the plot's edge
@@ -90,34 +94,103 @@ function placeBox(box, area, placed) {
   return [inX, inY];
 }
 
-// The box of the selected head's name where a trace draws it as WebGL text (an animated view's
-// ring, whose name rides with it): projected from its point, the name above its ring. Labels
-// are kept off it like off each other.
-function ringTextBoxes(gd) {
+// Project scene points to the plot's pixels with the scene's camera: (x, y, z) -> {x, y,
+// front} (front: before the camera), or null before the scene is drawn.
+function sceneProjector(gd) {
   const full = gd._fullLayout;
-  const scene = full.scene._scene;
-  if (!scene || !scene.glplot) return [];
+  const scene = full.scene && full.scene._scene;
+  if (!scene || !scene.glplot) return null;
   const cam = scene.glplot.cameraParams;
   const scale = scene.dataScale;
-  const area = sceneArea(gd);
+  const size = full._size;
+  const dom = full.scene.domain;
+  const left = size.l + dom.x[0] * size.w;
+  const width = (dom.x[1] - dom.x[0]) * size.w;
+  const top = size.t + (1 - dom.y[1]) * size.h;
+  const height = (dom.y[1] - dom.y[0]) * size.h;
   const mul = (m, v) =>
     [0, 1, 2, 3].map((r) => m[r] * v[0] + m[4 + r] * v[1] + m[8 + r] * v[2] + m[12 + r] * v[3]);
+  return (x, y, z) => {
+    const clip = mul(cam.projection, mul(cam.view, mul(cam.model, [
+      x * scale[0], y * scale[1], z * scale[2], 1,
+    ])));
+    const w = clip[3];
+    return {
+      x: left + ((clip[0] / w + 1) / 2) * width,
+      y: top + ((1 - clip[1] / w) / 2) * height,
+      front: w > 0,
+    };
+  };
+}
+
+// The boxes labels keep off: the selected head's ring, and its name where a trace draws it as
+// WebGL text (an animated view's ring, whose name rides with it).
+function ringBoxes(gd, project) {
   const boxes = [];
   for (const trace of gd._fullData) {
     const role = trace.meta && trace.meta.role;
-    if (role !== "selected" || trace.type !== "scatter3d" || !String(trace.mode).includes("text")) {
-      continue;
+    if (role !== "selected" || trace.type !== "scatter3d") continue;
+    const at = project(trace.x[0], trace.y[0], trace.z[0]);
+    if (!at.front) continue;
+    const half = ((trace.marker && trace.marker.size) || 15) / 2 + LABEL_PAD_PX;
+    boxes.push({ left: at.x - half, right: at.x + half, top: at.y - half, bottom: at.y + half });
+    if (String(trace.mode).includes("text")) {
+      boxes.push({ left: at.x - 30, right: at.x + 30, top: at.y - 30, bottom: at.y + 8 });
     }
-    const world = [trace.x[0] * scale[0], trace.y[0] * scale[1], trace.z[0] * scale[2], 1];
-    const clip = mul(cam.projection, mul(cam.view, mul(cam.model, world)));
-    if (!(clip[3] > 0)) continue;
-    const width = area.right - area.left + 2 * LABEL_PAD_PX;
-    const height = area.bottom - area.top + 2 * LABEL_PAD_PX;
-    const x = area.left - LABEL_PAD_PX + ((clip[0] / clip[3] + 1) / 2) * width;
-    const y = area.top - LABEL_PAD_PX + ((1 - clip[1] / clip[3]) / 2) * height;
-    boxes.push({ left: x - 30, right: x + 30, top: y - 30, bottom: y + 8 });
   }
   return boxes;
+}
+
+function insideArea(at, area) {
+  return Boolean(
+    at && at.front && at.x >= area.left && at.x <= area.right && at.y >= area.top &&
+      at.y <= area.bottom
+  );
+}
+
+// A label's text as one line (a hint names its vertex's label that way: "→ toward c = 1 P").
+function oneLine(text) {
+  return String(text || "").replace(/<br\s*\/?>/gi, " ").replace(/<[^>]+>/g, "").trim();
+}
+
+const HINT_PREFIX = "→ toward ";
+
+// Which labels to draw: a label whose point is out of view is hidden (pulled inside, a vertex's
+// label sat in a far corner of the frame, naming nothing there), but the selected head's name;
+// a hint toward a vertex only while that vertex is out of view.
+function labelsShown(annotations, anchors, area, base) {
+  const vertexShown = {};
+  annotations.forEach((a, i) => {
+    if (a.name === "vertex") vertexShown[oneLine(a.text)] = insideArea(anchors[i], area);
+  });
+  return annotations.map((a, i) => {
+    if (!base[i].visible) return false;
+    if (a.name === "selected") return true;
+    if (a.name === "hint") {
+      const target = oneLine(a.text).replace(HINT_PREFIX, "");
+      return !vertexShown[target];
+    }
+    return insideArea(anchors[i], area);
+  });
+}
+
+// Where a hint goes: at the edge of the view, toward its vertex as the camera sees it (behind
+// the camera: the other way), clear of the edge by its own size. Returns the offset of the
+// hint's drawn box (natural: where plotly.js draws it at its own point) to that place.
+function towardTheEdge(natural, vertexAt, area) {
+  const cx = (area.left + area.right) / 2;
+  const cy = (area.top + area.bottom) / 2;
+  let dx = vertexAt.x - cx;
+  let dy = vertexAt.y - cy;
+  if (!vertexAt.front) [dx, dy] = [-dx, -dy];
+  const w = (natural.right - natural.left) / 2 + LABEL_PAD_PX;
+  const h = (natural.bottom - natural.top) / 2 + LABEL_PAD_PX;
+  const reachX = Math.max(1, (area.right - area.left) / 2 - w);
+  const reachY = Math.max(1, (area.bottom - area.top) / 2 - h);
+  const t = Math.min(reachX / Math.max(Math.abs(dx), 1e-9), reachY / Math.max(Math.abs(dy), 1e-9));
+  const x = cx + dx * t;
+  const y = cy + dy * t;
+  return [x - (natural.left + natural.right) / 2, y - (natural.top + natural.bottom) / 2];
 }
 
 function labelRank(name) {
@@ -135,7 +208,31 @@ function rememberLabels(gd, figure) {
     yshift: a.yshift || 0,
     ax: a.ax === undefined ? -10 : a.ax,
     ay: a.ay === undefined ? -30 : a.ay,
+    visible: a.visible !== false,
   }));
+}
+
+// The layout update that shows the labels that belong in view and hides the others (empty if
+// none changes), as labelsShown decides.
+function visibilityUpdate(gd) {
+  const annotations = givenLabels(gd);
+  const base = gd.hfLabelBase || [];
+  const project = sceneProjector(gd);
+  if (!project || !annotations.length || annotations.length !== base.length) return {};
+  const anchors = annotations.map((a) => project(a.x, a.y, a.z));
+  const shown = labelsShown(annotations, anchors, sceneArea(gd), base);
+  const update = {};
+  annotations.forEach((a, i) => {
+    if ((a.visible !== false) !== shown[i]) update["scene.annotations[" + i + "].visible"] = shown[i];
+  });
+  return update;
+}
+
+// The scene's labels as the figure gives them (plotly.js's full layout keeps nothing of a
+// hidden one: neither its text nor its point).
+function givenLabels(gd) {
+  const scene = gd.layout && gd.layout.scene;
+  return (scene && scene.annotations) || [];
 }
 
 // The layout update that places every label of the scene (empty if all are in place).
@@ -145,11 +242,17 @@ function labelUpdate(gd) {
   const base = gd.hfLabelBase || [];
   if (!annotations.length || annotations.length !== base.length) return {};
   const area = sceneArea(gd);
+  const project = sceneProjector(gd);
+  if (!project) return {};
   const order = annotations
     .map((annotation, index) => ({ annotation, index }))
     .filter((item) => item.annotation.visible !== false)
     .sort((a, b) => labelRank(a.annotation.name) - labelRank(b.annotation.name));
-  const placed = ringTextBoxes(gd);
+  const vertices = {};
+  givenLabels(gd).forEach((a) => {
+    if (a.name === "vertex") vertices[oneLine(a.text)] = project(a.x, a.y, a.z);
+  });
+  const placed = ringBoxes(gd, project);
   const update = {};
   for (const { annotation, index } of order) {
     const box = labelBox(gd, index);
@@ -159,7 +262,11 @@ function labelUpdate(gd) {
     const nowX = start.arrow ? annotation.ax - start.ax : annotation.xshift - start.xshift;
     const nowY = start.arrow ? annotation.ay - start.ay : start.yshift - annotation.yshift;
     const natural = shifted(box, -nowX, -nowY);
-    const [dx, dy] = placeBox(natural, area, placed);
+    const vertex = annotation.name === "hint" &&
+      vertices[oneLine(annotation.text).replace(HINT_PREFIX, "")];
+    const [toX, toY] = vertex ? towardTheEdge(natural, vertex, area) : [0, 0];
+    const [byX, byY] = placeBox(shifted(natural, toX, toY), area, placed);
+    const [dx, dy] = [toX + byX, toY + byY];
     placed.push(shifted(natural, dx, dy));
     if (Math.abs(dx - nowX) < 0.5 && Math.abs(dy - nowY) < 0.5) continue;
     const key = "scene.annotations[" + index + "].";
@@ -185,11 +292,12 @@ function imageOptions(gd, options) {
 async function placeLabels(gd, Plotly) {
   gd.hfImageOptions = (options) => imageOptions(gd, options); // what the export uses (tests)
   if (!gd._fullLayout || !gd._fullLayout.scene || !gd.hfLabelBase) return;
-  const update = labelUpdate(gd);
-  if (!Object.keys(update).length) return;
   gd.hfPlacingLabels = true;
   try {
-    await Plotly.relayout(gd, update);
+    const shown = visibilityUpdate(gd); // first what is drawn, then where (from the drawn boxes)
+    if (Object.keys(shown).length) await Plotly.relayout(gd, shown);
+    const update = labelUpdate(gd);
+    if (Object.keys(update).length) await Plotly.relayout(gd, update);
   } finally {
     gd.hfPlacingLabels = false;
   }

@@ -20,6 +20,7 @@ from headforms import BUNDLED_MODELS, DEFAULT_MODEL, ModelAnalysis, ModelCard
 from headforms.figures.style import head_name
 from headforms.forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from headforms.options import MAX_ROPE_POSITION
+from headforms.sources.specs import short_name
 
 from . import guard, links, notices, state
 from .loading import load_or_message
@@ -94,9 +95,10 @@ def head_label(layer: int, head: int) -> str:
 
 
 def model_label(spec: str) -> str:
-    """A bundled model's title after its short name; other specs as typed."""
+    """A bundled model's title after its short name; a published table's model by its name and
+    the table file's (not the table's whole path); other specs as typed."""
     bundled = BUNDLED_MODELS.get(spec)
-    return f"{spec} — {bundled.title}" if bundled else spec
+    return f"{spec} — {bundled.title}" if bundled else short_name(spec)
 
 
 MODEL_PLACEHOLDER = "bundled name, hub id, local path or table file"
@@ -147,8 +149,9 @@ def render_sidebar() -> PageContext | None:
         "Model",
         model_options(ss[state.MODEL_KEY]),
         key=state.MODEL_KEY,
-        # the spec alone: "name — title" was cut at the sidebar's width (the title is in the
-        # caption below the picker)
+        # the spec alone ("name — title" was cut at the sidebar's width; the title is in the
+        # caption below the picker), a published table's model by its name before its file's
+        format_func=short_name,
         accept_new_options=True,
         help="A bundled model (works offline), or type a hub id (gpt2, org/name@revision), "
         "a local path (a directory with config.json, or a .gguf file), or a published per-head "

@@ -40,16 +40,27 @@ MOTION_PATHS_KEY = "hf_motion_every_path"
 positions, Training run, Model diff): one setting for the three."""
 SERIES_KEY = "hf_series"
 DIFF_KEY = "hf_diff_b"
+DIFF_A_KEY = "hf_diff_a"
+"""The Model diff page's model A when chosen there (None: the sidebar's model)."""
 LOADED_KEY = "_hf_loaded_models"
 """spec -> (layers, heads) of every model this session loaded (what a click may select)."""
+
+SCORE_COLORS: dict[str, str] = {
+    "previous_token": "Previous-token score",
+    "induction": "Induction score",
+    "first_token": "First-token score (sink)",
+    "duplicate_token": "Duplicate-token score",
+}
+"""The head-type scores the heads can be coloured by (a forward pass on the probe, once)."""
 
 COLOR_CHOICES: dict[str, str] = {
     "parity": "Parity type",
     "layer": "Layer",
     "energy": "Symmetric energy",
     "pairing": "Pairing score",
+    **SCORE_COLORS,
 }
-"""Colour-by options of the simplex and triangle (value -> label)."""
+"""Colour-by options of the simplex, the triangle and the swarm (value -> label)."""
 
 DEFAULTS: dict[str, Any] = {
     MODEL_KEY: DEFAULT_MODEL,

@@ -79,7 +79,7 @@ def _run_store_trajectory(store: object, options: object, args: argparse.Namespa
 
     state = run_state(store)
     check_run_options(state, options)
-    series = run_series(state, spectra=False)
+    series = run_series(state, spectra=False, label=args.checkpoints[0].strip())
     for record in series.damaged:
         print(f"skipped {record.path}: not a whole record", file=sys.stderr)
     tolerance = tolerance_of(args)

@@ -204,8 +204,9 @@ def _slider(paths: HeadPaths, start: int, prefix: str) -> tuple[list[dict], list
             "xanchor": "left",
         },
         "pad": {"t": 8, "b": 4},
-        "x": 0.12,
-        "len": 0.86,
+        # right of the Play and Pause buttons (about 110 px) in a figure 600 px wide or more
+        "x": 0.19,
+        "len": 0.79,
         "y": 0.0,
         "yanchor": "top",
         "font": {"size": 11 if labelled else 1, "color": "#444" if labelled else "rgba(0,0,0,0)"},
@@ -361,9 +362,11 @@ def animated_figure(
             "axis": paths.axis,
             **({"follow": True} if follow_last else {}),
         },
-        # under the slider: the plot area (and the slider) keep the figure's whole width
+        # under the slider: the plot area (and the slider) keep the figure's whole width, in one
+        # row (grouped, a model's parity types would stack into a column)
         legend={
             "orientation": "h",
+            "traceorder": "normal",
             "x": 0.0,
             "xanchor": "left",
             "yref": "container",

@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..forms import PARITY_LABELS
+from ..sources.specs import short_name
 from .camera import view_coordinates
 from .geometry import barycentric_points
 from .style import (
@@ -64,10 +65,16 @@ def lines(segments: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     return np.array(out)
 
 
-def check_color_by(color_by: str) -> None:
-    """Reject an unknown ``color_by`` with a one-line error."""
+def check_color_by(color_by: str, heads: pd.DataFrame | None = None) -> None:
+    """Reject an unknown ``color_by``, or one the first model's table ``heads`` lacks (a
+    head-type score is joined from a forward pass), with a one-line error."""
     if color_by not in COLOR_BY_OPTIONS:
         raise FigureInputError(f"color_by must be one of {COLOR_BY_OPTIONS}, got {color_by!r}")
+    if heads is not None and color_by not in ("parity", "model") and color_by not in heads:
+        raise FigureInputError(
+            f"colouring by {color_by} needs the column {color_by!r} in the table of heads (a "
+            "head-type score comes from a forward pass: join the scores first)"
+        )
 
 
 def hover_text(heads: pd.DataFrame, model: str, columns: Sequence[str]) -> list[str]:
@@ -129,9 +136,31 @@ def coloraxis(color_by: str, cmin: float, cmax: float, y: float) -> dict:
 
 
 def title(prefix: str, models: Mapping[str, pd.DataFrame]) -> str:
-    """Figure title naming the models shown."""
-    names = ", ".join(models) if models else "no model"
+    """Figure title naming the models shown (a published table's by their short names)."""
+    names = ", ".join(short_name(model) for model in models) if models else "no model"
     return f"{prefix}: {names}"
+
+
+def head_marker(part: pd.DataFrame, parity: str, color_by: str, index: int, three_d: bool) -> dict:
+    """The marker of the heads ``part`` (all of type ``parity``) of the ``index``-th model drawn:
+    the parity type's symbol (:data:`PARITY_SYMBOLS`, :data:`PARITY_SYMBOLS_3D`), one size, and
+    the colour of ``color_by`` (every model after the first in its own colour)."""
+    symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
+    marker: dict = {
+        "symbol": symbols[parity],
+        "size": MARKER_SIZE_3D if three_d else MARKER_SIZE_2D,
+        "opacity": OPACITY_3D if three_d else HEAD_OPACITY_2D,
+    }
+    if color_by == "model" or index > 0:
+        marker["color"] = model_color(index)
+    elif color_by == "parity":
+        marker["color"] = PARITY_COLORS[parity]
+    else:
+        marker["color"] = part[color_by].to_numpy(dtype=float)
+        marker["coloraxis"] = "coloraxis"
+    if not three_d:  # open and line symbols: the stroke is the marker colour
+        marker["line"] = {"width": PARITY_LINE_WIDTH}
+    return marker
 
 
 def head_traces(
@@ -149,7 +178,6 @@ def head_traces(
     size (the selected one gets a ring of its own). Also the traces of each frame of
     :mod:`headforms.figures.animated`'s animated views."""
     traces = []
-    symbols = PARITY_SYMBOLS_3D if three_d else PARITY_SYMBOLS
     for index, (model, heads) in enumerate(models.items()):
         drawn = valid(heads, columns)
         for parity in PARITY_DRAW_ORDER:
@@ -157,20 +185,7 @@ def head_traces(
             if part.empty:
                 continue
             xyz = barycentric_points(part[list(columns)].to_numpy(), vertices)
-            marker: dict = {
-                "symbol": symbols[parity],
-                "size": MARKER_SIZE_3D if three_d else MARKER_SIZE_2D,
-                "opacity": OPACITY_3D if three_d else HEAD_OPACITY_2D,
-            }
-            if color_by == "model" or index > 0:
-                marker["color"] = model_color(index)
-            elif color_by == "parity":
-                marker["color"] = PARITY_COLORS[parity]
-            else:
-                marker["color"] = part[color_by].to_numpy(dtype=float)
-                marker["coloraxis"] = "coloraxis"
-            if not three_d:  # open and line symbols: the stroke is the marker colour
-                marker["line"] = {"width": PARITY_LINE_WIDTH}
+            marker = head_marker(part, parity, color_by, index, three_d)
             coords = {"x": xyz[:, 0], "y": xyz[:, 1]}
             if three_d:
                 coords["z"] = xyz[:, 2]
@@ -182,9 +197,11 @@ def head_traces(
                     "marker": marker,
                     "name": PARITY_NAMES[parity]
                     if len(models) == 1
-                    else f"{model}: {PARITY_NAMES[parity]}",
+                    else f"{short_name(model)}: {PARITY_NAMES[parity]}",
                     "legendgroup": model,
-                    "legendgrouptitle": {"text": model},
+                    # a model's name over its types where several are drawn (one: the title
+                    # names it, and a group title stacks a horizontal legend into a column)
+                    "legendgrouptitle": {"text": short_name(model) if len(models) > 1 else ""},
                     "legendrank": 1000 + PARITY_LABELS.index(parity),
                     "customdata": head_customdata(part, model),
                     "text": hover_text(part, model, columns),

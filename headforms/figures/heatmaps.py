@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..sources.specs import short_name
 from .style import (
     COLUMN_TITLES,
     DIVERGING_SCALE,
@@ -93,7 +94,7 @@ def heatmap_pair_figure(
                 baseline[column].to_numpy(float),
             )
         )
-    title = f"{COLUMN_TITLES.get(column, column)}: {model_name}"
+    title = f"{COLUMN_TITLES.get(column, column)}: {short_name(model_name)}"
     return heatmap_panels_figure(panels, column, title, selected, color_range)
 
 
@@ -141,26 +142,26 @@ def heatmap_panels_figure(
     color_range: tuple[float, float] | None = None,
     colorscale: list[list] | None = None,
 ) -> go.Figure:
-    """Grids side by side: square cells sized from :data:`PLOT_WIDTH` and
-    :data:`PLOT_HEIGHT` (the same data unit per pixel on both axes of a panel), one colour axis
-    (``colorscale``, default the diverging scale white at 1/2), the selected head outlined in
-    every panel of its model (a rectangle in data coordinates: exact at any size and zoom)."""
+    """Grids side by side: square cells of one size in every panel (a model of more heads gets
+    a wider panel, one of fewer layers a shorter one: the grids compare cell for cell), sized
+    from :data:`PLOT_WIDTH` and :data:`PLOT_HEIGHT` (the same data unit per pixel on both axes
+    of a panel), ticks only as dense as they can be read, one colour axis (``colorscale``,
+    default the diverging scale white at 1/2), the selected head outlined in every panel of its
+    model (a rectangle in data coordinates: exact at any size and zoom)."""
     if not panels:
         raise FigureInputError("no layer x head grid to draw")
     cmin, cmax = color_range or heatmap_range([panel.values for panel in panels])
     grids = [_grid(panel.heads) for panel in panels]
-    width = PLOT_WIDTH / len(panels)
-    first = [min(width / n_heads, PLOT_HEIGHT / n_layers) for n_layers, n_heads in grids]
-    area = max(cell * n_layers for cell, (n_layers, _) in zip(first, grids, strict=True))
-    cells = [
-        float(np.clip(min(width / n_heads, area / n_layers), 4.0, 34.0))
-        for n_layers, n_heads in grids
-    ]
-    height = int(max(320.0, max(c * n for c, (n, _) in zip(cells, grids, strict=True)) + 170.0))
+    spacing = 0.04 if len(panels) <= 2 else 0.06
+    across = PLOT_WIDTH * (1 - spacing * (len(panels) - 1)) / sum(n for _, n in grids)
+    cell = float(np.clip(min(across, PLOT_HEIGHT / max(n for n, _ in grids)), 4.0, 34.0))
+    cells = [cell] * len(panels)
+    height = int(max(320.0, cell * max(n for n, _ in grids) + 170.0))
     fig = make_subplots(
         rows=1,
         cols=len(panels),
-        horizontal_spacing=0.04 if len(panels) <= 2 else 0.06,
+        horizontal_spacing=spacing,
+        column_widths=[n_heads for _, n_heads in grids],  # one cell size in every panel
         subplot_titles=[panel.title for panel in panels],
     )
     for index, (panel, cell, (n_layers, n_heads)) in enumerate(
@@ -196,7 +197,7 @@ def heatmap_panels_figure(
             range=[-0.5, n_heads - 0.5],
             showgrid=False,
             zeroline=False,
-            dtick=max(1, n_heads // 16),
+            dtick=_tick_step(n_heads, cell, TICK_WIDTH_PX),
             constrain="domain",
             scaleanchor=f"y{suffix}",  # one data unit, the same pixels on both axes
             scaleratio=1,
@@ -208,7 +209,7 @@ def heatmap_panels_figure(
             range=[n_layers - 0.5, -0.5],
             showgrid=False,
             zeroline=False,
-            dtick=max(1, n_layers // 16),
+            dtick=_tick_step(n_layers, cell, TICK_HEIGHT_PX),
             constrain="domain",
             row=1,
             col=index,
@@ -243,6 +244,18 @@ def heatmap_panels_figure(
         plot_bgcolor="#f4f4f4",
     )
     return fig
+
+
+TICK_WIDTH_PX = 16.0
+"""Room a head's number takes under a grid (two digits at 11 px, and a little between)."""
+TICK_HEIGHT_PX = 13.0
+"""Room a layer's number takes beside a grid."""
+
+
+def _tick_step(count: int, cell: float, room: float) -> int:
+    """Every how many cells a tick is labelled: never closer than ``room`` px, and at most 16
+    labels (cells of ``cell`` px)."""
+    return max(1, count // 16, int(np.ceil(room / cell)))
 
 
 def _grid(heads: pd.DataFrame) -> tuple[int, int]:

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..head_paths import HeadPaths
+from ..sources.specs import short_name
 from .animated import AXIS_NAMES, VIEWS, check_path_view
 from .geometry import barycentric_points
 from .head_markers import hover_text, selected_on_top
@@ -201,7 +202,9 @@ def moved_most_figure(moved: pd.DataFrame, model: str, axis: str = "model") -> g
     )
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"The heads that moved most ({AXIS_NAMES.get(axis, axis)}): {model}"},
+        title={
+            "text": f"The heads that moved most ({AXIS_NAMES.get(axis, axis)}): {short_name(model)}"
+        },
         xaxis={
             "title": {"text": "distance moved on the simplex (unit edges)"},
             # room beside the longest bar for its "I+ → II"

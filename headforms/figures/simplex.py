@@ -98,7 +98,7 @@ def simplex_figure(
     simplex's. The selected head is ringed (drawn after every head) and labelled with an arrow;
     it, and the Cartesian points ``in_frame`` (e.g. its path), stay inside the frame.
     """
-    check_color_by(color_by)
+    check_color_by(color_by, next(iter(models.values()), None))
     if frame not in FRAMES:
         raise FigureInputError(f"frame must be one of {tuple(FRAMES)}, got {frame!r}")
     vertices = SIMPLEX_VERTICES

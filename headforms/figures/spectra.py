@@ -238,6 +238,17 @@ def cluster_spectra_figure(
     fig.update_xaxes(title_text="eigenvalue / ‖S‖", row=2)
     fig.update_yaxes(title_text="eigenvalues per bin (of 2n)", row=2, col=1)
     fig.update_annotations(font_size=11)
+    for title in fig.layout.annotations:  # clear of the top tick label of the panel below
+        title.yshift = 8
+    for name, line in (
+        ("eigenvalue 0", {"color": "black", "dash": "dash", "width": 1}),
+        ("hung from the cluster's mean position on Θ", {"color": "#777777", "dash": "dot"}),
+    ):  # the lines explained in the legend (shapes have no entry)
+        fig.add_trace(
+            go.Scatter(x=[None], y=[None], mode="lines", line=line, name=name, hoverinfo="skip"),
+            row=2,
+            col=1,
+        )
     # Connectors: from each cluster's mean position on Theta down to its histogram's title.
     strip_x, strip_y = fig.layout.xaxis.domain, fig.layout.yaxis.domain
     for i in range(k):

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analyses.behaviour import BEHAVIOUR_COLUMNS
 from ..errors import HeadformsError
 
 TEMPLATE = "plotly_white"
@@ -143,7 +144,7 @@ CONTINUOUS_SCALE: list[list] = [
 """Viridis without its pale yellow end: every value stays visible on a white background (the
 simplex and triangle colour heads by layer, energy or pairing over the data's own range)."""
 
-COLOR_BY_OPTIONS = ("parity", "layer", "energy", "pairing", "model")
+COLOR_BY_OPTIONS = ("parity", "layer", "energy", "pairing", "model", *BEHAVIOUR_COLUMNS)
 """Values of ``color_by`` for :func:`simplex_figure` and :func:`triangle_figure`."""
 
 DECORATIVE_ROLES = frozenset({"edges", "vertices", "theta", "band", "boundary", "selected", "hint"})
@@ -153,6 +154,7 @@ COLUMN_TITLES: dict[str, str] = {
     "energy": "symmetric energy ‖S‖²/‖L‖²",
     "pairing": "pairing score 1 − ‖λ₊−λ₋‖/‖S‖",
     "layer": "layer",
+    **BEHAVIOUR_COLUMNS,  # the head-type scores (a forward pass on the probe)
 }
 
 

@@ -44,7 +44,7 @@ def triangle_figure(
     and edges labelled as in Figure 7, with the Type II band c_S + d_S <= 1/50 near vertex b and
     the I+/I- boundary c_S = d_S; markers +, open circle, dash by parity, as in Figure 9;
     ``baselines`` adds the Gaussian heads in grey."""
-    check_color_by(color_by)
+    check_color_by(color_by, next(iter(models.values()), None))
     vertices = TRIANGLE_VERTICES
     columns = ("b_sym", "c_sym", "d_sym")
     fig = go.Figure()

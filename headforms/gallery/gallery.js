@@ -77,6 +77,9 @@
   function draw(id, figure, figureFrames) {
     const element = document.getElementById(id);
     if (!element || !figure) return Promise.resolve(null);
+    // The box as tall as the figure: a fixed box would cut off what lies below its height (the
+    // animated simplex's legend, under its slider).
+    if (figure.layout && figure.layout.height) element.style.height = figure.layout.height + "px";
     return Plotly.newPlot(element, figure.data, figure.layout, CONFIG)
       .then((gd) => (figureFrames ? Plotly.addFrames(gd, figureFrames).then(() => gd) : gd))
       .then((gd) => {

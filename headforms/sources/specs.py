@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..errors import ModelSpecError
+from ..store.location import demo_directory
 from .bundled import BUNDLED_MODELS
 from .policy import Policy
 
@@ -33,6 +34,14 @@ ACCEPTED = (
     "config.json and weights, a .gguf file, or a hub id like 'gpt2' or 'org/name@revision'"
 )
 
+
+DEMO_PREFIX = "demo:"
+"""Names the parts of the demo (``headforms demo``, the dashboard's "Try the demo"), wherever
+the cache lies: ``demo:run`` (its training run), ``demo:base`` (model A of the pair) and
+``demo:finetuned`` (model B); a path inside the demo's folder
+(:func:`headforms.store.location.demo_directory`)."""
+
+DEMO_PARTS = "demo:run, demo:base or demo:finetuned"
 
 SEPARATOR = "::"
 """Between a table file and a model name in a spec."""
@@ -74,6 +83,17 @@ def published_directory(path: Path) -> bool:
     """Whether ``path`` is a directory of the author's published files: it holds
     :data:`PUBLISHED_TABLE` and is not a model directory (no config.json)."""
     return os.path.isfile(path / PUBLISHED_TABLE) and not os.path.lexists(path / "config.json")
+
+
+def short_name(spec: str) -> str:
+    """How a model is named where room is short (figure titles, pickers): a published table's
+    model by its name and the table file's (``gpt2 · head_statistics.csv``), not the table's
+    whole path; any other spec as it is written."""
+    table = split_spec(str(spec))
+    if table is None:
+        return str(spec)
+    path, model = table
+    return f"{model} · {path.name}" if model else path.name
 
 
 def table_spec(path: Path | str, model: str) -> str:
@@ -124,6 +144,8 @@ def _classify(spec: str, probe: bool) -> Spec:
         raise ModelSpecError(f"model spec contains a NUL byte; {ACCEPTED}")
     if text in BUNDLED_MODELS:
         return Spec(text, "bundled", text)
+    if text.startswith(DEMO_PREFIX):
+        return _demo_part(text)
     table = split_spec(text, probe)
     if table is not None:
         return Spec(text, "table", str(table[0]), model=table[1])
@@ -140,3 +162,15 @@ def _classify(spec: str, probe: bool) -> Spec:
     raise ModelSpecError(
         f"{text!r} is neither a bundled model, an existing local path, nor a hub id; {ACCEPTED}"
     )
+
+
+def _demo_part(text: str) -> Spec:
+    """``demo:PART``: the path ``PART`` inside the demo's folder (:data:`DEMO_PREFIX`), a
+    relative path that stays inside it."""
+    part = text[len(DEMO_PREFIX) :].strip()
+    pieces = PurePosixPath(part).parts
+    if not part or part.startswith("/") or "\\" in part or ".." in pieces:
+        raise ModelSpecError(
+            f"{text!r}: a part of the demo is {DEMO_PARTS} (`headforms demo` builds it)"
+        )
+    return Spec(text, "path", str(demo_directory() / part))

@@ -24,3 +24,15 @@ def cache_dir() -> Path:
         path = Path(base) / "headforms"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+DEMO_VERSION = 2
+"""The demo's recipe version (:mod:`headforms.demo`): a new recipe, a new folder."""
+DEMO_SEED = 0
+"""The seed of the demo the dashboard offers and ``demo:`` names."""
+
+
+def demo_directory(seed: int = DEMO_SEED) -> Path:
+    """Where the demo of ``seed`` lives: ``<cache>/demo/v<version>-seed<seed>`` (built or
+    not). What a ``demo:`` spec names (:mod:`headforms.sources.specs`) lies inside it."""
+    return cache_dir() / "demo" / f"v{DEMO_VERSION}-seed{seed}"

@@ -354,24 +354,26 @@ class RunRecords(Computation["Trajectory"]):
     end a new manifest: each a new key."""
 
     state: RunState
+    label: str | None = None
+    """How the series is named (the spec that named the store; default its directory)."""
     first_message = "reading the run's records"
 
     @property
     def key(self) -> tuple:
         state = self.state
-        return ("run", str(state.directory), state.listing, state.manifest.finished)
+        return ("run", str(state.directory), state.listing, state.manifest.finished, self.label)
 
     def stored(self) -> Trajectory | None:
-        return run_series(self.state, spectra=False)
+        return run_series(self.state, spectra=False, label=self.label)
 
     def in_store(self) -> bool:
         return True
 
     def local(self, progress: Progress) -> Trajectory:
-        return run_series(self.state, spectra=False)
+        return run_series(self.state, spectra=False, label=self.label)
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> Trajectory:
-        return run_series(self.state, spectra=False)
+        return run_series(self.state, spectra=False, label=self.label)
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,14 @@ def figures(at: AppTest) -> list[dict]:
 
 
 def heatmap(at: AppTest) -> dict:
-    (figure,) = [f for f in figures(at) if f["data"] and f["data"][0]["type"] == "heatmap"
-                 and "xaxis2" not in f["layout"]]  # fmt: skip
+    (figure,) = [
+        f
+        for f in figures(at)
+        if f["data"]
+        and f["data"][0]["type"] == "heatmap"
+        and "xaxis2" not in f["layout"]
+        and "grid" not in (f["layout"].get("meta") or {})
+    ]  # not the grid of every head
     return figure
 
 

@@ -160,13 +160,13 @@ def query(at) -> dict[str, list[str]]:
 MOTION_CASES = {
     "figure": (
         "positions",
-        lambda at, _: at.button_group(key=state.MOTION_FIGURE_KEY).set_value("triangle"),
+        lambda at, _: at.radio(key=state.MOTION_FIGURE_KEY).set_value("triangle"),
         {"figure": ["triangle"]},
         state.MOTION_FIGURE_KEY,
     ),
     "view": (
         "positions",
-        lambda at, _: at.button_group(key=state.MOTION_FRAME_KEY).set_value("simplex"),
+        lambda at, _: at.radio(key=state.MOTION_FRAME_KEY).set_value("simplex"),
         {"view": ["simplex"]},
         state.MOTION_FRAME_KEY,
     ),
