@@ -25,21 +25,20 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import OptionError
+from .progress import Progress
 from .store.location import cache_dir
 from .store.locks import key_lock
 
 if TYPE_CHECKING:
     import torch
 
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``, as the engine reports."""
 
 DEMO_VERSION = 1
 """Bumped when the recipe below changes (a new folder; the old one is left alone)."""

@@ -30,13 +30,12 @@ from .model_workers import ModelWorkers
 from .policy import Policy
 from .slots import Slots
 from .tasks import (
-    AnalysisTask,
     AttentionTask,
     BaselineTask,
+    EngineTask,
     ForwardTask,
     HeadScoresTask,
     InterventionTask,
-    SweepTask,
 )
 from .visitors import LOCAL
 
@@ -132,7 +131,7 @@ def analyze(
     flight = hosting.flights.run(
         ("analysis", located.fingerprint, options),
         f"the analysis of {located.spec}",
-        AnalysisTask(located, options),
+        EngineTask(located, options),
         limits,
         progress,
         check,
@@ -170,7 +169,7 @@ def sweep(
     _check_sweep(located, options)
     label = f"the sweep of {located.spec} over {len(options.positions)} RoPE positions"
     key = ("sweep", located.fingerprint, options)
-    task = SweepTask(located, options)
+    task = EngineTask(located, options)
     return result(hosting.flights.run(key, label, task, limits, progress, check, visitor), stored)
 
 

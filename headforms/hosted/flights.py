@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import HeadformsError, LimitError
+from ..progress import Progress
 from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes
 from .budgets import Budgets
 from .limits import Limits
@@ -46,8 +47,6 @@ ABANDON_GRACE = 3.0
 POLL = 0.1
 """Seconds between a waiter's checks (its ``check`` callback, the outcome)."""
 
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: a flight's progress as its waiters see it."""
 
 _SIGNALS = {int(s) for s in signal.Signals}
 

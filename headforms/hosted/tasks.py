@@ -40,8 +40,7 @@ Report = Callable[[int, int, str], None]
 class TaskKind(Enum):
     """The kinds of task a worker runs (each the ``kind`` of one class of :data:`TASKS`)."""
 
-    ANALYSIS = "analysis"
-    SWEEP = "sweep"
+    ENGINE = "engine"
     BASELINE = "baseline"
     ATTENTION = "attention"
     HEAD_SCORES = "head_scores"
@@ -112,39 +111,38 @@ class _OfModel:
 
 
 @dataclass(frozen=True)
-class AnalysisTask(_OfModel, Task):
-    """:func:`headforms.engine.analyze` of a located model at ``options``."""
+class EngineTask(_OfModel, Task):
+    """The engine's computation of a located model at ``options``: its analysis
+    (:func:`headforms.engine.analyze`, :class:`AnalysisOptions`) or its sweep over RoPE positions
+    (:func:`headforms.engine.sweep`, :class:`SweepOptions`); the options say which."""
 
-    kind: ClassVar[TaskKind] = TaskKind.ANALYSIS
+    kind: ClassVar[TaskKind] = TaskKind.ENGINE
     located: Located
-    options: AnalysisOptions
+    options: AnalysisOptions | SweepOptions
+
+    @property
+    def sweep(self) -> bool:
+        """Whether it is a sweep (else an analysis at one position)."""
+        return isinstance(self.options, SweepOptions)
+
+    def as_dict(self) -> dict[str, Any]:
+        what = "sweep" if self.sweep else "analysis"
+        return {"located": self.located.as_dict(), what: self.options.as_dict()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AnalysisTask:
-        return cls(Located.from_dict(data["located"]), AnalysisOptions.from_dict(data["options"]))
+    def from_dict(cls, data: Mapping[str, Any]) -> EngineTask:
+        located = Located.from_dict(data["located"])
+        if "sweep" in data:
+            return cls(located, SweepOptions.from_dict(data["sweep"]))
+        return cls(located, AnalysisOptions.from_dict(data["analysis"]))
 
     def run(self, report: Report) -> None:
         from .. import engine
 
-        engine.analyze(self.located, options=self.options, progress=report)
-
-
-@dataclass(frozen=True)
-class SweepTask(_OfModel, Task):
-    """:func:`headforms.engine.sweep` of a located model over ``options``' RoPE positions."""
-
-    kind: ClassVar[TaskKind] = TaskKind.SWEEP
-    located: Located
-    options: SweepOptions
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SweepTask:
-        return cls(Located.from_dict(data["located"]), SweepOptions.from_dict(data["options"]))
-
-    def run(self, report: Report) -> None:
-        from .. import engine
-
-        engine.sweep(self.located, options=self.options, progress=report)
+        if isinstance(self.options, SweepOptions):
+            engine.sweep(self.located, options=self.options, progress=report)
+        else:
+            engine.analyze(self.located, options=self.options, progress=report)
 
 
 @dataclass(frozen=True)
@@ -243,7 +241,7 @@ class AttentionTask(ForwardTask):
     def run(self, report: Report) -> None:
         from .. import behaviour
 
-        behaviour.attention(self.located, self.prompt, progress=lambda m: report(0, 1, m))
+        behaviour.attention(self.located, self.prompt, progress=report)
 
 
 @dataclass(frozen=True)
@@ -280,7 +278,7 @@ class HeadScoresTask(ForwardTask):
             self.located,
             probe_length=self.probe_length,
             seed=self.seed,
-            progress=lambda m: report(0, 1, m),
+            progress=report,
         )
 
 
@@ -381,8 +379,7 @@ class InterventionTask(ForwardTask):
 TASKS: dict[TaskKind, type[Task]] = {
     cls.kind: cls
     for cls in (
-        AnalysisTask,
-        SweepTask,
+        EngineTask,
         BaselineTask,
         AttentionTask,
         HeadScoresTask,

@@ -25,6 +25,7 @@ from ..behaviour.scores import (
     previous_token,
 )
 from ..errors import OptionError
+from ..progress import Progress
 from ..settings import settings
 from .algebra import PROFILE_COLUMNS, change_norms, change_rank, distances, edited_profile
 from .anatomy import Anatomy, anatomy_of
@@ -40,7 +41,6 @@ from .text import text_tokens
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
 
-Progress = Callable[[int, int, str], None]
 Head = tuple[int, int]
 
 

@@ -13,10 +13,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from typing import ClassVar, Generic, TypeVar
 
+from headforms.progress import Progress
+
 R = TypeVar("R")
 
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: how far a computation is and what it does now."""
 Check = Callable[[], None]
 """``check()``: called while a hosted computation waits; raises to stop waiting."""
 

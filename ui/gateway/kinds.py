@@ -176,7 +176,7 @@ class PromptAttention(_ForwardPass, Computation["AttentionPattern"]):
         return self.store_key in ResultStore()
 
     def local(self, progress: Progress) -> AttentionPattern:
-        return attention(self.located, self.prompt, progress=lambda text: progress(0, 1, text))
+        return attention(self.located, self.prompt, progress=progress)
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> AttentionPattern:
         return hosted.forward_pass(  # type: ignore[return-value]
@@ -218,7 +218,7 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
             self.located,
             probe_length=self.probe_length,
             seed=self.seed,
-            progress=lambda text: progress(0, 1, text),
+            progress=progress,
         )
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> HeadTypeScores:
