@@ -10,7 +10,6 @@ import streamlit as st
 from headforms.analyses.behaviour import GEOMETRY_COLUMNS
 from headforms.analyses.interventions import (
     MEASURES,
-    edit_correlation,
     edit_frame,
     sweep_summary,
     whole_model_table,
@@ -20,6 +19,8 @@ from headforms.interventions import EDITS, FORM_EDITS
 from headforms.interventions.request import MAX_CONTROLS
 from ui import cached, clickable_plot, guard, jump_toggle, links, page_context
 from ui import interventions as edits
+from ui.compute import derive
+from ui.gateway import GeometryCorrelation, of_model
 from ui.state import select_from_customdata
 
 EDIT_KEY = "hf_experiments_edit"
@@ -109,9 +110,8 @@ if sweep is not None:
     )
     summary = sweep_summary(frame, measure)
     options[2].caption(guard.plain(summary.text()))
-    found = cached(
-        "edit_rho", (*key, measure, column), lambda: edit_correlation(frame, column, measure, seed)
-    )
+    source = (of_model(ctx.analysis), sweep.fingerprint, edit, controls, seed)
+    found = derive(GeometryCorrelation(source, frame, column, measure, seed))
     left, right = st.columns(2)
     with left:
         clickable_plot(

@@ -16,6 +16,7 @@ from headforms.figures.geometry import SCORING_PARAMETERS, TRIANGLE_EDGES, geome
 from headforms.figures.triangle import triangle_figure
 from headforms.forms import PARITY_TYPE_II_TEXT
 from headforms.gallery import gallery_html
+from headforms.hosted import Budget
 from ui import (
     PlotPayload,
     cached,
@@ -184,7 +185,7 @@ st.download_button(
         ctx.spec,
         ctx.rope_position,
         lambda analysis, baseline: gallery_html(analysis, frames, baseline),
-        budget="analyses",
+        budget=Budget.ANALYSES,
     ),
     file_name=f"{ctx.card.name.split(' ')[0].replace('/', '_')}_gallery.html",
     mime="text/html",

@@ -132,3 +132,11 @@ def correlation_table(frame: pd.DataFrame, column: str, seed: int = 0) -> pd.Dat
             }
         )
     return pd.DataFrame(rows)
+
+
+def table_correlation(table: pd.DataFrame, geometry: str) -> Correlation:
+    """The :class:`Correlation` of the geometric column ``geometry`` in a
+    :func:`correlation_table` (the same numbers as :func:`rank_correlation` of that column with
+    the table's seed)."""
+    row = table.loc[table["geometry"] == GEOMETRY_COLUMNS[geometry]].iloc[0]
+    return Correlation(float(row["rho"]), float(row["low"]), float(row["high"]), int(row["heads"]))

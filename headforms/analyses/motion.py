@@ -119,7 +119,12 @@ def _farthest(distances: np.ndarray) -> np.ndarray:
 def moved_most(paths: HeadPaths, count: int = 10) -> pd.DataFrame:
     """The ``count`` heads that moved farthest from the first point to the last
     (:func:`movement`), farthest first; heads without a profile (vanishing forms) last."""
-    table = movement(paths)
+    return most_moved(movement(paths), count)
+
+
+def most_moved(table: pd.DataFrame, count: int = 10) -> pd.DataFrame:
+    """The ``count`` rows of a :func:`movement` table that moved farthest, farthest first (heads
+    without a profile last)."""
     return table.sort_values("distance", ascending=False, na_position="last").head(count)
 
 

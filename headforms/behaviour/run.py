@@ -85,8 +85,7 @@ def attention(
         return compute()
     key = cache.pattern_key(key_fingerprint, prompt)
     found = _stored(store, key, cache.get_pattern, cache.put_pattern, compute)
-    found.model = located.spec
-    return found
+    return found.named(located.spec)
 
 
 def _stored(
@@ -158,7 +157,7 @@ def head_type_scores(
         found = _stored(store, key, cache.get_scores, cache.put_scores, compute)
     else:
         found = compute()
-    found.model = located.spec
+    found = found.named(located.spec)
     if prompt is None:
         return found
     pattern = attention(located, prompt, use_cache=use_cache, store=store, progress=progress)

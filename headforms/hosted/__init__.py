@@ -63,14 +63,29 @@ from .api import (
     running,
     sweep,
 )
+from .budgets import Budget
 from .limits import Limits
 from .policy import Policy, enabled, policy_in_force
-from .tasks import ForwardTask, TaskKind
+from .runs import Check
+from .tasks import (
+    AttentionTask,
+    ForwardResult,
+    ForwardTask,
+    HeadScoresTask,
+    InterventionTask,
+    TaskKind,
+)
 from .visitors import LOCAL, client_address, trusted_proxies, visitor_key
 
 __all__ = [
     "LOCAL",
+    "AttentionTask",
+    "Budget",
+    "Check",
+    "ForwardResult",
     "ForwardTask",
+    "HeadScoresTask",
+    "InterventionTask",
     "Limits",
     "Policy",
     "TaskKind",

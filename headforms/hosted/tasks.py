@@ -19,22 +19,38 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from ..options import AnalysisOptions, SweepOptions
+from ..progress import Progress
 from ..sources import Located
 
 if TYPE_CHECKING:
     from ..architectures import Shapes
-    from ..interventions import InterventionRequest
+    from ..behaviour import AttentionPattern, HeadTypeScores
+    from ..interventions import InterventionRequest, InterventionResult
     from .limits import Limits
     from .model_facts import ModelFacts
 
-Report = Callable[[int, int, str], None]
+Report = Progress
 """``report(done, total, message)``: a task's progress, relayed to whoever waits for it."""
+
+
+class ForwardResult(Protocol):
+    """What a forward pass gives back (a frozen dataclass), named after the model asked for."""
+
+    @property
+    def model(self) -> str: ...
+
+    def named(self, model: str) -> Self:
+        """The same result named ``model`` (a copy; the arrays shared)."""
+        ...
+
+
+R = TypeVar("R", bound=ForwardResult)
 
 
 class TaskKind(Enum):
@@ -69,8 +85,10 @@ class Task(ABC):
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON (a located model as :meth:`Located.as_dict`, options as theirs)."""
+        if not is_dataclass(self):
+            raise TypeError(f"{type(self).__name__} is not a dataclass")
         out = {}
-        for field in fields(self):  # type: ignore[arg-type]
+        for field in fields(self):
             value = getattr(self, field.name)
             out[field.name] = value.as_dict() if hasattr(value, "as_dict") else value
         return out
@@ -168,12 +186,14 @@ class BaselineTask(Task):
         gaussian_baseline(self.shapes)
 
 
-class ForwardTask(_OfModel, Task):
-    """A forward pass of one located model, run in its model worker (see the module doc).
+class ForwardTask(_OfModel, Task, Generic[R]):
+    """A forward pass of one located model, run in its model worker (see the module doc),
+    whose result is an ``R`` (a frozen dataclass named after its model).
 
     A subclass is a frozen dataclass whose first field is ``located`` (already checked for a
     forward pass: :func:`headforms.behaviour.locate_runnable`) and whose other fields are plain
-    JSON values, with a :class:`TaskKind` of its own."""
+    JSON values (or values with ``as_dict``/``from_dict``), with a :class:`TaskKind` of its
+    own."""
 
     located: Located
 
@@ -183,8 +203,13 @@ class ForwardTask(_OfModel, Task):
         (:func:`headforms.behaviour.runnable.fingerprint`)."""
 
     @abstractmethod
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> R | None:
         """Its stored result under ``key``, or None (read by the server: no model needed)."""
+
+    def named(self, result: R) -> R:
+        """``result`` named after this task's model (a copy: a stored or shared result is never
+        changed; its arrays are shared, not copied)."""
+        return result.named(self.located.spec)
 
     @abstractmethod
     def label(self) -> str:
@@ -214,7 +239,7 @@ class ForwardTask(_OfModel, Task):
 
 
 @dataclass(frozen=True)
-class AttentionTask(ForwardTask):
+class AttentionTask(ForwardTask["AttentionPattern"]):
     """Every head's attention on a prompt (:func:`headforms.behaviour.attention`)."""
 
     kind: ClassVar[TaskKind] = TaskKind.ATTENTION
@@ -226,7 +251,7 @@ class AttentionTask(ForwardTask):
 
         return cache.pattern_key(fingerprint, self.prompt)
 
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> AttentionPattern | None:
         from ..behaviour import cache
         from ..store import ResultStore
 
@@ -245,7 +270,7 @@ class AttentionTask(ForwardTask):
 
 
 @dataclass(frozen=True)
-class HeadScoresTask(ForwardTask):
+class HeadScoresTask(ForwardTask["HeadTypeScores"]):
     """Every head's head-type scores on the seeded repeated-token probe of ``probe_length``
     tokens per copy (:func:`headforms.behaviour.head_type_scores`)."""
 
@@ -259,7 +284,7 @@ class HeadScoresTask(ForwardTask):
 
         return cache.scores_key(fingerprint, self.probe_length, self.seed)
 
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> HeadTypeScores | None:
         from ..behaviour import cache
         from ..store import ResultStore
 
@@ -288,44 +313,44 @@ edited sequence runs from its edited layer up, so ten cost about what a few full
 
 
 @dataclass(frozen=True)
-class InterventionTask(ForwardTask):
-    """An intervention on heads' forms (:func:`headforms.interventions.intervention`);
-    ``request``: its :meth:`~headforms.interventions.InterventionRequest.as_dict`. Bounded in
-    tokens (the request's check), sequence passes (``HEADFORMS_INTERVENTION_PASSES``, from the
-    model's declared heads before any worker) and seconds (the worker's limit); charged one
-    forward pass per :data:`PASSES_PER_CHARGE` sequence passes."""
+class InterventionTask(ForwardTask["InterventionResult"]):
+    """An intervention on heads' forms (:func:`headforms.interventions.intervention`) of a
+    checked ``request`` (parsed once: sent as its ``as_dict``, read back by ``from_dict``).
+    Bounded in tokens (the request's check), sequence passes (``HEADFORMS_INTERVENTION_PASSES``,
+    from the model's declared heads before any worker) and seconds (the worker's limit); charged
+    one forward pass per :data:`PASSES_PER_CHARGE` sequence passes."""
 
     kind: ClassVar[TaskKind] = TaskKind.INTERVENTION
     what: ClassVar[str] = "an intervention"
     located: Located
-    request: dict
+    request: InterventionRequest
 
-    @property
-    def checked(self) -> InterventionRequest:
-        """The request as a checked value."""
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InterventionTask:
         from ..interventions import InterventionRequest
 
-        return InterventionRequest.from_dict(self.request)
+        located = Located.from_dict(data["located"])
+        return cls(located, InterventionRequest.from_dict(data["request"]))
 
     def key(self, fingerprint: str) -> str:
         from ..interventions import intervention_key
 
-        return intervention_key(fingerprint, self.checked)
+        return intervention_key(fingerprint, self.request)
 
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> InterventionResult | None:
         from ..interventions import result
         from ..store import ResultStore
 
         return result.get(ResultStore(), key)
 
     def label(self) -> str:
-        request = self.checked
+        request = self.request
         return f"the {request.edit} edit of {request.scope.label} of {self.located.spec}"
 
     def passes(self, model: ModelFacts) -> int | None:
         """Its sequence passes, from the model's declared heads (a layer or parity group edited
         head by head: counted as every head, an upper bound); None when not declared."""
-        request = self.checked
+        request = self.request
         if request.scope.kind == "heads":
             return request.passes(len(request.scope.heads))
         if not request.each:
@@ -336,7 +361,7 @@ class InterventionTask(ForwardTask):
         from ..errors import LimitError
         from ..settings import INTERVENTION_PASSES_ENV
 
-        request = self.checked
+        request = self.request
         model.check_tokens(request.max_tokens, "the text")
         if request.probe_length is not None:
             model.check_tokens(2 * request.probe_length, "the probe")
@@ -354,7 +379,7 @@ class InterventionTask(ForwardTask):
 
         if model.memory is None or model.heads_all is None:
             return None
-        request = self.checked
+        request = self.request
         tokens = max(request.max_tokens, 2 * (request.probe_length or 0))
         batch = (BATCH - 1) * ATTENTION_BYTES_PER_WEIGHT * model.heads_all * tokens * tokens
         return model.memory + batch + CLEAN_PASS_BYTES
@@ -370,7 +395,7 @@ class InterventionTask(ForwardTask):
         limits = Limits.from_env()
         intervention(
             self.located,
-            self.checked,
+            self.request,
             progress=report,
             limits=InterventionLimits(limits.intervention_passes, limits.seconds),
         )

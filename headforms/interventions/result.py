@@ -10,8 +10,8 @@ Stored in the result store as a :class:`headforms.store.Record` (kind ``interven
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
@@ -66,7 +66,7 @@ INTEGER_COLUMNS = ("layer", "head")
 """Columns of whole numbers that may be empty (shown as nullable integers)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class InterventionResult:
     """An intervention's rows and what the dashboard draws (module doc); ``meta``: the request,
     the tokens (``token_ids``, ``tokens``), the ``measure`` the controls are read on and
@@ -78,6 +78,11 @@ class InterventionResult:
     controls: dict[str, np.ndarray] = field(default_factory=dict)
     patterns: dict[str, np.ndarray] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def named(self, model: str) -> Self:
+        """The same result named ``model`` (a copy; its arrays are shared): a stored or shared
+        result is never changed."""
+        return self if model == self.model else replace(self, model=model)
 
     @property
     def request(self) -> InterventionRequest:

@@ -99,8 +99,7 @@ def intervention(
                 if found is None:
                     found = compute()
                     stored.put(store, key, found)
-    found.model = located.spec
-    return found
+    return found.named(located.spec)
 
 
 def request_of(

@@ -17,7 +17,7 @@ there. A new kind is one more class here (``ui/gateway/__init__.py`` says how).
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -27,12 +27,14 @@ from headforms.behaviour import attention, cache, head_type_scores, runnable
 from headforms.behaviour.limits import check_probe, check_prompt
 from headforms.demo import DEMO_SEED, DEMO_VERSION, build_demo, built_demo
 from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
+from headforms.hosted import Budget, Check
 from headforms.interventions import InterventionRequest, intervention, intervention_key
 from headforms.interventions import result as intervention_store
+from headforms.progress import Progress
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
 
-from .computation import Check, Computation, Progress
+from .computation import Computation
 
 if TYPE_CHECKING:
     from headforms import ModelAnalysis
@@ -152,7 +154,7 @@ class PromptAttention(_ForwardPass, Computation["AttentionPattern"]):
     """Every head's attention (weights and pre-softmax scores) on ``prompt`` (checked when
     made: text, not empty, within the server's cap)."""
 
-    prompt: str = field(default="")
+    prompt: str
 
     def __post_init__(self) -> None:
         check_prompt(self.prompt)
@@ -167,10 +169,10 @@ class PromptAttention(_ForwardPass, Computation["AttentionPattern"]):
         return ("attention", self.store_key)
 
     def stored(self) -> AttentionPattern | None:
-        found = cache.get_pattern(ResultStore(), self.store_key)
-        if found is not None:
-            found.model = self.located.spec
-        return found
+        return cache.get_pattern(ResultStore(), self.store_key)
+
+    def answer(self, result: AttentionPattern) -> AttentionPattern:
+        return result.named(self.located.spec)
 
     def in_store(self) -> bool:
         return self.store_key in ResultStore()
@@ -179,9 +181,8 @@ class PromptAttention(_ForwardPass, Computation["AttentionPattern"]):
         return attention(self.located, self.prompt, progress=progress)
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> AttentionPattern:
-        return hosted.forward_pass(  # type: ignore[return-value]
-            self.located, prompt=self.prompt, progress=progress, check=check, visitor=visitor
-        )
+        task = hosted.AttentionTask(self.located, self.prompt)
+        return hosted.forward_task(task, progress, visitor, check)
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,8 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
     """Every head's head-type scores on the repeated-token probe of ``probe_length`` seeded
     random tokens (checked when made)."""
 
-    probe_length: int = 0
-    seed: int = 0
+    probe_length: int
+    seed: int
 
     def __post_init__(self) -> None:
         check_probe(self.probe_length, self.seed)
@@ -205,10 +206,10 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
         return ("scores", self.store_key)
 
     def stored(self) -> HeadTypeScores | None:
-        found = cache.get_scores(ResultStore(), self.store_key)
-        if found is not None:
-            found.model = self.located.spec
-        return found
+        return cache.get_scores(ResultStore(), self.store_key)
+
+    def answer(self, result: HeadTypeScores) -> HeadTypeScores:
+        return result.named(self.located.spec)
 
     def in_store(self) -> bool:
         return self.store_key in ResultStore()
@@ -222,10 +223,8 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
         )
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> HeadTypeScores:
-        probe = (self.probe_length, self.seed)
-        return hosted.forward_pass(  # type: ignore[return-value]
-            self.located, probe=probe, progress=progress, check=check, visitor=visitor
-        )
+        task = hosted.HeadScoresTask(self.located, self.probe_length, self.seed)
+        return hosted.forward_task(task, progress, visitor, check)
 
 
 @dataclass(frozen=True)
@@ -233,7 +232,7 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
     """An intervention ``request`` (edit, scope, text, controls, seed, probe; checked when
     made) on ``located``'s runnable model: its rows, controls and, for one head, its patterns."""
 
-    request: InterventionRequest = field(default=None)  # type: ignore[assignment]
+    request: InterventionRequest
     first_message = "loading the model for the edit"
 
     def __post_init__(self) -> None:
@@ -251,10 +250,10 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
         return ("intervention", self.store_key)
 
     def stored(self) -> InterventionResult | None:
-        found = intervention_store.get(ResultStore(), self.store_key)
-        if found is not None:
-            found.model = self.located.spec
-        return found
+        return intervention_store.get(ResultStore(), self.store_key)
+
+    def answer(self, result: InterventionResult) -> InterventionResult:
+        return result.named(self.located.spec)
 
     def in_store(self) -> bool:
         return self.store_key in ResultStore()
@@ -292,4 +291,4 @@ class DemoBuild(Computation["Demo"]):
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> Demo:
         build = lambda: build_demo(self.seed, progress)  # noqa: E731
-        return hosted.in_server("analyses", build, visitor=visitor, check=check)
+        return hosted.in_server(Budget.ANALYSES, build, visitor=visitor, check=check)

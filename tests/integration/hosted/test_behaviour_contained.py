@@ -69,7 +69,7 @@ def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path, tmp_path: Path) -> I
     yield root
     pids = api.hosting.model_workers.pids()
     api.hosting.model_workers.stop_all()
-    assert not api.hosting.flights.in_flight()
+    assert not api.hosting.runs.in_flight()
     assert all(_gone(pid) for pid in pids), "a model worker outlived its test"
 
 
@@ -93,7 +93,7 @@ def test_a_worker_computes_the_pass_and_the_server_reads_it(hosted_env: Path) ->
     messages: list[str] = []
     pattern = hosted.forward_pass(spec, prompt=text, progress=lambda d, t, m: messages.append(m))
     assert messages  # the worker's progress reached the server
-    assert not api.hosting.flights.in_flight() and api.hosting.slots.running() == 0
+    assert not api.hosting.runs.in_flight() and api.hosting.slots.running() == 0
     kept = hosted.model_worker_pids()
     assert len(kept) == 1 and psutil.pid_exists(kept[0])
     want = attention(spec, text, use_cache=False)  # computed again here, not the worker's entry
@@ -268,16 +268,18 @@ def test_a_refusal_from_the_worker_counts_keeps_it_and_a_stopped_pass_stops_it(
 
     other = str(hosted_env / "other")  # no worker yet: its first pass loads the model
 
+    runs: list = []
+
     def leave() -> None:  # the visitor's page goes away while the model loads
-        raise Left
+        runs.extend(run for run in api.hosting.runs.in_flight() if run.pid is not None)
+        if runs:
+            raise Left
 
     with pytest.raises(Left):
         hosted.forward_pass(other, prompt="w5 w6 w7", check=leave)
-    flights = api.hosting.flights.in_flight()
-    assert len(flights) == 1 and flights[0].pid is not None
-    pid = flights[0].pid
-    flights[0].cancel()
-    assert flights[0].done.wait(HANG_GUARD) and flights[0].outcome.kind is OutcomeKind.CANCELLED
+    assert len(runs) == 1 and runs[0].pid is not None
+    pid = runs[0].pid
+    assert runs[0].done.wait(HANG_GUARD) and runs[0].outcome.kind is OutcomeKind.ABANDONED
     assert _gone(pid) and hosted.model_worker_pids() == kept  # the other model's worker stays
     key = cache.pattern_key(fingerprint(locate(other)), "w5 w6 w7")
     assert cache.get_pattern(ResultStore(), key) is None

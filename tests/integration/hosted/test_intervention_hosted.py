@@ -51,7 +51,7 @@ def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path, tmp_path: Path) -> I
     yield root
     pids = api.hosting.model_workers.pids()
     api.hosting.model_workers.stop_all()
-    assert not api.hosting.flights.in_flight()
+    assert not api.hosting.runs.in_flight()
     for pid in pids:
         deadline = time.monotonic() + HANG_GUARD
         while psutil.pid_exists(pid) and time.monotonic() < deadline:
