@@ -1,16 +1,27 @@
-"""The kinds computed from results already at hand (an analysis, a sweep, scores): the lobe fits,
-the spectra's silhouettes, clusters, projections and geometry, the observations' summaries, the
-bootstrap intervals of rank correlations, Theorem 5 samplings, and where heads change parity
-along a path.
+"""The kinds computed from results already at hand (an analysis, a sweep, scores), each one
+frozen dataclass:
 
-Each is a :class:`Derived`: a frozen dataclass of its inputs (the results it is computed from,
-never compared, and what names them by content) with a :attr:`~Derived.key` and a
-:meth:`~Derived.compute`, the library's functions. It runs in the server: on a private server
-on the gateway's threads, on a hosted one at the visitor's turn in the server's own lane
-(:func:`headforms.hosted.in_server`), charged one of its :attr:`~Derived.budget` (new summaries,
-``HEADFORMS_VISITOR_SUMMARIES``; a Theorem 5 sampling, ``HEADFORMS_VISITOR_SAMPLES``), and
-bounded by its inputs' sizes (what the analysis it is computed from was bounded by). The gateway
-shares one between the sessions that ask for it and keeps it in its cache like any result.
+- :class:`Observation3Fits`: every family fitted to each head's spectral lobes, and the errors;
+- :class:`Observation6Fits`: the same for |eigenvalues of L| and the singular values of A, and
+  pooled over the heads;
+- :class:`SilhouetteScan`, :class:`SpectraClusters`, :class:`SpectraProjection`: k-means of the
+  unit spectra (every k's silhouette, one k's clusters) and their projections (Figures 4, 5);
+- :class:`SpectralGeometry`: gamma laws of the lobes and of sigma(A), their modes' ratios;
+- :class:`ObservationSummaries`: the Observations page's tables, per model;
+- :class:`GeometryCorrelations`, :class:`GeometryCorrelation`: Spearman's rho with its
+  bootstrap interval, of every geometric column (or one) against a score or a measure;
+- :class:`Theorem5Samples`: profiles of spectra sampled from two gamma lobes;
+- :class:`ParityChanges`, :class:`Movement`: where the heads of a path change parity, and how
+  far each moved.
+
+Each is a :class:`Derived`: its inputs (the results it is computed from, never compared, and
+what names them by content) with a :attr:`~Derived.key` and a :meth:`~Derived.compute`, the
+library's functions. It runs in the server: on a private server on the gateway's threads, on a
+hosted one at the visitor's turn in the server's own lane (:func:`headforms.hosted.in_server`),
+charged one of its :attr:`~Derived.budget` (new summaries, ``HEADFORMS_VISITOR_SUMMARIES``; a
+Theorem 5 sampling, ``HEADFORMS_VISITOR_SAMPLES``), and bounded by its inputs' sizes (what the
+analysis it is computed from was bounded by). The gateway shares one between the sessions that
+ask for it and keeps it in its cache like any result.
 
 A result's key names its inputs by content: a model by its weights' fingerprint, RoPE position
 and folding (:func:`of_model`), and, where the result holds names (a summary's rows per model,

@@ -114,3 +114,11 @@ def test_seeds_are_checked() -> None:
     for bad in (-1, 2**31, 1.5, "0", True):
         with pytest.raises(OptionError):
             demo_directory(bad)  # type: ignore[arg-type]
+
+
+def test_the_gateways_demo_kind_reads_the_built_demo(demo: Demo) -> None:
+    """The dashboard's DemoBuild kind answers from the built demo (no second build)."""
+    from ui.gateway import DemoBuild, LocalGateway
+
+    assert DemoBuild().in_store()
+    assert LocalGateway().run(DemoBuild()) == demo

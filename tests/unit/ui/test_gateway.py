@@ -1,8 +1,9 @@
 """The computation gateway with fake computations: one job for identical concurrent requests,
 progress relayed to each waiter, a finished result kept for the next page, failures not kept,
-a hosted job nobody waits for let go (and a new one never before its first caller waits), a
-cached result widened, a result still in use never read a second time, and a core that imports
-no Streamlit."""
+a hosted job nobody waits for let go after its grace period (a rerun within it joins the same
+job; a new one is never let go before its first caller waits), a cached result widened and
+answered per request without being changed, a result still in use never read a second time,
+and a core that imports no Streamlit."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ui.gateway import (
     ResultCache,
     base,
 )
+from ui.gateway import hosted as hosted_gateway
 from ui.gateway.hosted import ThreadPerJob
 
 HANG_GUARD = 30.0
@@ -122,9 +124,13 @@ class Watched:
             job.future.exception(HANG_GUARD)
 
 
+GRACE = 0.2
+
+
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "POLL_S", 0.01)
+    monkeypatch.setattr(hosted_gateway, "ABANDON_GRACE", GRACE)
 
 
 class Left(Exception):
@@ -178,9 +184,9 @@ def test_a_failed_job_is_not_kept() -> None:
 
 
 def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
-    """The job's ``check`` raises once its last waiter left: the hosted call stops (its worker
-    is stopped by headforms.hosted after its grace period), nothing is kept; the next request
-    starts again, for its own visitor."""
+    """The job's ``check`` raises once its last waiter left and nobody came back within the
+    grace period: the hosted call stops (headforms.hosted stops its worker), nothing is kept;
+    the next request starts again, for its own visitor."""
     log = Log()
     watched = Watched(HostedGateway())
 
@@ -197,6 +203,48 @@ def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
     log.gate.set()
     assert watched.gateway.run(Fake("m", log), visitor="b").name == "m"
     assert log.calls[-1] == "hosted for b"
+
+
+def test_a_hosted_job_is_kept_through_its_grace_period() -> None:
+    """A rerun of the page that left comes back within the grace period: it joins the same job
+    (one hosted call), which ends for it."""
+    log = Log()
+    watched = Watched(HostedGateway())
+
+    def leave(done: int, total: int, message: str) -> None:
+        assert log.started.wait(HANG_GUARD)
+        raise Left
+
+    with pytest.raises(Left):
+        watched.gateway.run(Fake("m", log), leave, visitor="a")
+    opened = threading.Timer(GRACE / 2, log.gate.set)  # after the second caller attached
+    opened.start()
+    assert watched.gateway.run(Fake("m", log), visitor="a").name == "m"
+    opened.join()
+    assert log.calls == ["hosted for a"]
+    assert len(watched.jobs) == 1
+
+
+@dataclass(frozen=True, eq=False)
+class Named(Fake):
+    """A computation whose result each request gets under its own name (a copy)."""
+
+    label: str = ""
+
+    def answer(self, result: Result) -> Result:
+        return Result(self.label, result.parts, result.size)
+
+
+def test_a_shared_result_is_answered_per_request_and_never_changed() -> None:
+    log = Log()
+    log.gate.set()
+    gateway = LocalGateway()
+    first = gateway.run(Named("m", log, label="first"))
+    second = gateway.run(Named("m", log, label="second"))
+    assert (first.name, second.name) == ("first", "second")
+    assert gateway.cache.get(("fake", "m"), "local").name == "m"  # the kept one as computed
+    assert log.calls == ["local []"]
+    assert gateway.peek(Named("m", log, label="third")).name == "third"
 
 
 @dataclass(frozen=True, eq=False)
