@@ -310,6 +310,15 @@ class HeadScoresTask(ForwardTask["HeadTypeScores"]):
 PASSES_PER_CHARGE = 10
 """Sequence passes of an intervention that count as one of the visitor's forward passes (an
 edited sequence runs from its edited layer up, so ten cost about what a few full passes do)."""
+ANATOMY_BYTES_PER_WEIGHT = 12
+"""Bytes an intervention keeps per Q/K weight of the model (every layer's factors, read as
+float32 and widened to float64 for the forms it edits)."""
+ACTIVATION_BYTES_PER_STATE = 64
+"""Bytes of one layer's working tensors per token and per unit of the model dim, for each
+sequence of an edited batch (its hidden states, projections and MLP, float32)."""
+MEASURE_LOGITS = 4
+"""Chunks of logits (:data:`headforms.interventions.measures.LOGIT_BYTES` each) alive at once
+while an edited batch is measured."""
 
 
 @dataclass(frozen=True)
@@ -374,15 +383,27 @@ class InterventionTask(ForwardTask["InterventionResult"]):
             )
 
     def memory(self, model: ModelFacts) -> int | None:
+        """The model and its unedited pass of the request's tokens (every head's attention
+        recorded, as a pattern's), the unedited passes kept, the anatomy's factors, one layer of
+        an edited batch at a time, and the measures' logits (chunks of the vocabulary, the
+        unedited next-token probabilities and their logarithm). Measured on SmolLM2 at 128
+        tokens: a peak of 1.54 GiB (one head, 8 controls, the probe) to 1.62 GiB (every head
+        alone) against 1.76 GiB here (benchmarks/README.md)."""
         from ..behaviour.runnable import ATTENTION_BYTES_PER_WEIGHT
+        from ..interventions.measures import LOGIT_BYTES
         from ..interventions.passes import BATCH, CLEAN_PASS_BYTES
 
-        if model.memory is None or model.heads_all is None:
-            return None
-        request = self.request
+        request, shapes = self.request, model.shapes
         tokens = max(request.max_tokens, 2 * (request.probe_length or 0))
-        batch = (BATCH - 1) * ATTENTION_BYTES_PER_WEIGHT * model.heads_all * tokens * tokens
-        return model.memory + batch + CLEAN_PASS_BYTES
+        clean = model.pass_memory(tokens)
+        if clean is None or shapes is None or model.vocab is None:
+            return None
+        qk_weights = shapes.n_layers * (shapes.n_heads + shapes.n_kv_heads) * shapes.head_dim
+        anatomy = ANATOMY_BYTES_PER_WEIGHT * qk_weights * shapes.model_dim
+        attention = ATTENTION_BYTES_PER_WEIGHT * shapes.n_heads * tokens * tokens
+        states = ACTIVATION_BYTES_PER_STATE * tokens * shapes.model_dim
+        logits = MEASURE_LOGITS * LOGIT_BYTES + 3 * 4 * tokens * model.vocab
+        return clean + CLEAN_PASS_BYTES + anatomy + BATCH * (attention + states) + logits
 
     def cost(self, model: ModelFacts) -> int:
         passes = self.passes(model) or 1
