@@ -6,12 +6,9 @@ tokens, too many sequence passes, a model transformers cannot run, too much memo
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 import tiny_runnable
 
@@ -20,13 +17,9 @@ from headforms.errors import HeadformsError, LimitError, NotRunnableError, Optio
 from headforms.hosted import LOCAL, api, process
 from headforms.interventions import InterventionRequest, Scope, intervention, request_of
 from headforms.settings import (
-    ALLOWLIST_ENV,
-    HOSTED_ENV,
     INTERVENTION_PASSES_ENV,
     MEMORY_ENV,
-    MODEL_IDLE_ENV,
     MODELS_MEMORY_ENV,
-    ROOTS_ENV,
 )
 
 HANG_GUARD = 60.0
@@ -37,30 +30,6 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("hosted-edits")
     tiny_runnable.checkpoint("llama", base / "tiny", seed=5)
     return base
-
-
-@pytest.fixture
-def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path, tmp_path: Path) -> Iterator[Path]:
-    monkeypatch.setenv(HOSTED_ENV, "1")
-    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv(ROOTS_ENV, str(root))
-    monkeypatch.setenv("HEADFORMS_THREADS", "1")
-    for name in (ALLOWLIST_ENV, MEMORY_ENV, MODELS_MEMORY_ENV, MODEL_IDLE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(api, "hosting", api.Hosting())
-    yield root
-    pids = api.hosting.model_workers.pids()
-    api.hosting.model_workers.stop_all()
-    assert not api.hosting.runs.in_flight()
-    for pid in pids:
-        deadline = time.monotonic() + HANG_GUARD
-        while psutil.pid_exists(pid) and time.monotonic() < deadline:
-            try:
-                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                    break
-            except psutil.NoSuchProcess:
-                break
-            time.sleep(0.05)
 
 
 def charged() -> int:
@@ -187,15 +156,7 @@ def test_patterns_and_interventions_of_a_model_share_its_kept_worker(
     assert len(hosted.model_worker_pids()) == 1
 
 
-PEAK_SCRIPT = """
-import json, re, sys, threading, time
-def vm_data():
-    return int(re.search(r"VmData:\\s+(\\d+)", open("/proc/self/status").read())[1]) * 1024
-peak = [0]
-def watch():
-    while True:
-        peak[0] = max(peak[0], vm_data()); time.sleep(0.002)
-threading.Thread(target=watch, daemon=True).start()
+EDIT = """
 from headforms.interventions import intervention, request_of
 kind = sys.argv[2]
 if kind == "head":
@@ -205,8 +166,6 @@ elif kind == "each":
 else:
     request = request_of("flip", controls=8)
 intervention(sys.argv[1], request, use_cache=False)
-time.sleep(0.05)
-print(json.dumps({"peak": peak[0]}))
 """
 
 
@@ -227,11 +186,7 @@ def test_the_estimate_bounds_the_measured_peak(
     """VmData (what the workers' RLIMIT_DATA counts) of an intervention in a fresh process,
     against the estimate the server refuses by (benchmarks/README.md has SmolLM2's every-head
     sweep too: 1.62 GiB against 1.76 GiB)."""
-    import json
-    import subprocess
-    import sys
-
-    from repo import REPO
+    import memory_peaks
 
     from headforms.behaviour.run import locate_runnable
     from headforms.behaviour.runnable import fingerprint
@@ -241,15 +196,7 @@ def test_the_estimate_bounds_the_measured_peak(
 
     spec = str(root / "tiny") if spec == "tiny" else spec
     monkeypatch.setenv("HEADFORMS_THREADS", "1")
-    out = subprocess.run(
-        [sys.executable, "-c", PEAK_SCRIPT, spec, kind],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=900,
-        check=True,
-    )
-    measured = json.loads(out.stdout.strip().splitlines()[-1])["peak"]
+    measured = memory_peaks.measured(EDIT, spec, kind)["peak"]
     located = locate_runnable(spec)
     facts = KnownModels().facts(located, fingerprint(located), settings().prompt_tokens)
     request = {

@@ -37,12 +37,6 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-@pytest.fixture(autouse=True)
-def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HEADFORMS_THREADS", "1")
-
-
 def test_analysis_and_baseline_are_the_engines(model_dir: Path) -> None:
     located = locate(str(model_dir))
     options = AnalysisOptions(1, spectra=("sv_a",))

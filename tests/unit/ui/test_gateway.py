@@ -183,6 +183,16 @@ def test_a_failed_job_is_not_kept() -> None:
     assert log.calls == ["local []", "local []"]
 
 
+def leaving(log: Log) -> Any:
+    """A page's ``progress`` whose visitor leaves once the computation has started."""
+
+    def leave(done: int, total: int, message: str) -> None:
+        assert log.started.wait(HANG_GUARD)
+        raise Left
+
+    return leave
+
+
 def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
     """The job's ``check`` raises once its last waiter left and nobody came back within the
     grace period: the hosted call stops (headforms.hosted stops its worker), nothing is kept;
@@ -190,12 +200,8 @@ def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
     log = Log()
     watched = Watched(HostedGateway())
 
-    def leave(done: int, total: int, message: str) -> None:
-        assert log.started.wait(HANG_GUARD)
-        raise Left
-
     with pytest.raises(Left):
-        watched.gateway.run(Fake("m", log), leave, visitor="a")
+        watched.gateway.run(Fake("m", log), leaving(log), visitor="a")
     watched.finished()
     assert isinstance(watched.jobs[0].future.exception(), Abandoned)
     assert log.calls == ["hosted for a", "let go"]
@@ -211,12 +217,8 @@ def test_a_hosted_job_is_kept_through_its_grace_period() -> None:
     log = Log()
     watched = Watched(HostedGateway())
 
-    def leave(done: int, total: int, message: str) -> None:
-        assert log.started.wait(HANG_GUARD)
-        raise Left
-
     with pytest.raises(Left):
-        watched.gateway.run(Fake("m", log), leave, visitor="a")
+        watched.gateway.run(Fake("m", log), leaving(log), visitor="a")
     opened = threading.Timer(GRACE / 2, log.gate.set)  # after the second caller attached
     opened.start()
     assert watched.gateway.run(Fake("m", log), visitor="a").name == "m"

@@ -39,6 +39,7 @@ from hosted_attacks import (
     rss,
     worker_pids,
 )
+from processes import gone
 from repo import REPO
 
 from headforms import hosted, sources
@@ -256,18 +257,6 @@ def _wait_for_worker(timeout: float = 60.0) -> int:
     return worker_pids()[0]
 
 
-def _gone(pid: int, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 class Left(Exception):
     """The visitor left (what a Streamlit stop raises in the waiting script)."""
 
@@ -303,7 +292,7 @@ def test_a_visitor_leaving_stops_the_worker(
         assert isinstance(error, Left) and len(seen) == 1
         assert seen[0].done.wait(30), "the abandoned worker was not stopped"
     assert seen[0].outcome.kind is OutcomeKind.ABANDONED
-    assert _gone(seen[0].pid)
+    assert gone(seen[0].pid)
     assert nothing_stored(spec)
 
 
@@ -368,7 +357,7 @@ def test_a_dead_server_leaves_no_worker(hosted_env: dict[str, Any], tmp_path: Pa
             assert psutil.pid_exists(worker)
             server.send_signal(signal.SIGKILL)
             server.wait(timeout=30)
-            assert _gone(worker), "the worker outlived its server"
+            assert gone(worker), "the worker outlived its server"
         finally:
             server.kill()
             server.wait(timeout=30)
@@ -449,7 +438,7 @@ def test_the_server_wide_limit_refuses_after_a_bounded_wait(
         assert cancel_all() == 1
         runner.join(HANG_GUARD)
     one_line(first["out"][1], LimitError, r"was cancelled; nothing was cached")
-    assert _gone(pid)
+    assert gone(pid)
     assert nothing_stored(spec)
 
 
@@ -522,4 +511,4 @@ def test_workers_run_below_the_server(hosted_env: dict[str, Any]) -> None:
         assert nice == expected, seen[-5:]
         assert group == (server_group.read_text() if grouped else ""), (group, seen[-5:])
         assert process_group == pid != os.getpgid(0)  # its own group, killed whole
-        assert _gone(pid)
+        assert gone(pid)
