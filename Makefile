@@ -30,29 +30,36 @@ lint: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui headforms/gallery
 
-# The whole suite in two runs: everything but the browser and the Docker image on two xdist
-# workers (whole files each, as the fast lane), then those two serially (Chromium's software
-# WebGL and the image build each want the machine to themselves). The slowest tests are listed.
+# The unit tests on their own, without model packages (tests/unit/conftest.py: importing torch,
+# transformers or a bundled model there fails the test): seconds, and first.
+UNIT := $(PY) -m pytest tests/unit -q
+
+# The whole suite in three runs: the unit tests alone, then everything else but the browser and
+# the Docker image on two xdist workers (whole files each, as the fast lane), then those two
+# serially (Chromium's software WebGL and the image build each want the machine to themselves).
+# The slowest tests are listed.
 HEAVY := browser or image
 test: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui headforms/gallery
-	$(PY) -m pytest -m "not ($(HEAVY))" -n 2 --dist loadfile --durations=20
+	$(UNIT)
+	$(PY) -m pytest -m "not ($(HEAVY))" --ignore=tests/unit -n 2 --dist loadfile --durations=20
 	$(PY) -m pytest -m "$(HEAVY)" --durations=10
 
-# The fast lane: lint and every test without the heavy markers (pyproject.toml): no browser,
-# Docker image, wheel build, install run, fuzzing or other slow test. Two xdist workers, each
-# taking whole files (module fixtures are built once); CHECK_ARGS adds options ("-n 0": one
-# process).
+# The fast lane: lint, the unit tests alone (without model packages), then every other test
+# without the heavy markers (pyproject.toml): no browser, Docker image, wheel build, install run,
+# fuzzing or other slow test. Two xdist workers, each taking whole files (module fixtures are
+# built once); CHECK_ARGS adds options ("-n 0": one process).
 FAST := not (browser or image or package or fuzz or slow)
 check: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui headforms/gallery
-	$(PY) -m pytest -m "$(FAST)" -n 2 --dist loadfile $(CHECK_ARGS)
+	$(UNIT)
+	$(PY) -m pytest -m "$(FAST)" --ignore=tests/unit -n 2 --dist loadfile $(CHECK_ARGS)
 
-# Unit tests only: pure functions on synthetic data (no model package, subprocess or server).
+# Unit tests only: pure functions on synthetic data, run without model packages.
 unit: install-dev
-	$(PY) -m pytest tests/unit -q
+	$(UNIT)
 
 # Every benchmark runs even if one fails; the failed ones are listed at the end (exit status 1).
 bench: install-dev

@@ -46,6 +46,7 @@ from browser_scripts import (
 )
 from chromium_launch import BROWSER_TEST_URL_ENV
 from numerics import assert_shares_close
+from playwright.sync_api import expect
 from plotly_scene import (
     SCENE_POINTS_JS,
     SCRIPT_RUNNING_JS,
@@ -55,6 +56,7 @@ from plotly_scene import (
     settled_points,
 )
 from repo import REPO as ROOT
+from waiting import eventually
 
 from headforms import DEFAULT_MODEL, analyze
 from ui.plot import PICK_RADIUS_PX
@@ -166,7 +168,7 @@ def drag(page, x: float, y: float, dx: float, dy: float) -> None:
 def test_a_shared_link_opens_the_head(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&rope=0&layer=7&head=4")
     wait_for_head(page, 7, 4)
-    assert page.get_by_role("link", name="Simplex").count() == 1  # inside app.py's navigation
+    expect(page.get_by_role("link", name="Simplex")).to_have_count(1)  # app.py's navigation
     page.wait_for_function("() => document.title.includes('L7·H4')", timeout=HEAD_PAGE_MS)
     assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
 
@@ -175,7 +177,8 @@ def test_a_shared_link_opens_the_head(page, server: str) -> None:
 def test_clicking_a_simplex_marker_opens_its_head_on_the_first_click(page, server: str) -> None:
     plot = open_simplex(page, server)
     points = settled_points(page, plot)
-    shape = re.search(r"(\d+) layers × (\d+) heads", page.locator(SIDEBAR).inner_text())
+    shape_text = re.compile(r"(\d+) layers × (\d+) heads")
+    shape = eventually(lambda: shape_text.search(page.locator(SIDEBAR).inner_text()), bool)
     assert len(points) == int(shape[1]) * int(shape[2])  # one marker per head
     # markers the framed view leaves out (a scroll away) cannot be clicked
     target = most_isolated([p for p in points if p["inView"] and (p["layer"], p["head"]) != (0, 0)])
@@ -218,7 +221,7 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     chooser = page.locator(".hf-chooser")
     chooser.wait_for(timeout=HEAD_PAGE_MS)
     choices = page.locator(".hf-chooser .hf-choice")
-    assert choices.count() >= 3
+    expect(choices.nth(2)).to_be_attached()  # at least three listed (drawn in one go)
     # each listed head told apart by its coordinates, nearest to the pointer first
     coordinates = choices.locator(".hf-choice-coords").all_inner_texts()
     assert len(set(coordinates)) == len(coordinates), coordinates
@@ -227,9 +230,9 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     ]
     assert distances == sorted(distances) and distances[-1] <= PICK_RADIUS_PX
     # plotly's hover label, drawn at the pointer, does not cover the list
-    assert page.locator(".hf-plot g.hovertext:visible").count() == 0
+    expect(page.locator(".hf-plot g.hovertext:visible")).to_have_count(0)
     aimed = page.locator(f'.hf-choice[data-hf-head="{target["layer"]},{target["head"]}"]')
-    assert f"L{target['layer']}·H{target['head']}" in aimed.inner_text()
+    expect(aimed).to_contain_text(f"L{target['layer']}·H{target['head']}")
     aimed.click()
     wait_for_head(page, target["layer"], target["head"])
     assert f"layer={target['layer']}&head={target['head']}" in page.url
@@ -263,10 +266,11 @@ def widget_text(widget) -> str:
     )
 
 
-def shown_count(page) -> int:
-    """How many heads the heads table shows (its caption: "N of M heads shown")."""
-    caption = page.get_by_text(re.compile(r"^\d+ of \d+ heads shown"))
-    return int(caption.inner_text().split()[0])
+def expect_shown(page, count: int) -> None:
+    """Wait until the heads table's caption says it shows ``count`` heads ("N of M heads
+    shown"): after a filter's change the caption is redrawn by the rerun."""
+    caption = page.get_by_text(re.compile(rf"^{count} of \d+ heads shown"))
+    expect(caption).to_be_visible(timeout=HEAD_PAGE_MS)
 
 
 def wait_for_url(page, part: str) -> None:
@@ -281,7 +285,7 @@ def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> 
     page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
     page.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
     heads = analyze(DEFAULT_MODEL).heads
-    assert shown_count(page) == len(heads)
+    expect_shown(page, len(heads))
     page.get_by_role("button", name="II", exact=True).click()  # II off: I+ and I- remain
     wait_for_url(page, "parity=")
     page.locator('input[aria-label="Layers — end"]').focus()
@@ -289,9 +293,10 @@ def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> 
     wait_for_url(page, "layers=0")
     page.wait_for_timeout(1500)  # a navigation, had there been one, has happened by now
     assert urlparse(page.url).path == "/table"
-    assert page.locator("h1").first.inner_text() == "Heads table"
+    expect(page.locator("h1").first).to_have_text("Heads table")
     kept = heads[(heads["layer"] == 0) & (heads["parity"] != "II")]
-    assert shown_count(page) == len(kept) > 0
+    assert len(kept) > 0
+    expect_shown(page, len(kept))
 
 
 @pytest.mark.container
@@ -314,7 +319,7 @@ def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, serve
         )
         assert sorted(models) == sorted([DEFAULT_MODEL, "minilm-l6"])
         pressed = receiver.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')
-        assert "Whole simplex" in pressed.all_inner_texts()
+        expect(pressed.filter(has_text="Whole simplex")).to_have_count(1)
         received = shared.evaluate(SCENE_VIEW_JS)
         assert max(abs(a - b) for a, b in zip(view, received, strict=True)) < 2e-3
 
@@ -327,10 +332,12 @@ def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, serve
         receiver.locator('[data-testid="stDataFrame"]').last.wait_for(timeout=PLOT_APPEAR_MS)
         heads = analyze(DEFAULT_MODEL).heads
         kept = heads[(heads["energy"] >= 0.5) & (heads["parity"] != "I+")]
-        assert shown_count(receiver) == shown_count(sender) == len(kept) > 0
+        assert len(kept) > 0
+        expect_shown(sender, len(kept))
+        expect_shown(receiver, len(kept))
         sort_by = receiver.locator('[data-testid="stSelectbox"]', has_text="Sort by")
-        assert "pairing" in widget_text(sort_by)
-        assert receiver.get_by_role("switch", name="Decreasing").is_checked()
+        eventually(lambda: widget_text(sort_by), lambda text: "pairing" in text, what="sort by")
+        expect(receiver.get_by_role("switch", name="Decreasing")).to_be_checked()
         assert receiver.url == sender.url
     finally:
         sender.context.close()
@@ -342,8 +349,8 @@ def test_a_bad_link_value_shows_its_notice(page, server: str) -> None:
     page.goto(f"{server}/?model={DEFAULT_MODEL}&head=-3&layer=abc")
     notice = page.get_by_text(f"The link's head=-3 is not a head of {DEFAULT_MODEL}")
     notice.wait_for(timeout=PLOT_APPEAR_MS)
-    assert "showing head 0" in notice.inner_text()
-    assert page.get_by_text("The link's layer=abc is not a layer").count() == 1
+    expect(notice).to_contain_text("showing head 0")
+    expect(page.get_by_text("The link's layer=abc is not a layer")).to_have_count(1)
     page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
     link = parse_qs(urlparse(page.url).query)
     assert (link["layer"], link["head"]) == (["0"], ["0"])  # in the link's own order
@@ -368,12 +375,12 @@ def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -
         )
     )
     line.wait_for(timeout=HEAD_PAGE_MS)
-    assert "(showing minilm-l6 instead)" in line.inner_text()
-    assert "cannot reach the Hugging Face hub" not in line.inner_text()
-    assert page.locator("h1").first.inner_text() == "Model overview"
-    assert "minilm-l6" in widget_text(picker)
+    expect(line).to_contain_text("(showing minilm-l6 instead)")
+    expect(line).not_to_contain_text("cannot reach the Hugging Face hub")
+    expect(page.locator("h1").first).to_have_text("Model overview")
+    eventually(lambda: widget_text(picker), lambda text: "minilm-l6" in text, what="the picker")
     assert "model=minilm-l6" in page.url
-    assert page.locator(SIDEBAR).get_by_text("Layer", exact=True).count() == 1
+    expect(page.locator(SIDEBAR).get_by_text("Layer", exact=True)).to_have_count(1)
 
 
 @pytest.mark.container
@@ -458,13 +465,16 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
         page.goto(server)
         page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
         more = page.get_by_text(re.compile(r"^View \d+ more$"))
-        if more.count():
-            more.first.click()  # the navigation's collapsed pages too
         nav = page.locator('[data-testid="stSidebarNav"] a')
-        paths = sorted(
-            {urlparse(nav.nth(i).get_attribute("href")).path for i in range(nav.count())}
-        )
-        assert len(paths) >= 15  # every page, the collapsed ones too
+
+        def listed() -> list[str]:
+            if more.count():
+                more.first.click()  # the navigation's collapsed pages too
+            hrefs = nav.evaluate_all("(links) => links.map((a) => a.getAttribute('href'))")
+            return sorted({urlparse(href).path for href in hrefs})
+
+        # every page, the collapsed ones too (the navigation is drawn with the sidebar)
+        paths = eventually(listed, lambda found: len(found) >= 15, what="the navigation")
         for path in paths:
             page.goto(f"{server}{path}")
             page.locator("h1").first.wait_for(timeout=PLOT_APPEAR_MS)
@@ -491,6 +501,21 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
     assert not small, small
 
 
+def redrawn(plot, before: bytes, timeout_s: float = 60.0) -> bytes:
+    """The plot's picture once the scene has redrawn after a change: unlike ``before`` (the
+    picture before the change) and the same in two shots 300 ms apart."""
+    last: list[bytes] = [before]
+
+    def shot() -> bytes:
+        time.sleep(0.3)
+        last.append(plot.screenshot())
+        return last[-1]
+
+    return eventually(
+        shot, lambda now: now != before and now == last[-2], timeout_s, "the scene's redraw"
+    )
+
+
 LEGIBLE_MARKER_PX = 9
 """Smallest drawn extent (px) of a head marker in the 3D scene that reads as its glyph."""
 
@@ -512,10 +537,12 @@ def test_every_head_marker_is_drawn_legibly_and_the_selected_one_larger(
         probes = plot.evaluate(MARKER_PROBES_JS)
         assert len(probes) >= 3  # the parity types of the model, and the ring
         drawn = {}
+        before = plot.screenshot()
         for probe in probes:
             top = plot.evaluate(ONE_MARKER_JS, probe)
-            page.wait_for_timeout(1500)  # the scene redraws
-            pixels = np.asarray(Image.open(io.BytesIO(plot.screenshot())).convert("L"))
+            shot = redrawn(plot, before)
+            before = shot
+            pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("L"))
             ys, xs = np.nonzero(pixels[int(top) :] < 160)  # below the title
             assert len(xs), probe
             extent = max(xs.max() - xs.min(), ys.max() - ys.min()) + 1
@@ -554,8 +581,9 @@ def test_the_3d_figure_exports_a_high_resolution_png_and_no_svg(page, server: st
 
     plot = open_simplex(page, f"{server}/?model={DEFAULT_MODEL}")
     plot.hover()
-    assert plot.locator('.modebar-btn[data-title^="Download SVG"]').count() == 0
     button = plot.locator('.modebar-btn[data-title="Download PNG (high resolution, 4×)"]')
+    expect(button).to_be_visible()  # the toolbar is drawn: it has no SVG button
+    expect(plot.locator('.modebar-btn[data-title^="Download SVG"]')).to_have_count(0)
     with page.expect_download(timeout=HEAD_PAGE_MS) as download:
         button.click()
     width, height = Image.open(download.value.path()).size

@@ -6,11 +6,13 @@ and shows a clicked head's numbers and spectrum."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 
 from headforms import analyze
 from headforms.engine import sweep
@@ -116,11 +118,10 @@ def test_the_slider_animates_and_a_clicked_head_shows_its_numbers(smollm2, offli
     page, asked = offline_page
     errors = open_gallery(page, path)
     before = page.evaluate("Array.from(window.headformsGallery.plots.triangle.data[0].x ?? [])")
-    page.evaluate(
-        "Plotly.animate(window.headformsGallery.plots.triangle, ['100'], "
+    page.evaluate(  # its promise, awaited: resolved once the frame is drawn
+        "() => Plotly.animate(window.headformsGallery.plots.triangle, ['100'], "
         "{mode: 'immediate', frame: {duration: 0, redraw: true}, transition: {duration: 0}})"
     )
-    page.wait_for_timeout(500)
     traces = page.evaluate("window.headformsGallery.frames.triangle[100].traces")
     after = page.evaluate(
         f"Array.from(window.headformsGallery.plots.triangle.data[{traces[0]}].x, "
@@ -138,16 +139,13 @@ def test_the_slider_animates_and_a_clicked_head_shows_its_numbers(smollm2, offli
         "(c) => c[1] === 7 && c[2] === 4);"
         " gd.emit('plotly_click', {points: [{customdata: trace.customdata[i]}]}); }"
     )
-    assert page.locator("#head-panel").is_visible()
-    assert (
-        page.locator("#head-title")
-        .inner_text()
-        .endswith(f"L7·H4 · {analyze('smollm2-135m').heads['parity'].iloc[7 * 9 + 4]}")
-    )
+    expect(page.locator("#head-panel")).to_be_visible()
+    parity = analyze("smollm2-135m").heads["parity"].iloc[7 * 9 + 4]
+    expect(page.locator("#head-title")).to_have_text(re.compile(rf"L7·H4 · {re.escape(parity)}$"))
     energy = analyze("smollm2-135m").heads["energy"].iloc[7 * 9 + 4]
-    shown = page.locator("#head-numbers tr", has_text="energy").first.inner_text()
-    assert f"{energy:.4g}"[:5] in shown
-    assert page.locator("#head-spectrum .bars, #head-spectrum .barlayer").count() > 0
+    shown = page.locator("#head-numbers tr", has_text="energy").first
+    expect(shown).to_contain_text(f"{energy:.4g}"[:5])
+    expect(page.locator("#head-spectrum .bars, #head-spectrum .barlayer").first).to_be_attached()
     page.locator("#heads tbody tr").nth(12).click()  # a table row: layer 1, head 3
-    assert "L1·H3" in page.locator("#head-title").inner_text()
+    expect(page.locator("#head-title")).to_contain_text("L1·H3")
     assert asked == [] and errors == []

@@ -15,6 +15,7 @@ import pytest
 import tiny_models as tm
 from plotly_scene import click, most_isolated, scene_ready_js, settled_points
 from servers import free_port, serving
+from waiting import eventually
 
 from headforms import DEFAULT_MODEL, analyze
 from headforms.engine import sweep
@@ -91,9 +92,23 @@ def test_the_position_slider_moves_every_marker(page, server: str) -> None:
     d = 128 (the sweep's), in the browser, with no new script run."""
     page.goto(f"{server}/positions?model={DEFAULT_MODEL}&layer=3&head=2")
     plot = drawn(page, "motion_simplex")
-    page.wait_for_timeout(1000)
-    before = plot.evaluate(HEADS_JS)
-    assert before["active"] == 0 and before["shown"].endswith("= 0")
+    before = eventually(
+        lambda: plot.evaluate(HEADS_JS),
+        lambda state: state["active"] == 0 and (state["shown"] or "").endswith("= 0"),
+        what="the slider at d = 0",
+    )
+    result = sweep(DEFAULT_MODEL)
+    at = result.heads_at(result.index(128))
+    expected = barycentric_points(at[["a", "b", "c", "d"]].to_numpy(float), SIMPLEX_VERTICES)
+    heads = list(zip(at["layer"], at["head"], strict=True))
+
+    def moved_there(state: dict) -> bool:
+        end = finite_points(state)
+        return (state["shown"] or "").endswith("= 128") and all(
+            key in end and np.allclose(end[key], expected[row], atol=1e-6)
+            for row, key in enumerate(heads)
+        )
+
     draws = "() => performance.getEntriesByName('hf:drawn:motion_simplex').length"
     runs = page.evaluate(draws)
     slider = plot.locator(".slider-container .slider-rail-rect")
@@ -106,13 +121,10 @@ def test_the_position_slider_moves_every_marker(page, server: str) -> None:
                  ._fullLayout.sliders[0].active === 128""",
         timeout=10_000,
     )
-    page.wait_for_timeout(500)
-    after = plot.evaluate(HEADS_JS)
+    # the frame is drawn when the slider's transition ends: wait for the markers to arrive
+    after = eventually(lambda: plot.evaluate(HEADS_JS), moved_there, what="the frame d = 128")
     assert after["shown"].endswith("= 128")
     assert page.evaluate(draws) == runs  # no rerun: the plot component drew nothing new
-    result = sweep(DEFAULT_MODEL)
-    at = result.heads_at(result.index(128))
-    expected = barycentric_points(at[["a", "b", "c", "d"]].to_numpy(float), SIMPLEX_VERTICES)
     start, end = finite_points(before), finite_points(after)
     assert len(end) == result.card.total_heads
     moved = 0

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import expect
 from servers import free_port, serving
 
 pytestmark = pytest.mark.browser
@@ -30,4 +31,4 @@ def test_a_cold_first_page_says_what_it_is_doing(page, server: str) -> None:
     main.get_by_text("Starting headforms: loading its libraries").wait_for(timeout=LOAD_MS)
     main.get_by_text("Analysing the heads of").wait_for(timeout=LOAD_MS)  # the model's layers
     page.locator("h1", has_text="Profiles on the simplex").wait_for(timeout=LOAD_MS)
-    assert main.get_by_text("Starting headforms").count() == 0  # gone once the page is drawn
+    expect(main.get_by_text("Starting headforms")).to_have_count(0)  # gone once it is drawn

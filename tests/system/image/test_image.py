@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 from chromium_launch import BROWSER_TEST_URL_ENV
 from ci_env import IN_CI
+from playwright.sync_api import expect
 from repo import REPO
 
 pytestmark = [pytest.mark.image, pytest.mark.slow]
@@ -359,9 +360,9 @@ def test_hosted_refusals_in_the_page(app: str, browser, spec: str, message: str)
         page.goto(f"{url_of(app)}/?model={quote(spec)}")
         error = page.get_by_text(message).first
         error.wait_for(timeout=60_000)
-        assert "\n" not in error.inner_text().strip()
-        assert page.locator('[data-testid="stException"]').count() == 0
-        assert "Traceback" not in page.locator("body").inner_text()
+        expect(error).to_have_text(re.compile(r"^[^\n]*$"))  # one line
+        expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+        expect(page.locator("body")).not_to_contain_text("Traceback")
     finally:
         context.close()
 
