@@ -88,6 +88,7 @@ def _child(tree: Path, model: str, repeat: int, cache: str) -> dict[str, tuple[f
         "from pathlib import Path\n"
         f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
         "import bench_pages\n"
+        "sys.path.insert(0, sys.argv[1])  # the tree's own packages first (_common adds ours)\n"
         "print(json.dumps(bench_pages.measure(sys.argv[2], int(sys.argv[3]), Path(sys.argv[1]))))"
     )
     done = subprocess.run(

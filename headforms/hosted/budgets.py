@@ -85,6 +85,7 @@ class Budgets:
     def check(self, visitor: str, kind: Budget, limits: Limits, count: int = 1) -> None:
         """A one-line :class:`LimitError` if ``visitor`` may not start ``count`` new ``kind``
         now."""
+        kind = Budget(kind)  # its value too ("analyses"): one budget, however it is named
         with self._lock:
             starts = self._starts.get((visitor, kind), deque())
             self._refuse_if_spent(starts, kind, limits, time.monotonic(), count)
@@ -92,7 +93,7 @@ class Budgets:
     def spend(self, visitor: str, kind: Budget, limits: Limits, count: int = 1) -> None:
         """Count ``count`` new ``kind`` for ``visitor`` (a computation that costs several, as an
         intervention of many sequence passes does; refused past the limit, as :meth:`check`)."""
-        now = time.monotonic()
+        kind, now = Budget(kind), time.monotonic()
         with self._lock:
             starts = self._starts.setdefault((visitor, kind), deque())
             self._refuse_if_spent(starts, kind, limits, now, count)
@@ -104,6 +105,7 @@ class Budgets:
     def refund(self, visitor: str, kind: Budget, count: int = 1) -> None:
         """Give back the last ``count`` starts of ``kind`` (it never ran: e.g. refused as
         busy)."""
+        kind = Budget(kind)
         with self._lock:
             starts = self._starts.get((visitor, kind))
             for _ in range(count):
