@@ -138,7 +138,9 @@ class Gateway(ABC):
             if found is not None and computation.accepts(found):
                 return computation.answer(found)
             request = computation if found is None else computation.widened(found)
-            job = self._join(request, visitor)
+            job, new = self._join(request, visitor)
+            if new:
+                self._start(job)
             try:
                 result = self._wait(job, progress)
             except Abandoned:  # let go just before this caller attached: start again
@@ -294,20 +296,24 @@ class Gateway(ABC):
         except TypeError:  # a value without weak references (a tuple, a number): not tracked
             pass
 
-    def _join(self, computation: Computation[R], visitor: str) -> Job[R]:
-        """The job computing ``computation`` (started now if there is none), with the caller
-        attached: before a new job starts, so that it never sees nobody waiting for it."""
+    def _join(self, computation: Computation[R], visitor: str) -> tuple[Job[R], bool]:
+        """The job computing ``computation`` with the caller attached, and whether it is new
+        (then the caller starts it, :meth:`_start`): attached before a new job starts, so that
+        it never sees nobody waiting for it."""
         with self._lock:
             job = self._jobs.get(computation.job_key)
             if job is not None:
                 job.attach()
-                return job
+                return job, False
             first = self.first_message or computation.first_message
             job = Job(computation, visitor, first)
             job.attach()
             self._jobs[computation.job_key] = job
-            self._executor.submit(self._work, job)
-        return job
+        return job, True
+
+    def _start(self, job: Job[Any]) -> None:
+        """Start a new job (the caller that made it is attached): on the gateway's executor."""
+        self._executor.submit(self._work, job)
 
     def _work(self, job: Job[Any]) -> None:
         """Run ``job``; its result is kept before it leaves the job table; then its waiters

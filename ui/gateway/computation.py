@@ -33,6 +33,10 @@ class Computation(ABC, Generic[R]):
 
     first_message: ClassVar[str] = "starting"
     """What a job of this kind reports before the computation reports anything."""
+    inline: ClassVar[bool] = False
+    """Whether a private server runs it on the thread of the caller that starts it (a quick
+    computation from results at hand, :class:`~ui.gateway.derived.Derived`) rather than on its
+    pool; either way concurrent requests share its one job."""
 
     @property
     @abstractmethod

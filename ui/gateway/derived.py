@@ -81,6 +81,7 @@ class Derived(Computation[R]):
 
     budget: ClassVar[Budget] = Budget.SUMMARIES
     """What a hosted visitor is charged for a new one."""
+    inline: ClassVar[bool] = True
     what: ClassVar[str] = "a summary"
     """What it is, for the line a page shows while it waits (``Computing the lobe fits``)."""
     first_message = "waiting for its turn"

@@ -434,3 +434,38 @@ def test_the_gateway_core_imports_no_streamlit_nor_the_rest_of_the_dashboard(pat
         elif isinstance(node, ast.ImportFrom) and not node.level:
             imported.add(node.module or "")
     assert not {name for name in imported if name.split(".")[0] in ("streamlit", "ui")}
+
+
+@dataclass(frozen=True, eq=False)
+class Inline(Fake):
+    """A quick computation from results at hand: a private server runs it on the caller's
+    thread."""
+
+    inline = True
+
+    def local(self, progress: Any) -> Result:
+        self.log.calls.append(f"local on {threading.current_thread().name}")
+        self.log.started.set()
+        assert self.log.gate.wait(HANG_GUARD)
+        return Result(self.name, self.parts)
+
+
+def test_an_inline_computation_runs_on_its_callers_thread_and_is_still_shared() -> None:
+    log = Log()
+    gateway = LocalGateway()
+    results: list[Result] = []
+    first = threading.Thread(
+        target=lambda: results.append(gateway.run(Inline("m", log))), name="page-a"
+    )
+    first.start()
+    assert log.started.wait(HANG_GUARD)
+    second = threading.Thread(
+        target=lambda: results.append(gateway.run(Inline("m", log))), name="page-b"
+    )
+    second.start()
+    time.sleep(0.05)  # page b asks while page a computes (a join, not a second computation)
+    log.gate.set()
+    first.join(HANG_GUARD)
+    second.join(HANG_GUARD)
+    assert log.calls == ["local on page-a"]
+    assert len(results) == 2 and results[0] is results[1]
