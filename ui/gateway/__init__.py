@@ -37,9 +37,9 @@ module's doc, with a test (``tests/unit/ui/test_kinds.py`` checks all of this fo
 - an entry in ``EXAMPLES`` of ``tests/unit/ui/test_kinds.py`` (one request and the library's
   own result): it is then run through both gateways there.
 
-It runs in the server: on a private one on the gateway's threads, on a hosted one at the
-visitor's turn in the server's own lane, charged one of its budget. Pages ask
-``ui.compute.derive(Kind(...))``.
+It runs in the server: on a private one on the thread of the caller that starts it (its job
+shared all the same), on a hosted one at the visitor's turn in the server's own lane, charged
+one of its budget. Pages ask ``ui.compute.derive(Kind(...))``.
 
 *Computed by the library's engine or a forward pass* (weights read), in :mod:`.kinds`,
 subclassing ``Computation[ResultType]``:

@@ -16,11 +16,12 @@ frozen dataclass:
 
 Each is a :class:`Derived`: its inputs (the results it is computed from, never compared, and
 what names them by content) with a :attr:`~Derived.key` and a :meth:`~Derived.compute`, the
-library's functions. It runs in the server: on a private server on the gateway's threads, on a
-hosted one at the visitor's turn in the server's own lane (:func:`headforms.hosted.in_server`),
-charged one of its :attr:`~Derived.budget` (new summaries, ``HEADFORMS_VISITOR_SUMMARIES``; a
-Theorem 5 sampling, ``HEADFORMS_VISITOR_SAMPLES``), and bounded by its inputs' sizes (what the
-analysis it is computed from was bounded by). The gateway shares one between the sessions that
+library's functions. It runs in the server: on a private server on the thread of the caller
+that starts it (its job shared all the same), on a hosted one at the visitor's turn in the
+server's own lane (:func:`headforms.hosted.in_server`), charged one of its
+:attr:`~Derived.budget` (new summaries, ``HEADFORMS_VISITOR_SUMMARIES``; a Theorem 5 sampling,
+``HEADFORMS_VISITOR_SAMPLES``), and bounded by its inputs' sizes (what the analysis it is
+computed from was bounded by). The gateway shares one between the sessions that
 ask for it and keeps it in its cache like any result.
 
 A result's key names its inputs by content: a model by its weights' fingerprint, RoPE position
