@@ -50,6 +50,7 @@ def main() -> None:
             st.Page("pages/heatmaps.py", title="Heatmaps", icon=":material/grid_on:"),
             st.Page("pages/overview.py", title="Overview", icon=":material/info:"),
             st.Page("pages/behaviour.py", title="Geometry vs behaviour", icon=":material/hub:"),
+            st.Page("pages/why.py", title="Why heads attend", icon=":material/call_split:"),
         ],
         "Motion": [
             st.Page("pages/positions.py", title="RoPE positions", icon=":material/animation:"),

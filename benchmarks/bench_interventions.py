@@ -17,6 +17,12 @@ on both alike; wall and CPU seconds of the process are printed. The two routes' 
 to float32 rounding (printed). Run:
 ``.venv/bin/python benchmarks/bench_interventions.py [--model smollm2-135m] [--edit symmetric]
 [--tokens 128] [--controls 8] [--threads 1]``.
+
+``--study``: instead, the whole study (:func:`headforms.study.run_study`: the three shipped texts,
+``--tokens`` each, whole-model edits with K = 32, per-head sweeps of zero, symmetric and flip with
+one control per head), timed, beside the naive loop: one full forward pass per sequence of the
+study (no prefix reused, one sequence a pass), timed on ``--naive-sample`` of the study's
+sequences and scaled to all of them (printed as an estimate).
 """
 
 from __future__ import annotations
@@ -37,7 +43,12 @@ def main() -> None:
     parser.add_argument("--controls", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--heads", type=int, default=5, help="single-head edits timed")
+    parser.add_argument("--study", action="store_true", help="time the study (module doc)")
+    parser.add_argument("--naive-sample", type=int, default=20, help="naive passes timed")
     args = parser.parse_args()
+    if args.study:
+        study(args)
+        return
 
     import torch
 
@@ -157,6 +168,74 @@ def main() -> None:
                 "median cpu s": statistics.median(cpus),
                 "max wall s": max(times),
             }
+        ],
+    )
+    print(machine_line(args.threads))
+
+
+def study(args: argparse.Namespace) -> None:
+    """The study, and the naive loop's estimate (module doc)."""
+    import torch
+
+    from headforms.behaviour.run import locate_runnable
+    from headforms.behaviour.runnable import runnable
+    from headforms.interventions.anatomy import anatomy_of
+    from headforms.interventions.changes import FormChange
+    from headforms.interventions.edits import edit_named
+    from headforms.interventions.hooks import applied
+    from headforms.interventions.measures import measure_batch
+    from headforms.interventions.passes import clean_pass, run_base
+    from headforms.interventions.text import DEFAULT_TEXT, text_tokens
+    from headforms.study import StudyOptions, run_study
+    from headforms.study_report import summary_text
+
+    limit_threads(args.threads)
+    torch.set_num_threads(args.threads)
+    print(machine_line(args.threads))
+    options = StudyOptions(max_tokens=args.tokens)
+    wall, cpu = time.perf_counter(), time.process_time()
+    found = run_study(args.model, options)
+    study_wall, study_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(summary_text(found))
+    model = runnable(locate_runnable(args.model))
+    anatomy = anatomy_of(model)
+    shapes = anatomy.shapes
+    heads = shapes.n_layers * shapes.n_heads
+    passes = options.passes(heads)
+    ids = text_tokens(model, DEFAULT_TEXT, args.tokens)
+    window = np.arange(len(ids) - 1)
+    clean = clean_pass(model, anatomy, ids, window)
+    rng = np.random.default_rng(0)
+    times, cpus = [], []
+    for _ in range(args.naive_sample):
+        layer, head = divmod(int(rng.integers(heads)), shapes.n_heads)
+        plan = (FormChange(layer, head, anatomy.head_logit(layer, head), edit_named("flip")),)
+        wall, cpu = time.perf_counter(), time.process_time()
+        with applied(anatomy, [plan]):
+            hidden = run_base(model, torch.tensor([ids]))
+        with torch.inference_mode():
+            measure_batch(model.causal_lm, hidden, ids, clean.final, clean.reference, window)
+        times.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    naive_wall = passes * statistics.median(times)
+    naive_cpu = passes * statistics.median(cpus)
+    print_table(
+        f"The study of {args.model} ({len(options.texts)} texts, T = {args.tokens}, whole-model "
+        f"K = {options.controls}, sweeps {', '.join(options.sweep_edits)} with "
+        f"{options.head_controls} control per head): {passes} sequences",
+        [
+            {
+                "route": f"naive: one full pass per sequence (estimate from {args.naive_sample})",
+                "wall s": naive_wall,
+                "cpu s": naive_cpu,
+                "ratio (cpu)": 1.0,
+            },
+            {
+                "route": "the study (prefix reused, batched)",
+                "wall s": study_wall,
+                "cpu s": study_cpu,
+                "ratio (cpu)": naive_cpu / study_cpu,
+            },
         ],
     )
     print(machine_line(args.threads))

@@ -333,6 +333,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="timed steps of each kind")
     parser.add_argument("--warm", type=int, default=2, help="untimed steps of each kind first")
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument(
+        "--edit",
+        default=None,
+        help="an edit selected on the Head page (edit=EDIT in its link) while stepping: its "
+        "result is shown when kept, else offered on request, never recomputed by a step",
+    )
     parser.add_argument("--load", type=int, default=2, help="busy processes (0: quiet only)")
     parser.add_argument(
         "--port", type=int, help="the first server's port (default: free loopback ports)"
@@ -370,7 +376,8 @@ def main() -> None:
                 page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
                 page.add_init_script(INIT_JS)
                 url = f"http://127.0.0.1:{ports[i]}"
-                page.goto(f"{url}/head?model={MODEL}&layer=3&head=2")
+                edit = f"&edit={args.edit}" if args.edit else ""
+                page.goto(f"{url}/head?model={MODEL}&layer=3&head=2{edit}")
                 page.locator('div[data-hf-plot="behaviour_head_pattern"]').wait_for(timeout=300_000)
                 steps[name] = Steps(page, url, random.Random(0), card.n_layers, card.n_heads)
                 steps[name].where = "head"

@@ -118,3 +118,27 @@ def frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame({name: np.asarray(values) for name, values in columns.items()})
+
+
+SHARE_PARTS: dict[str, str] = {
+    "pos": "positive lobe",
+    "neg": "negative lobe",
+    "anti": "antisymmetric part",
+}
+"""The bilinear parts of a head's scores on a text (:mod:`headforms.why`), by the short name
+their share columns carry."""
+REALISED_SHARE_COLUMNS = tuple(f"share_{part}" for part in SHARE_PARTS)
+"""Each part's share of the mean square of the head's scores on a text."""
+SPREAD_SHARE_COLUMNS = tuple(f"spread_{part}" for part in SHARE_PARTS)
+"""Each part's share of the spread of the scores within each query's row."""
+WEIGHT_SHARE_COLUMNS = tuple(f"weight_{part}" for part in SHARE_PARTS)
+"""Each part's share of ``||L||^2`` at d = 0: the weights alone."""
+SHARE_TITLES: dict[str, str] = {
+    **{f"share_{p}": f"{name} share on the text (mean square)" for p, name in SHARE_PARTS.items()},
+    **{
+        f"spread_{p}": f"{name} share on the text (within-row spread)"
+        for p, name in SHARE_PARTS.items()
+    },
+    **{f"weight_{p}": f"{name} share of the weights (d = 0)" for p, name in SHARE_PARTS.items()},
+}
+"""Every share column of a score split's per-head table, by name: its title."""

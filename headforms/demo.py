@@ -5,14 +5,15 @@ checkpoints, and no two bundled models share their shapes).
 What it is, honestly: a tiny llama-family model (:data:`SHAPES`: 2 layers x 4 query heads, 2 kv
 heads, N = 64, n = 16; about 0.1 M parameters), character-level, trained from a seeded random
 initialisation for :data:`TRAIN_STEPS` steps on the shipped text (the Declaration of
-Independence, :mod:`headforms.interventions.text`), saved as a training run's
-``checkpoint-STEP`` folders every :data:`CHECKPOINT_EVERY` steps (step 0 is the initialisation);
-and its last checkpoint fine-tuned :data:`FINETUNE_STEPS` more steps on the text's last quarter
-only (model B of the pair, A being that last checkpoint). It is not a real language model: its
-heads are what a few hundred steps of a toy make of 8 KB of text.
+Independence, :mod:`headforms.interventions.text`) by transformers' ``Trainer`` with the
+:class:`headforms.integrations.HeadformsCallback` recording every head every
+:data:`CHECKPOINT_EVERY` steps into a run store (step 0 is the initialisation): the path a user
+takes with a model of their own. The last weights are saved as model A of the pair, and
+fine-tuned :data:`FINETUNE_STEPS` more steps on the text's last quarter only as model B. It is
+not a real language model: its heads are what a few hundred steps of a toy make of 8 KB of text.
 
 The build is seeded and deterministic (one CPU thread: the same seed gives the same weights on
-one machine, :attr:`Demo.fingerprint`), takes seconds and writes a few MB into the cache
+one machine, :attr:`Demo.fingerprint`), takes seconds and writes about a MB into the cache
 directory (:func:`demo_directory`), atomically: into a hidden folder renamed into place when
 complete, under a lock, so that a crash leaves no half-written demo and two processes never
 build it twice (:func:`build_demo`; :func:`built_demo` reads a finished one, never builds).
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     import torch
 
 
-DEMO_VERSION = 1
+DEMO_VERSION = 2
 """Bumped when the recipe below changes (a new folder; the old one is left alone)."""
 DEMO_SEED = 0
 TRAIN_STEPS = 200
@@ -63,12 +64,12 @@ MANIFEST = "demo.json"
 """Written last in a build: a demo folder with it is complete."""
 
 RUN_DESCRIPTION = (
-    f"a tiny llama-family model (2 layers x 4 heads, N = 64) trained by headforms for "
+    f"a tiny llama-family model (2 layers x 4 heads, N = 64) trained by transformers' Trainer for "
     f"{TRAIN_STEPS} steps on the shipped text (the Declaration of Independence, characters), "
-    f"a checkpoint every {CHECKPOINT_EVERY} steps"
+    f"its heads recorded every {CHECKPOINT_EVERY} steps by headforms' Trainer callback"
 )
 PAIR_DESCRIPTION = (
-    f"A is its last checkpoint, B that checkpoint fine-tuned {FINETUNE_STEPS} more steps on the "
+    f"A is its last weights, B those weights fine-tuned {FINETUNE_STEPS} more steps on the "
     "text's last quarter"
 )
 DESCRIPTION = f"{RUN_DESCRIPTION}; {PAIR_DESCRIPTION}. A toy, not a real model"
@@ -87,27 +88,22 @@ class Demo:
 
     @property
     def run(self) -> Path:
-        """The training run: a directory of ``checkpoint-STEP`` folders."""
+        """The training run: the run store its Trainer callback wrote (a record per step)."""
         return self.directory / "run"
 
     @property
     def base(self) -> Path:
-        """Model A of the pair: the run's last checkpoint."""
-        return self.checkpoint(self.steps[-1])
+        """Model A of the pair: the run's last weights (the run's last record is theirs)."""
+        return self.directory / "base"
 
     @property
     def finetuned(self) -> Path:
         """Model B of the pair: A fine-tuned on the text's last quarter."""
         return self.directory / "finetuned"
 
-    def checkpoint(self, step: int) -> Path:
-        """The folder of the checkpoint at ``step``."""
-        return self.run / f"checkpoint-{step}"
-
     def weight_files(self) -> list[Path]:
-        """Every weight file of the demo, checkpoints in step order, then B."""
-        folders = [self.checkpoint(step) for step in self.steps] + [self.finetuned]
-        return [folder / "model.safetensors" for folder in folders]
+        """The weight files of the demo: A, then B."""
+        return [folder / "model.safetensors" for folder in (self.base, self.finetuned)]
 
 
 def check_seed(seed: object) -> int:
@@ -190,47 +186,90 @@ def _build(directory: Path, seed: int, progress: Progress) -> tuple[tuple[int, .
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    from .integrations import HeadformsCallback
     from .interventions.text import DEFAULT_TEXT
+    from .run_store import run_state
 
-    tokenizer = _tokenizer(DEFAULT_TEXT)
+    tokenizer = char_tokenizer(DEFAULT_TEXT)
     ids = torch.tensor(tokenizer.encode(DEFAULT_TEXT), dtype=torch.long)
     with _one_thread():
         torch.manual_seed(seed)
         config = LlamaConfig(vocab_size=len(tokenizer), tie_word_embeddings=False, **SHAPES)
         model = LlamaForCausalLM(config).float()
         batches = torch.Generator().manual_seed(seed)
-        optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-        steps: list[int] = []
-        for step in range(TRAIN_STEPS + 1):
-            if step % CHECKPOINT_EVERY == 0:
-                steps.append(step)
-                _save(model, tokenizer, directory / "run" / f"checkpoint-{step}")
-            if step < TRAIN_STEPS:
-                _train_step(model, optimiser, ids, batches)
-                if step % 5 == 4:
-                    progress(step + 1, total, f"training step {step + 1}/{TRAIN_STEPS}")
-        tail = ids[len(ids) * 3 // 4 :]
-        optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-        for step in range(FINETUNE_STEPS):
-            _train_step(model, optimiser, tail, batches)
-            if step % 5 == 4:
-                message = f"fine-tuning B, step {step + 1}/{FINETUNE_STEPS}"
-                progress(TRAIN_STEPS + step + 1, total, message)
+        recording = HeadformsCallback(every=CHECKPOINT_EVERY, out=directory / "run", log=False)
+
+        windows = text_windows(ids, TRAIN_STEPS * BATCH, batches)
+        scratch = directory / ".trainer"
+        _train(model, windows, TRAIN_STEPS, seed, scratch, [recording], progress, (0, total, ""))
+        _save(model, tokenizer, directory / "base")
+        tail = text_windows(ids[len(ids) * 3 // 4 :], FINETUNE_STEPS * BATCH, batches)
+
+        said = (TRAIN_STEPS, total, "fine-tuning B: ")
+        _train(model, tail, FINETUNE_STEPS, seed, scratch, [], progress, said)
         _save(model, tokenizer, directory / "finetuned")
-    demo = Demo(directory, seed, tuple(steps), "")
-    return tuple(steps), weights_fingerprint(demo.weight_files())
+    shutil.rmtree(directory / ".trainer", ignore_errors=True)
+    demo = Demo(directory, seed, (), "")
+    return run_state(demo.run).steps, weights_fingerprint(demo.weight_files())
 
 
-def _train_step(model: Any, optimiser: Any, ids: torch.Tensor, batches: torch.Generator) -> None:
-    """One step of next-character prediction on :data:`BATCH` random windows of ``ids``."""
+def text_windows(ids: torch.Tensor, count: int, generator: torch.Generator) -> Any:
+    """``count`` windows of :data:`CONTEXT` characters of ``ids`` at seeded random places, as a
+    dataset of ``{"input_ids", "labels"}`` (the labels are the inputs: the model shifts them to
+    predict the next character)."""
     import torch
 
-    starts = torch.randint(0, len(ids) - CONTEXT, (BATCH,), generator=batches)
-    windows = torch.stack([ids[s : s + CONTEXT] for s in starts.tolist()])
-    loss = model(input_ids=windows, labels=windows).loss  # shifted inside: the next character
-    optimiser.zero_grad()
-    loss.backward()
-    optimiser.step()
+    starts = torch.randint(0, len(ids) - CONTEXT, (count,), generator=generator).tolist()
+    windows = torch.stack([ids[s : s + CONTEXT] for s in starts])
+    return [{"input_ids": w, "labels": w} for w in windows]
+
+
+def _train(
+    model: Any,
+    windows: Any,
+    steps: int,
+    seed: int,
+    scratch: Path,
+    callbacks: list[Any],
+    progress: Progress,
+    said: tuple[int, int, str],
+) -> None:
+    """``steps`` optimizer steps of ``model`` on ``windows`` (:data:`BATCH` a step) with
+    transformers' ``Trainer`` on the CPU: AdamW at a constant :data:`LEARNING_RATE`, seeded,
+    nothing saved or logged (``scratch``: its output directory, left empty); ``callbacks``
+    beside a progress report every 5 steps (``said``: the steps done before these, of how
+    many, and what the message starts with)."""
+    before, total, prefix = said
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class Report(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            if state.global_step % 5 == 0:
+                step = state.global_step
+                progress(before + step, total, f"{prefix}training step {step}/{steps}")
+
+    arguments = TrainingArguments(
+        output_dir=str(scratch),
+        max_steps=steps,
+        per_device_train_batch_size=BATCH,
+        learning_rate=LEARNING_RATE,
+        lr_scheduler_type="constant",
+        weight_decay=0.01,
+        seed=seed,
+        use_cpu=True,
+        save_strategy="no",
+        logging_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    trainer = Trainer(
+        model=model, args=arguments, train_dataset=windows, callbacks=[*callbacks, Report()]
+    )
+    for printer in (PrinterCallback, ProgressCallback):  # the run's last metrics, not printed
+        trainer.remove_callback(printer)
+    trainer.train()
 
 
 def _save(model: Any, tokenizer: Any, folder: Path) -> None:
@@ -245,7 +284,7 @@ def _save(model: Any, tokenizer: Any, folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
-def _tokenizer(text: str) -> Any:
+def char_tokenizer(text: str) -> Any:
     """A character-level tokenizer of ``text``'s characters (a BPE without merges), with an
     unknown token for any other character, so that the demo runs on any prompt."""
     from tokenizers import Tokenizer, models

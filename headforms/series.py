@@ -11,6 +11,11 @@ and cached (a series run again reads them back from the store), so a series resu
 stopped; the command line runs it as a survey (:mod:`headforms.survey`: resumable, within a
 memory budget).
 
+A run directory may instead hold a run store (:mod:`headforms.run_store`: the records that
+:mod:`headforms.integrations` wrote while the model trained, every head's forms at each recorded
+step): its records are then the series' checkpoints, read rather than analysed (each record's
+spec is its file), so a run that is still training reads as far as it has gone.
+
 All checkpoints must have the same shapes. The result is a :class:`Trajectory`, a
 :class:`headforms.head_paths.HeadPaths` along ``step``.
 """
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ModelSpecError, OptionError
 from .head_paths import HeadPaths
 from .options import DEFAULT_OPTIONS, AnalysisOptions
+from .run_store import RecordFile, RunState, is_run_store, read_records, run_state
 from .sources import Policy, allow, parse_spec
 
 if TYPE_CHECKING:
@@ -183,6 +189,11 @@ class Trajectory(HeadPaths):
     """Every head at each checkpoint of a series (ordered by ``step``); ``checkpoints`` and the
     per-point column ``checkpoint`` name each one's spec, ``analyses`` are theirs."""
 
+    run: RunState | None = None
+    """The run store the series was read from (None: checkpoints analysed)."""
+    damaged: tuple[RecordFile, ...] = ()
+    """The run store's records that could not be read (left out)."""
+
     def __init__(
         self, label: str, checkpoints: Sequence[Checkpoint], analyses: Sequence[ModelAnalysis]
     ):
@@ -228,6 +239,11 @@ def trajectory(
     from . import engine
 
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    store = run_store_of(inputs[0], policy) if len(inputs) == 1 else None
+    if store is not None:
+        state = run_state(store)
+        check_run_options(state, options)
+        return run_series(state)
     checkpoints = open_series(inputs, policy)
     total = len(checkpoints)
 
@@ -242,6 +258,46 @@ def trajectory(
 
     analyses = [(analyze or one)(c, i, total) for i, c in enumerate(checkpoints)]
     return Trajectory(series_label(inputs, checkpoints), checkpoints, analyses)
+
+
+def run_store_of(text: str, policy: Policy | None = None) -> Path | None:
+    """The directory ``text`` names if it holds a run store (:mod:`headforms.run_store`), else
+    None (a checkpoint, a run directory of checkpoint folders, a hub id...)."""
+    parsed = parse_spec(text, policy)
+    if parsed.kind != "path":
+        return None
+    directory = Path(parsed.value)
+    (policy.path_guard(text) if policy is not None else allow)(directory)
+    return directory if directory.is_dir() and is_run_store(directory) else None
+
+
+def check_run_options(state: RunState, options: AnalysisOptions) -> None:
+    """Refuse, in one line, options other than those the run store's records were made at."""
+    kept = state.manifest
+    if (options.rope_position, options.fold_qk_norm) != (kept.rope_position, kept.fold_qk_norm):
+        folded = "folded" if kept.fold_qk_norm else "unfolded"
+        raise OptionError(
+            f"{state.directory} holds records made at RoPE position {kept.rope_position} with "
+            f"QK-norm gains {folded}: ask for those (the records hold no weights to analyse "
+            "again)"
+        )
+
+
+def run_series(
+    state: RunState, spectra: bool = True, records: Sequence[RecordFile] | None = None
+) -> Trajectory:
+    """The series of a run store's whole records (``records``: those of ``state`` to read,
+    default all), each one a checkpoint whose spec is its file; without ``spectra`` only the
+    tables are read. A store without a whole record yet is a one-line error."""
+    chosen = RunState(state.directory, state.manifest, tuple(records or state.records))
+    whole, damaged = read_records(chosen, spectra)
+    if not whole:
+        what = "no record yet" if not damaged else f"no whole record ({len(damaged)} damaged)"
+        raise OptionError(f"{state.directory} holds a run store with {what}: nothing to show")
+    checkpoints = [Checkpoint(record.step, str(record.path)) for record, _ in whole]
+    series = Trajectory(str(state.directory), checkpoints, [analysis for _, analysis in whole])
+    series.run, series.damaged = state, tuple(damaged)
+    return series
 
 
 def table_shapes(heads: pd.DataFrame, head_dim: int, model_dim: int) -> SimpleNamespace:

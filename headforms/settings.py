@@ -225,6 +225,12 @@ class Settings:
         return self._count(PROMPT_CHARACTERS_ENV, DEFAULT_PROMPT_CHARACTERS)
 
     @property
+    def intervention_passes(self) -> int:
+        """The most sequence passes one intervention may take, on the command line, in the
+        library and in the dashboard alike (hosted or not)."""
+        return self._count(INTERVENTION_PASSES_ENV, DEFAULT_INTERVENTION_PASSES)
+
+    @property
     def prompt_tokens(self) -> int:
         """The most tokens of one forward pass (prompts and probes, special tokens included)."""
         return self._count(PROMPT_TOKENS_ENV, DEFAULT_PROMPT_TOKENS)

@@ -31,6 +31,7 @@ from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.motion import chosen_positions, load_sweep, sweep_at_hand, sweep_request
 from ui.state import stepped
 from ui.tables import require_spectra
+from ui.why import why_section
 from ui.widgets import number
 
 SWEEP_ASKED_KEY = "_hf_head_sweep_asked"
@@ -254,7 +255,9 @@ if card.rotary:
             icon=":material/arrow_forward:",
         )
 
-head_section(ctx)  # what the head does: its attention on a prompt, its head-type scores
+pattern = head_section(ctx)  # what the head does: its attention on a prompt, its scores
+if pattern is not None:  # why: those scores split by the form's parts, a direction's readout
+    why_section(ctx, pattern)
 own = ctx.analysis if ctx.rope_position == 0 else load_analysis(ctx.spec, 0, quiet=True)
 at_zero = own.heads.iloc[ctx.row]  # an edit's profile is at d = 0
 edit_head_section(ctx, {name: at_zero[name] for name in ("a", "b", "c", "d", "parity")})

@@ -1,6 +1,7 @@
-"""Training run page: the checkpoints of a run as one ordered series, each head's path on the
-simplex from the Gaussian baseline through every checkpoint, a step slider, the selected head's
-curves against step and the steps at which heads change parity."""
+"""Training run page: the checkpoints of a run (or the records of a run store, written while the
+model trains) as one ordered series, each head's path on the simplex from the Gaussian baseline
+through every checkpoint, a step slider, the selected head's curves against step and the steps
+at which heads change parity. A run store whose run has not ended is followed live."""
 
 from __future__ import annotations
 
@@ -33,8 +34,11 @@ from ui.motion import (
     bind_series,
     bind_views,
     load_series,
+    names_run_store,
+    run_click,
     series_inputs,
     view_controls,
+    watch_run,
 )
 from ui.widgets import head_rows
 
@@ -51,9 +55,10 @@ text = st.text_area(
     "Checkpoints",
     key=state.SERIES_KEY,
     height=90,
-    placeholder="/runs/my-run   (its checkpoint-STEP folders)\n"
+    placeholder="/runs/my-run   (its checkpoint-STEP folders, or headforms' run store)\n"
     "or one per line: EleutherAI/pythia-70m@step1000, …@step2000, …",
     help="A run directory holding checkpoint-STEP folders as transformers' Trainer saves them, "
+    "or the run store headforms' Trainer callback writes while the model trains (followed live), "
     "or one checkpoint per line (or comma-separated) that names its step: a folder "
     ".../checkpoint-1500 or a hub revision org/name@step1000. The step is the number at the end "
     f"of the folder name or revision. At most {MAX_SERIES_CHECKPOINTS} checkpoints.",
@@ -72,7 +77,8 @@ controls = st.columns([3, 3, 2], vertical_alignment="bottom")
 bind_views()
 view, frame = view_controls(controls[0], controls[1])
 with controls[2], st.container(horizontal=True, gap="medium"):
-    jump_toggle()
+    if not names_run_store(inputs):  # a record's head is followed here, never opened elsewhere
+        jump_toggle()
     every = st.toggle(
         "Every head's path", key=state.MOTION_PATHS_KEY, help="Also draw every head's path."
     )
@@ -83,6 +89,10 @@ try:
 except HeadformsError as error:
     st.error(guard.public_message(str(error)), icon=":material/error:")
     links.stop_page()
+with status:
+    watch_run(series)
+recorded = series.run is not None
+pick = run_click(series) if recorded else select_from_customdata
 card = series.card
 layer, head = min(ctx.layer, card.n_layers - 1), min(ctx.head, card.n_heads - 1)
 if (layer, head) != (ctx.layer, ctx.head):
@@ -99,7 +109,7 @@ weights = models_key({checkpoint.spec: analysis for checkpoint, analysis in chec
 key = (series.label, weights, view, ctx.color_by, layer, head)
 figure = cached(
     "motion_series",
-    (*key, frame, every, base_heads is not None),
+    (*key, frame, every, base_heads is not None, recorded and series.run.live),
     lambda: PlotPayload.of(
         animated.animated_figure(
             series,
@@ -110,6 +120,7 @@ figure = cached(
             series.n_points - 1,
             baseline=base_heads,
             every_path=every,
+            follow_last=recorded and series.run.live,
         )
     ),
     label=f"Drawing {card.total_heads} heads at {series.n_points} checkpoints (one frame each)",
@@ -117,14 +128,19 @@ figure = cached(
 steps = series.steps
 camera_key = f"series_camera:{frame}"
 links.bind(links.camera("camera", camera_key))
+what = "record" if recorded else "checkpoint"
 clickable_plot(
     figure,
     key="series_simplex",
-    on_click=select_from_customdata,
-    caption=f"Every head of {guard.plain(series.label)} at {len(steps)} checkpoints, steps "
+    on_click=pick,
+    caption=f"Every head of {guard.plain(series.label)} at {len(steps)} {what}s, steps "
     f"{steps[0]}…{steps[-1]} (the slider starts at the last). Black line: the path of "
     f"{head_label(layer, head)} from its Gaussian counterpart (grey square) through every "
-    "checkpoint. Click a head to open it in that checkpoint.",
+    + (
+        "record. Click a head to follow it."
+        if recorded
+        else "checkpoint. Click a head to open it in that checkpoint."
+    ),
     data=lambda: series.table,
     filename="training_run",
     scroll_zoom=True,
@@ -155,9 +171,10 @@ with right:
             lambda: PlotPayload.of(movement_figures.moved_most_figure(moved, last, series.axis)),
         ),
         key="series_moved_most",
-        on_click=select_from_customdata,
-        caption="Distance from the first checkpoint to the last on the simplex (unit edges); the "
-        "parity types at both ends on each bar; click a bar to open the head.",
+        on_click=pick,
+        caption=f"Distance from the first {what} to the last on the simplex (unit edges); the "
+        "parity types at both ends on each bar; click a bar to "
+        + ("follow the head." if recorded else "open the head."),
         data=moved,
         filename="training_run_moved_most",
     )
@@ -165,8 +182,10 @@ with right:
 st.subheader("Steps at which heads change parity")
 by_head = derive(ParityChanges(key[:2], series)).by_head
 st.caption(
-    f"{len(by_head)} of {card.total_heads} heads change parity type between checkpoints (the "
-    "steps after each change; a row opens its head in the last checkpoint)."
+    f"{len(by_head)} of {card.total_heads} heads change parity type between {what}s (the steps "
+    "after each change; a row "
+    + ("follows its head)." if recorded else "opens its head in the last checkpoint).")
 )
 if len(by_head):
-    head_rows(by_head, "series_changes_table", last)
+    follow = state.select_layer_head if recorded else None
+    head_rows(by_head, "series_changes_table", last, pick=follow)

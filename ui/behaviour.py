@@ -258,9 +258,10 @@ def _score_metrics(ctx: PageContext, pattern: AttentionPattern, scores: HeadType
         )
 
 
-def head_section(ctx: PageContext) -> None:
+def head_section(ctx: PageContext) -> AttentionPattern | None:
     """The Head page's "What this head does": a prompt, the head's attention on it (weights or
-    pre-softmax scores), the layer's other heads one click away, and the head's scores."""
+    pre-softmax scores), the layer's other heads one click away, and the head's scores; the
+    pattern drawn (None after one line saying why there is none)."""
     bind_options()
     st.subheader("What this head does")
     prompt = st.text_area(
@@ -294,7 +295,7 @@ def head_section(ctx: PageContext) -> None:
     kind = "scores" if st.session_state[PRE_SOFTMAX_KEY] else "weights"
     found = _pattern(ctx.spec, prompt)
     if found is None:
-        return
+        return None
     request, pattern = found
     if (pattern.n_layers, pattern.n_heads) != (ctx.card.n_layers, ctx.card.n_heads):
         st.info(
@@ -303,7 +304,7 @@ def head_section(ctx: PageContext) -> None:
             "heads.",
             icon=":material/info:",
         )
-        return
+        return None
     try:
         values = pattern.array(kind)
     except HeadformsError as error:
@@ -362,6 +363,7 @@ def head_section(ctx: PageContext) -> None:
             f"The {ctx.card.n_heads} heads of layer {ctx.layer} on the same prompt and scale.",
             key="behaviour_layer_patterns",
         )
+    return pattern
 
 
 def _pick_head(spec: str, layer: int, n_heads: int, current: int) -> None:

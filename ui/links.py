@@ -73,6 +73,9 @@ KEPT_KEY = "_hf_link_kept"
 """Session state: the session keys of every bound widget (kept across pages)."""
 STREAMLIT_BOUND_KEY = "_hf_link_streamlit_bound"
 """Session state: the names Streamlit binds in this run (:func:`check`; left alone here)."""
+CHECKED_KEY = "_hf_link_checked"
+"""Session state: the links :func:`check` was given in this run, by name (what a test reads to
+find a name two pages bind with different defaults or meanings)."""
 WRITTEN_KEY = "_hf_link_written"
 """Session state: the names :func:`finish` wrote into the URL in the last run (the opening
 link's, before the first)."""
@@ -132,6 +135,7 @@ def begin_run() -> None:
     state = st.session_state
     state[RUN_KEY] = {}
     state[STREAMLIT_BOUND_KEY] = set()
+    state[CHECKED_KEY] = {}
     for key in state.get(KEPT_KEY, ()):
         if key in state:
             state[key] = state[key]
@@ -166,6 +170,7 @@ def check(*bound: StateLink) -> None:
         if link.key != link.name:
             raise ValueError(f"a widget Streamlit binds is keyed by its parameter: {link.key}")
         state.setdefault(STREAMLIT_BOUND_KEY, set()).add(link.name)
+        state.setdefault(CHECKED_KEY, {})[link.name] = link
         if link.name not in pending:
             continue
         values = pending.pop(link.name)

@@ -10,11 +10,18 @@ progress bar while they are computed.
   in one line (the command line computes it).
 - A series and a diff are analyses of their models (:func:`ui.loading.load_analysis`: each
   cached, contained and charged as any model in hosted mode), matched here.
+- A run store (records written while a model trains, :mod:`headforms.run_store`) is read, not
+  analysed (:class:`ui.gateway.RunRecords`), at most :data:`MAX_SERIES_CHECKPOINTS` records of
+  it (evenly spread, the first and last always); while its run has not ended,
+  :func:`watch_run` looks at it every :data:`LIVE_POLL_S` seconds and reruns the page when a
+  record arrives.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -23,12 +30,19 @@ from headforms.diff import ModelDiff
 from headforms.errors import HeadformsError, OptionError
 from headforms.figures.camera import FRAMES
 from headforms.options import DEFAULT_ROPE_POSITIONS, SweepOptions
-from headforms.series import MAX_CHECKPOINTS, Trajectory, open_series, series_label
+from headforms.run_store import RunState, run_state, thinned
+from headforms.series import (
+    MAX_CHECKPOINTS,
+    Trajectory,
+    open_series,
+    run_store_of,
+    series_label,
+)
 from headforms.sweeps import PositionSweep
 
 from . import guard, links, state
 from .compute import ProgressBar, peek, run
-from .gateway import RopeSweep
+from .gateway import RopeSweep, RunRecords
 from .loading import load_analysis, located_model
 
 MAX_SLIDER_POSITIONS = 129
@@ -45,6 +59,13 @@ refused in one line before it is computed or read (a 16,384-head model at 65 pos
 MAX_SERIES_CHECKPOINTS = 64
 """Checkpoints one series of the dashboard follows (the command line takes up to
 :data:`headforms.series.MAX_CHECKPOINTS`): each is analysed, and a frame of the step slider."""
+
+MAX_RUN_BYTES = 512 * 2**20
+"""Bytes of a run store's records the dashboard reads for one view at most (64 records of a
+model of 2,000 heads are about 60 MB)."""
+
+LIVE_POLL_S = 2.0
+"""Seconds between two looks at a run store whose run has not ended."""
 
 
 def slider_options(text: str) -> SweepOptions:
@@ -121,6 +142,9 @@ def load_series(inputs: Sequence[str], where: Any = None) -> Trajectory:
     bar, cached). One-line HeadformsError: a step that cannot be told, an empty run directory,
     checkpoints of other shapes, a checkpoint that fails."""
     inputs = [guard.checked_spec(text) for text in inputs if str(text).strip()]
+    store = run_store_of(inputs[0], guard.policy()) if len(inputs) == 1 else None
+    if store is not None:
+        return load_run(store)
     checkpoints = open_series(inputs, guard.policy())
     if len(checkpoints) > MAX_SERIES_CHECKPOINTS:
         raise OptionError(
@@ -130,6 +154,105 @@ def load_series(inputs: Sequence[str], where: Any = None) -> Trajectory:
         )
     analyses = [load_analysis(c.spec, 0, where=where) for c in checkpoints]
     return Trajectory(series_label(inputs, checkpoints), checkpoints, analyses)
+
+
+def names_run_store(inputs: Sequence[str]) -> bool:
+    """Whether ``inputs`` name one run store (a bad or refused input: no; its error is shown
+    when the series is loaded)."""
+    if len(inputs) != 1:
+        return False
+    try:
+        return run_store_of(guard.checked_spec(inputs[0]), guard.policy()) is not None
+    except HeadformsError:
+        return False
+
+
+def load_run(directory: Path) -> Trajectory:
+    """The series of the run store in ``directory`` (checked by the policy already): at most
+    :data:`MAX_SERIES_CHECKPOINTS` of its records, evenly spread with the first and the last,
+    read through the gateway (a new record is a new request). One-line HeadformsError: a store
+    with no whole record yet, records too large to read."""
+    state = run_state(directory)
+    chosen = thinned(state.records, MAX_SERIES_CHECKPOINTS)
+    size = sum(record.size for record in chosen)
+    if size > MAX_RUN_BYTES:
+        raise OptionError(
+            f"{len(chosen)} records of {size / 2**20:,.0f} MiB, more than the dashboard reads "
+            f"for one view ({MAX_RUN_BYTES // 2**20} MiB); the command line reads them all "
+            "(headforms trajectory DIR --out FILE)"
+        )
+    request = RunRecords(RunState(state.directory, state.manifest, chosen))
+    return peek(request) or run(request)
+
+
+def run_status(series: Trajectory) -> str:
+    """One line on where a series read from a run store stands (empty for checkpoints)."""
+    state = series.run
+    if state is None:
+        return ""
+    total, shown = len(state.records), series.n_points
+    spread = f" (showing {shown}, evenly spread)" if shown < total else ""
+    damaged = f"; {len(series.damaged)} damaged records left out" if series.damaged else ""
+    if not state.live:
+        ended = state.manifest.finished
+        return f"Recorded while training: {total} records{spread}, the run ended at step {ended}."
+    every = state.manifest.every
+    period = f", one every {every} steps" if every else ""
+    last = state.records[-1]
+    age = _age(time.time() - last.mtime_ns / 1e9)
+    return (
+        f":green-badge[:material/sensors: live] last record at step {last.step:,} ({age} ago)"
+        f"{period}; {total} records{spread}{damaged}. New records appear as they arrive."
+    )
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def watch_run(series: Trajectory) -> None:
+    """While the run of ``series`` (read from a run store) has not ended: its status line,
+    redrawn every :data:`LIVE_POLL_S` seconds, and a rerun of the page when a record arrives or
+    the run ends (the figure, paths and head then follow; the view, the camera and the point the
+    slider was moved to are kept). A finished run: its status line, drawn once."""
+    state = series.run
+    if state is None:
+        return
+    if not state.live:
+        st.caption(run_status(series))
+        return
+
+    @st.fragment(run_every=LIVE_POLL_S)
+    def watch() -> None:
+        try:
+            now = run_state(state.directory)
+        except HeadformsError as error:
+            st.caption(guard.plain(guard.public_message(str(error))))
+            return
+        if now.listing != state.listing or not now.live:
+            st.rerun(scope="app")
+        st.markdown(run_status(series))
+
+    watch()
+
+
+def run_click(series: Trajectory) -> Any:
+    """The click handler of a series read from a run store: a click on a head (any record)
+    selects it on this page (a record is not a model another page opens)."""
+    shapes = (series.card.n_layers, series.card.n_heads)
+    records = dict.fromkeys(series.point_columns["checkpoint"], shapes)
+
+    def select(point: Any) -> None:
+        target = guard.click_target(point, records)
+        if target is not None:
+            state.select_layer_head(target[1], target[2])
+
+    return select
 
 
 def load_diff(first: str, second: str, where: Any = None) -> ModelDiff:

@@ -500,11 +500,16 @@ async function draw(wrap, gd, Plotly, figure, data) {
 
 // An animated figure (figures/motion.py: one frame per point of a path, named by its value)
 // drawn again by a rerun shows the point the visitor had moved to, not its first point again.
+// A path still growing (meta.follow: a training run that records) shown at its last point
+// follows its new last point instead (the figure's own start).
 async function keepFrame(gd, Plotly, figure, frames) {
   const meta = (figure.layout && figure.layout.meta) || {};
   const previous = gd.hfFrame;
+  const lastBefore = gd.hfLastFrame;
   gd.hfAxis = meta.axis;
-  if (!previous || !frames.length || previous.axis !== meta.axis) return;
+  gd.hfLastFrame = frames.length ? frames[frames.length - 1].name : undefined;
+  if (previous && meta.follow && previous.name === lastBefore) gd.hfFrame = undefined;
+  if (!gd.hfFrame || !frames.length || previous.axis !== meta.axis) return;
   if (!frames.some((frame) => frame.name === previous.name)) return;
   await Plotly.animate(gd, [previous.name], {
     mode: "immediate",

@@ -127,6 +127,14 @@ def select_head(spec: str, layer: int, head: int, jump: bool = False) -> None:
         state[PENDING_JUMP_KEY] = True
 
 
+def select_layer_head(layer: int, head: int) -> None:
+    """Select a layer and head of the model the page shows, leaving the sidebar's model as it
+    is and opening no other page (callback-safe): a head of a training run's record."""
+    state = st.session_state
+    state[LAYER_KEY] = int(layer)
+    state[HEAD_KEY] = int(head)
+
+
 def remember_model(spec: str, n_layers: int, n_heads: int) -> None:
     """Record a model this session loaded (clicks may select its heads)."""
     st.session_state.setdefault(LOADED_KEY, {})[spec] = (n_layers, n_heads)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -162,15 +163,25 @@ def fit_to_column(fig: go.Figure, zoom_out: float = 1.0) -> go.Figure:
     return fig
 
 
-def head_rows(table: pd.DataFrame, key: str, spec: str, height: int = 320) -> None:
+def head_rows(
+    table: pd.DataFrame,
+    key: str,
+    spec: str,
+    height: int = 320,
+    pick: Callable[[int, int], None] | None = None,
+) -> None:
     """A table of heads (``layer`` and ``head`` columns) in which selecting a row selects that
-    head of ``spec`` (and opens the head page unless switched off), as the heads table does."""
+    head of ``spec`` (and opens the head page unless switched off), as the heads table does;
+    ``pick(layer, head)`` instead, when given."""
 
     def picked() -> None:
         rows = st.session_state[key]["selection"]["rows"]
         if rows and 0 <= rows[0] < len(table):
             row = table.iloc[rows[0]]
-            state.select_head(spec, int(row["layer"]), int(row["head"]), jump=True)
+            if pick is not None:
+                pick(int(row["layer"]), int(row["head"]))
+            else:
+                state.select_head(spec, int(row["layer"]), int(row["head"]), jump=True)
 
     st.dataframe(
         table,

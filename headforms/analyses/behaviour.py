@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..columns import PROFILE
+from ..columns import PROFILE, REALISED_SHARE_COLUMNS, SHARE_TITLES, SPREAD_SHARE_COLUMNS
 from .theta import theta_projection
 
 GEOMETRY_COLUMNS: dict[str, str] = {
@@ -35,6 +35,16 @@ BEHAVIOUR_COLUMNS: dict[str, str] = {
     "induction": "induction score",
 }
 """Head-type score columns (:data:`headforms.behaviour.SCORE_COLUMNS`), by name: their titles."""
+
+SHARE_COLUMNS: dict[str, str] = {
+    name: SHARE_TITLES[name] for name in (*REALISED_SHARE_COLUMNS, *SPREAD_SHARE_COLUMNS)
+}
+"""The realised shares of a score split (:mod:`headforms.why`: each part's share of a head's
+scores on a text), by name: their titles. A frame gets them from :func:`with_shares`; they may
+stand where a geometric column does in a correlation."""
+
+CORRELATION_COLUMNS: dict[str, str] = {**GEOMETRY_COLUMNS, **SHARE_COLUMNS}
+"""Every per-head column a correlation may set against a score or an edit's measure: titles."""
 
 PARITY_RANK = {"I-": -1.0, "II": 0.0, "I+": 1.0}
 """Parity as an ordinal; other labels (a vanishing form) are missing."""
@@ -62,6 +72,21 @@ def behaviour_frame(heads: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     wanted = ["layer", "head", *(c for c in BEHAVIOUR_COLUMNS if c in scores.columns)]
     joined = frame.merge(scores[wanted], on=["layer", "head"], how="left", validate="one_to_one")
     return joined.sort_values(["layer", "head"], ignore_index=True)
+
+
+def with_shares(frame: pd.DataFrame, shares: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (one row per head) with the :data:`SHARE_COLUMNS` of ``shares`` (a score
+    split's per-head table) joined on layer and head; a head without a row has NaN."""
+    wanted = ["layer", "head", *(c for c in SHARE_COLUMNS if c in shares.columns)]
+    kept = frame.drop(columns=[c for c in SHARE_COLUMNS if c in frame.columns])
+    right = shares[wanted].astype({"layer": int, "head": int})
+    joined = kept.astype({"layer": int, "head": int}).merge(
+        right, on=["layer", "head"], how="left", validate="one_to_one"
+    )
+    for name in SHARE_COLUMNS:
+        if name not in joined:
+            joined[name] = np.nan
+    return joined
 
 
 @dataclass(frozen=True)

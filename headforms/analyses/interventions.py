@@ -22,7 +22,12 @@ import numpy as np
 import pandas as pd
 
 from . import behaviour
-from .behaviour import GEOMETRY_COLUMNS, Correlation, geometry_frame, rank_correlation
+from .behaviour import (
+    CORRELATION_COLUMNS,
+    Correlation,
+    geometry_frame,
+    rank_correlation,
+)
 
 MEASURES: dict[str, str] = {
     "delta_ce": "ΔCE (nats)",
@@ -39,13 +44,22 @@ WHOLE_MODEL_COLUMNS = (
     "delta_ce",
     "kl",
     "cosine_distance",
+    "score_rms",
+    "control_score_rms",
     "control_median",
     "control_p10",
     "control_p90",
-    "control_rank",
+    "controls_smaller",
+    "p_value",
+    "effect",
+    "low",
+    "high",
+    "kl_control_median",
+    "kl_p_value",
     "controls",
 )
-"""The whole-model table's columns (the controls' summary is of the result's measure)."""
+"""The whole-model table's columns (the controls' verdict is of the result's measure, and of
+``kl`` with ``kl_``)."""
 
 
 def check_measure(measure: str) -> str:
@@ -76,11 +90,12 @@ def edit_frame(heads: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 def edit_correlation(
     frame: pd.DataFrame, column: str, measure: str = "delta_ce", seed: int = 0
 ) -> Correlation:
-    """Spearman's rho of ``measure`` against the geometric ``column`` over the heads of
-    :func:`edit_frame` with both finite, and its bootstrap interval (seeded by ``seed``)."""
-    if column not in GEOMETRY_COLUMNS:
+    """Spearman's rho of ``measure`` against the geometric ``column`` (or a realised share of
+    :data:`.behaviour.SHARE_COLUMNS`, joined by :func:`.behaviour.with_shares`) over the heads
+    of :func:`edit_frame` with both finite, and its bootstrap interval (seeded by ``seed``)."""
+    if column not in CORRELATION_COLUMNS:
         raise ValueError(
-            f"unknown geometric column {column!r}; accepted: " + ", ".join(GEOMETRY_COLUMNS)
+            f"unknown geometric column {column!r}; accepted: " + ", ".join(CORRELATION_COLUMNS)
         )
     check_measure(measure)
     return rank_correlation(frame[column].to_numpy(), frame[measure].to_numpy(), seed=seed)
@@ -138,16 +153,17 @@ def sweep_summary(frame: pd.DataFrame, measure: str = "delta_ce", top: int = 4) 
 def whole_model_table(rows: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per edit of ``rows`` (edit name -> its result's one-row table, every head edited
     together), in the order given: :data:`WHOLE_MODEL_COLUMNS` and ``exceeds`` ("5 of 8": how
-    many matched controls cost less than the edit; empty without controls)."""
+    many matched controls changed the measure less, in absolute value, than the edit; empty
+    without controls)."""
     records = []
     for edit, table in rows.items():
         if len(table) != 1:
             raise ValueError(f"the {edit} result has {len(table)} rows; one was expected")
         row = table.iloc[0]
-        record = {name: row[name] for name in WHOLE_MODEL_COLUMNS if name != "edit"}
+        record = {name: row.get(name, np.nan) for name in WHOLE_MODEL_COLUMNS if name != "edit"}
         record["edit"] = edit
         controls = int(row["controls"])
-        rank = row["control_rank"]
+        rank = row["controls_smaller"]
         record["exceeds"] = f"{int(rank)} of {controls}" if controls and np.isfinite(rank) else ""
         records.append(record)
     columns = [*WHOLE_MODEL_COLUMNS, "exceeds"]

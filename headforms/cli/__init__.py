@@ -1,6 +1,7 @@
 """Command line: ``headforms analyze MODEL`` (``--rope-positions A:B``: every position at once),
 ``models [FILE]``, ``survey MODEL...``, ``trajectory CHECKPOINT...``, ``diff A B``, ``serve``,
-``attention MODEL``, ``behaviour MODEL``, ``intervene MODEL --edit EDIT``,
+``attention MODEL``, ``behaviour MODEL``, ``intervene MODEL --edit EDIT``, ``why MODEL``,
+``study MODEL --out DIR``,
 ``export MODEL --html FILE``, ``demo``; also
 ``python -m headforms ...``.
 
@@ -18,10 +19,10 @@ from typing import Any
 
 from ..errors import HeadformsError
 from ..settings import settings
-from . import analyze, behaviour, demo, export, intervene, motion, serve, survey
+from . import analyze, behaviour, demo, export, intervene, motion, serve, study, survey, why
 from .common import write_table
 
-COMMANDS = (analyze, serve, survey, behaviour, intervene, motion, export, demo)
+COMMANDS = (analyze, serve, survey, behaviour, intervene, study, why, motion, export, demo)
 """The modules of the subcommands, in the order ``--help`` lists them."""
 
 

@@ -19,7 +19,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     run, base, finetuned = (shlex.quote(str(p)) for p in (demo.run, demo.base, demo.finetuned))
     print(f"The headforms demo (seed {seed}): {DESCRIPTION}.")
     print(f"training run: {demo.run}")
-    print(f"  {len(demo.steps)} checkpoints, steps {', '.join(map(str, demo.steps))}")
+    print(f"  a run store of {len(demo.steps)} records, steps {', '.join(map(str, demo.steps))}")
     print(f"model A:      {demo.base}")
     print(f"model B:      {demo.finetuned}")
     print(f"fingerprint:  {demo.fingerprint}")
@@ -36,13 +36,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "demo",
-        help="build a tiny demo training run and model pair (seconds, a few MB)",
+        help="build a tiny demo training run and model pair (seconds, about a MB)",
         description="Build, once, into the cache directory: a tiny llama-family model (2 "
-        f"layers x 4 heads) trained for {TRAIN_STEPS} steps on the shipped text with a "
-        f"checkpoint every {CHECKPOINT_EVERY} steps (a training run), and its last checkpoint "
-        f"fine-tuned {FINETUNE_STEPS} more steps (a model pair of the same shapes); print their "
-        "folders, for `headforms trajectory` and `headforms diff`. Seeded: the same seed gives "
-        "the same weights on one machine. A toy, not a real model.",
+        f"layers x 4 heads) trained by transformers' Trainer for {TRAIN_STEPS} steps on the "
+        f"shipped text, its heads recorded every {CHECKPOINT_EVERY} steps by headforms' Trainer "
+        f"callback (a training run's store), its last weights (model A) and those weights "
+        f"fine-tuned {FINETUNE_STEPS} more steps (model B: a pair of the same shapes); print "
+        "their folders, for `headforms trajectory` and `headforms diff`. Seeded: the same seed "
+        "gives the same weights on one machine. A toy, not a real model.",
         parents=[quiet_flag()],
     )
     p.add_argument("--seed", type=int, default=DEMO_SEED, help=f"the seed (default {DEMO_SEED})")

@@ -32,13 +32,17 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     """``trajectory CHECKPOINT... --out FILE``: a training run's checkpoints as one table."""
     from .. import survey
     from ..options import AnalysisOptions
-    from ..series import open_series, trajectory_table
+    from ..series import open_series, run_store_of, trajectory_table
 
     out = args.out
     check_output_path(out)
     options = AnalysisOptions(args.rope_position, not args.no_fold_qk_norm)
     tolerance = tolerance_of(args)
     policy = policy_in_force()
+    if len(args.checkpoints) == 1:
+        store = run_store_of(args.checkpoints[0], policy)
+        if store is not None:
+            return _run_store_trajectory(store, options, args)
     checkpoints = open_series(args.checkpoints, policy)
 
     def report(outcome: survey.Outcome, done: int, total: int) -> None:
@@ -65,6 +69,26 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         wrote(f"wrote {len(table)} rows ({table['step'].nunique()} checkpoints) to {out}")
         _print_trajectory(table, tolerance)
     return SURVEY_EXIT_FAILED if result.failed else 0
+
+
+def _run_store_trajectory(store: object, options: object, args: argparse.Namespace) -> int:
+    """``trajectory DIR`` of a run store (records written while the model trained): its
+    records' tables, read rather than analysed, in the same table as of checkpoints."""
+    from ..run_store import run_state
+    from ..series import check_run_options, run_series
+
+    state = run_state(store)
+    check_run_options(state, options)
+    series = run_series(state, spectra=False)
+    for record in series.damaged:
+        print(f"skipped {record.path}: not a whole record", file=sys.stderr)
+    tolerance = tolerance_of(args)
+    table = with_parity(series.table, tolerance)
+    write_table(table, args.out)
+    live = " (the run has not ended)" if state.live else ""
+    wrote(f"wrote {len(table)} rows ({series.n_points} records{live}) to {args.out}")
+    _print_trajectory(table, tolerance)
+    return 0
 
 
 def _print_trajectory(table: object, tolerance: float | None) -> None:
@@ -119,8 +143,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "checkpoint-STEP folders as transformers' Trainer saves them, or checkpoints that name "
         "their step: .../checkpoint-1500, org/name@step1000) and write one row per checkpoint "
         "and head with a step column, ordered by step. Each checkpoint is analysed once and "
-        "cached; resumable like a survey (run it again with the same --out). Exit status: 0 "
-        "all done, 1 some failed (one line each), 2 bad arguments.",
+        "cached; resumable like a survey (run it again with the same --out). A directory "
+        "holding a run store (recorded while the model trained: headforms.integrations) gives "
+        "its records, read as they are, as far as the run has gone. Exit status: 0 all done, 1 "
+        "some failed (one line each), 2 bad arguments.",
         parents=[
             out_option(required=True),
             runs_options(),
@@ -133,7 +159,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "checkpoints",
         nargs="+",
         metavar="CHECKPOINT",
-        help="a run directory, or checkpoints naming their step",
+        help="a run directory (checkpoint folders or a run store), or checkpoints naming their "
+        "step",
     )
     t.set_defaults(func=cmd_trajectory)
     d = sub.add_parser(

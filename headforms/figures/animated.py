@@ -255,6 +255,7 @@ def animated_figure(
     start: int = 0,
     baseline: pd.DataFrame | None = None,
     every_path: bool = False,
+    follow_last: bool = False,
 ) -> go.Figure:
     """The simplex (``view="simplex"``: profiles on Delta_3) or the triangle (``"triangle"``:
     symmetric profiles) with every head at each point of ``paths`` (module doc), showing point
@@ -268,7 +269,9 @@ def animated_figure(
     and its path drawn; ``baseline`` (the Gaussian baseline's per-head table, same rows) starts
     that path, and every path of ``every_path``, at the head's Gaussian counterpart.
     ``color_by`` and ``frame`` as for :func:`~headforms.figures.simplex.simplex_figure` (the
-    framing follows the heads at ``start``)."""
+    framing follows the heads at ``start``). ``follow_last``: the path is still growing (a
+    training run that records): a browser showing its last point when a longer figure comes
+    shows the new last point (``layout.meta.follow``, read by ui/plot.js)."""
     check_path_view(paths, view, start)
     columns, vertices = VIEWS[view]
     three_d = view == "simplex"
@@ -353,7 +356,12 @@ def animated_figure(
         title={"text": _path_title(paths, view)},
         margin={"b": (fig.layout.margin.b or 0) + 150},
         height=(fig.layout.height or 600) + 130,
-        meta={**(fig.layout.meta or {}), "frames": "path", "axis": paths.axis},
+        meta={
+            **(fig.layout.meta or {}),
+            "frames": "path",
+            "axis": paths.axis,
+            **({"follow": True} if follow_last else {}),
+        },
         # under the slider: the plot area (and the slider) keep the figure's whole width
         legend={
             "orientation": "h",
@@ -494,12 +502,18 @@ def _kept_in_frame(extras: list[go.BaseTraceType]) -> np.ndarray | None:
     return np.vstack(kept) if kept else None
 
 
+def _points_name(paths: HeadPaths) -> str:
+    """What the points of a training run are: its records (a run store's series) or checkpoints."""
+    return "records" if getattr(paths, "run", None) is not None else "checkpoints"
+
+
 def _path_title(paths: HeadPaths, view: str) -> str:
     what = "Profiles on the simplex Δ₃" if view == "simplex" else "Symmetric profiles on Δ"
     name = paths.card.spec or paths.card.name
     along = {
         "rope_position": f"at RoPE positions d = {paths.values[0]}…{paths.values[-1]}",
-        "step": f"over {paths.n_points} checkpoints, steps {paths.values[0]}…{paths.values[-1]}",
+        "step": f"over {paths.n_points} {_points_name(paths)}, steps "
+        f"{paths.values[0]}…{paths.values[-1]}",
         "model": "",
     }.get(paths.axis, "")
     return f"{what}: {name}<br><sup>{along}</sup>" if along else f"{what}: {name}"

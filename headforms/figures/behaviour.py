@@ -17,7 +17,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analyses.behaviour import BEHAVIOUR_COLUMNS, GEOMETRY_COLUMNS, Correlation
+from ..analyses.behaviour import (
+    BEHAVIOUR_COLUMNS,
+    CORRELATION_COLUMNS,
+    GEOMETRY_COLUMNS,
+    Correlation,
+)
 from .style import (
     CONTINUOUS_SCALE,
     MARKER_SIZE_2D,
@@ -338,7 +343,7 @@ def against_geometry(
         row, name = found
         index = int(np.flatnonzero(frame.index == row.index[0])[0])
         fig.add_trace(selected_marker(row, name, {"x": x[[index]], "y": y[[index]]}))
-    xaxis: dict = {"title": GEOMETRY_COLUMNS[geometry], "zeroline": False}
+    xaxis: dict = {"title": CORRELATION_COLUMNS[geometry], "zeroline": False}
     if geometry == "parity_rank":
         xaxis.update(
             tickmode="array",

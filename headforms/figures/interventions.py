@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analyses.behaviour import GEOMETRY_COLUMNS, Correlation
+from ..analyses.behaviour import CORRELATION_COLUMNS, Correlation
 from ..analyses.interventions import MEASURES
 from ..columns import PROFILE
 from .behaviour import (
@@ -44,9 +44,9 @@ twice it (one head carrying the model would leave every other cell white)."""
 def _check(frame: pd.DataFrame, measure: str, column: str | None = None) -> None:
     if measure not in MEASURES:
         raise FigureInputError(f"unknown measure {measure!r}; accepted: " + ", ".join(MEASURES))
-    if column is not None and column not in GEOMETRY_COLUMNS:
+    if column is not None and column not in CORRELATION_COLUMNS:
         raise FigureInputError(
-            f"unknown geometric column {column!r}; accepted: " + ", ".join(GEOMETRY_COLUMNS)
+            f"unknown geometric column {column!r}; accepted: " + ", ".join(CORRELATION_COLUMNS)
         )
     missing = {"layer", "head", "parity", measure, *([column] if column else [])} - set(
         frame.columns
@@ -98,7 +98,7 @@ def sweep_scatter_figure(
     fig.update_layout(
         template=TEMPLATE,
         title={
-            "text": f"{MEASURES[measure]} of '{edit}' against {GEOMETRY_COLUMNS[column]}"
+            "text": f"{MEASURES[measure]} of '{edit}' against {CORRELATION_COLUMNS[column]}"
             f"<br><sup>Spearman {correlation.text()} (95% bootstrap interval)</sup>",
             "x": 0.0,
             "xanchor": "left",
@@ -113,82 +113,104 @@ def sweep_scatter_figure(
     return fig
 
 
-def controls_figure(
-    value: float, controls: Sequence[float], measure: str, edit: str, what: str
+PATTERNS_HEIGHT = 600
+"""Height of the before/after heatmaps: two squares side by side fit it at 1280 px wide."""
+SIDE_BY_SIDE_LABELS = 24
+"""At most this many token labels per axis of each of two panels side by side."""
+
+VERDICT_TITLES = {
+    "delta_ce": "ΔCE on the text (nats)",
+    "kl": "KL on the text (nats)",
+    "delta_induction_loss": "Δ induction loss on the probe (nats)",
+    "cosine_distance": "cosine distance of the final states",
+}
+
+
+def verdict_figure(
+    values: Mapping[str, float],
+    controls: Mapping[str, Sequence[float]],
+    edit: str,
+    what: str,
+    p_values: Mapping[str, float],
 ) -> go.Figure:
-    """The edit's ``measure`` (a diamond) against each matched control's (dots, their median a
-    tick, their 10-90% spread a band), on one axis: whether "this edit" costs more than "any
-    change this large". ``what``: the edited heads, for the title."""
-    if measure not in MEASURES:
-        raise FigureInputError(f"unknown measure {measure!r}; accepted: " + ", ".join(MEASURES))
-    values = np.asarray(controls, dtype=float)
-    values = values[np.isfinite(values)]
-    fig = go.Figure()
-    if values.size:
-        low, high = np.percentile(values, [10.0, 90.0])
-        fig.add_shape(
-            type="rect",
-            x0=low,
-            x1=high,
-            y0=-0.35,
-            y1=0.35,
-            fillcolor=BASELINE_COLOR,
-            opacity=0.15,
-            line={"width": 0},
-            layer="below",
-        )
+    """Each measure of ``values`` (one row each): the edit's value (a diamond) against each
+    matched control's (open circles, a fixed vertical spread; their median a tick, their 10-90%
+    a band), the one-sided p-value in the row's title."""
+    names = [m for m in values if m in controls]
+    if not names:
+        raise FigureInputError("no measure with controls")
+    titles = []
+    for m in names:
+        p = p_values.get(m, float("nan"))
+        shown = f"p = {p:.3g}" if np.isfinite(p) else "no controls"
+        titles.append(f"{VERDICT_TITLES.get(m, m)}: {shown}")
+    fig = make_subplots(rows=len(names), cols=1, subplot_titles=titles, vertical_spacing=0.16)
+    for row, m in enumerate(names, start=1):
+        found = np.asarray(controls[m], dtype=float)
+        found = found[np.isfinite(found)]
+        if found.size:
+            low, high = np.percentile(found, [10.0, 90.0])
+            fig.add_shape(
+                type="rect", x0=low, x1=high, y0=-0.35, y1=0.35, row=row, col=1,
+                fillcolor=BASELINE_COLOR, opacity=0.15, line={"width": 0}, layer="below",
+            )  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=found,
+                    y=_spread(found.size),
+                    mode="markers",
+                    marker={"color": BASELINE_COLOR, "size": 9, "symbol": "circle-open"},
+                    name="matched controls",
+                    legendgroup="controls",
+                    showlegend=row == 1,
+                    hovertemplate="control: %{x:.4g}<extra></extra>",
+                ),
+                row=row,
+                col=1,
+            )
+            median = float(np.median(found))
+            fig.add_trace(
+                go.Scatter(
+                    x=[median, median],
+                    y=[-0.35, 0.35],
+                    mode="lines",
+                    line={"color": BASELINE_COLOR, "width": 2},
+                    name="controls' median",
+                    legendgroup="median",
+                    showlegend=row == 1,
+                    hoverinfo="skip",
+                ),  # fmt: skip
+                row=row,
+                col=1,
+            )
         fig.add_trace(
             go.Scatter(
-                x=values,
-                y=_spread(values.size),
+                x=[values[m]],
+                y=[0.0],
                 mode="markers",
-                marker={"color": BASELINE_COLOR, "size": 10, "symbol": "circle-open"},
-                name=f"matched controls ({values.size})",
-                hovertemplate="control: %{x:.4g}<extra></extra>",
-            )
+                marker={"color": HEAD_COLOR, "size": 15, "symbol": "diamond"},
+                name=f"{edit} of {what}",
+                legendgroup="edit",
+                showlegend=row == 1,
+                hovertemplate=f"{edit}: %{{x:.4g}}<extra></extra>",
+            ),  # fmt: skip
+            row=row,
+            col=1,
         )
-        median = float(np.median(values))
-        fig.add_trace(
-            go.Scatter(
-                x=[median, median],
-                y=[-0.35, 0.35],
-                mode="lines",
-                line={"color": BASELINE_COLOR, "width": 2},
-                name=f"controls' median {median:.3g}",
-                hoverinfo="skip",
-            )
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=[value],
-            y=[0.0],
-            mode="markers",
-            marker={"color": HEAD_COLOR, "size": 16, "symbol": "diamond"},
-            name=f"{edit}: {value:.3g}",
-            hovertemplate=f"{edit}: %{{x:.4g}}<extra></extra>",
-        )
-    )
-    rank = int((values < value).sum()) if values.size else None
-    sub = (
-        f"the edit exceeds {rank} of {values.size} controls (band: their 10-90%)"
-        if rank is not None
-        else "no matched controls (an edit of the head's output, or K = 0)"
+        fig.update_yaxes(visible=False, range=[-1, 1], row=row, col=1)
+        fig.update_xaxes(zeroline=True, row=row, col=1)
+    fig.update_xaxes(
+        title={"text": "value of the measure (the edit and each control)"}, row=len(names), col=1
     )
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"{edit} of {what} against its matched controls<br><sup>{sub}</sup>"},
-        xaxis={"title": MEASURES[measure], "zeroline": True},
-        yaxis={"visible": False, "range": [-1, 1]},
-        legend={"orientation": "h", "x": 0, "y": -0.35, "yanchor": "top"},
-        height=300,
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        title={"text": f"{edit} of {what} against its matched controls", "x": 0.0},
+        legend={"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top"},
+        height=140 + 150 * len(names),
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
         uirevision=UIREVISION,
     )
     return fig
-
-
-SIDE_BY_SIDE_LABELS = 24
-"""At most this many token labels per axis of each of two panels side by side."""
 
 
 def _spread(count: int) -> np.ndarray:
@@ -228,7 +250,12 @@ def patterns_figure(
         for axis in (xaxis, yaxis):  # half the width each: fewer labels
             axis["tickvals"] = list(range(0, len(tokens), step))
             axis["ticktext"] = labels[::step]
+            axis["automargin"] = True  # long token labels push the margin, never clipped
+            if isinstance(axis.get("title"), dict):
+                axis["title"]["standoff"] = 8  # the title beside the ticks, not over them
         yaxis["scaleanchor"] = "x" if index == 1 else "x2"
+        xaxis["constrain"] = "domain"  # squares fit the height: the width gives way, so
+        yaxis["constrain"] = "domain"  # no blank band opens above the heatmaps
         if index == 2:  # the same tokens as the left panel's
             yaxis.update(title=None, showticklabels=False)
         fig.update_xaxes(xaxis, row=1, col=index)
@@ -237,8 +264,8 @@ def patterns_figure(
         template=TEMPLATE,
         title={"text": title, "x": 0.0, "xanchor": "left"},
         plot_bgcolor=panels[0].layout.plot_bgcolor,
-        height=min(760, max(440, 4 * len(tokens) + 320)),
-        margin={"l": 10, "r": 10, "t": 90, "b": 10},
+        height=PATTERNS_HEIGHT,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
         uirevision=UIREVISION,
     )
     return fig

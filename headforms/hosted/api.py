@@ -340,7 +340,6 @@ def intervention(
     from ..behaviour.run import locate_runnable
     from ..behaviour.runnable import config_layers_heads
 
-    request = request.checked()
     limits = limits or Limits.from_env()
     located = locate_runnable(spec, policy or Policy.from_limits(limits), what="interventions")
     layers, heads = config_layers_heads(located.config)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..architectures import Shapes
     from ..behaviour import AttentionPattern, HeadTypeScores
     from ..interventions import InterventionRequest, InterventionResult
+    from ..why import WhyRequest, WhyResult
     from .limits import Limits
     from .model_facts import ModelFacts
 
@@ -61,6 +62,7 @@ class TaskKind(Enum):
     ATTENTION = "attention"
     HEAD_SCORES = "head_scores"
     INTERVENTION = "intervention"
+    WHY = "why"
 
 
 class Task(ABC):
@@ -422,6 +424,57 @@ class InterventionTask(ForwardTask["InterventionResult"]):
         )
 
 
+HEADS_PER_CHARGE = 30
+"""Heads of a score split that count as one of the visitor's forward passes (each head is a
+few hundred ``2n x 2n`` eigenproblems at 128 tokens: thirty cost about what a few passes do)."""
+
+
+@dataclass(frozen=True)
+class WhyTask(ForwardTask["WhyResult"]):
+    """A score split of heads' scores on a text (:func:`headforms.why.why`) of a checked
+    ``request`` (parsed once: sent as its ``as_dict``, read back by ``from_dict``). Bounded in
+    tokens (the request's check) and seconds (the worker's limit); charged one forward pass per
+    :data:`HEADS_PER_CHARGE` heads."""
+
+    kind: ClassVar[TaskKind] = TaskKind.WHY
+    what: ClassVar[str] = "a score split"
+    located: Located
+    request: WhyRequest
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WhyTask:
+        from ..why import WhyRequest
+
+        return cls(Located.from_dict(data["located"]), WhyRequest.from_dict(data["request"]))
+
+    def key(self, fingerprint: str) -> str:
+        from ..why import why_key
+
+        return why_key(fingerprint, self.request)
+
+    def stored(self, key: str) -> WhyResult | None:
+        from ..store import ResultStore
+        from ..why import result
+
+        return result.get(ResultStore(), key)
+
+    def label(self) -> str:
+        return f"the score split of {self.request.scope.label} of {self.located.spec}"
+
+    def check(self, model: ModelFacts, limits: Limits) -> None:
+        model.check_tokens(self.request.max_tokens, "the text")
+
+    def cost(self, model: ModelFacts) -> int:
+        scope = self.request.scope
+        heads = len(scope.heads) if scope.kind == "heads" else (model.heads_all or 1)
+        return max(1, -(-heads // HEADS_PER_CHARGE))
+
+    def run(self, report: Report) -> None:
+        from ..why import why
+
+        why(self.located, self.request, progress=report)
+
+
 TASKS: dict[TaskKind, type[Task]] = {
     cls.kind: cls
     for cls in (
@@ -430,6 +483,7 @@ TASKS: dict[TaskKind, type[Task]] = {
         AttentionTask,
         HeadScoresTask,
         InterventionTask,
+        WhyTask,
     )
 }
 """The class of each kind of task (how a worker decodes the line it is asked)."""

@@ -91,7 +91,7 @@ def rotate(vectors: np.ndarray, angles: np.ndarray) -> np.ndarray:
     return out
 
 
-def _angles(head: HeadFactors, steps: np.ndarray) -> np.ndarray:
+def rotation_angles(head: HeadFactors, steps: np.ndarray) -> np.ndarray:
     """``steps * theta`` (one row per step; zero columns without RoPE)."""
     inv_freq = head.inv_freq if head.rotary else np.zeros(0)
     return np.asarray(steps, np.float64)[:, None] * np.asarray(inv_freq, np.float64)[None, :]
@@ -108,7 +108,7 @@ def bilinear_terms(head: HeadFactors, x: np.ndarray) -> tuple[np.ndarray, np.nda
     u, v = x @ head.q.T, x @ head.k.T  # Q x and K x of every token, (T, n)
     if not head.rotary:
         return u @ v.T, v @ u.T
-    angles = _angles(head, np.arange(len(x)))
+    angles = rotation_angles(head, np.arange(len(x)))
     return rotate(u, angles) @ rotate(v, angles).T, rotate(v, -angles) @ rotate(u, -angles).T
 
 
@@ -120,7 +120,8 @@ def linear_delta(head: HeadFactors, x: np.ndarray, edit: Edit, causal: bool) -> 
     return np.where(_visible(len(x), causal), delta, 0.0)
 
 
-def _chunks(count: int, per_item_bytes: int) -> Iterator[slice]:
+def chunks(count: int, per_item_bytes: int) -> Iterator[slice]:
+    """Slices of ``range(count)`` holding about :data:`CHUNK_BYTES` of per-item arrays each."""
     step = max(1, CHUNK_BYTES // max(per_item_bytes, 1))
     for start in range(0, count, step):
         yield slice(start, min(start + step, count))
@@ -147,9 +148,9 @@ def rank_one_terms(head: HeadFactors, steps: np.ndarray) -> RankOneTerms:
     w_k, r_k = np.linalg.qr(head.k.T)
     w_q, r_q = np.linalg.qr(head.q.T)
     n = head.head_dim
-    angles = _angles(head, steps)
+    angles = rotation_angles(head, steps)
     sigma, left, right, norm2 = [], [], [], []
-    for part in _chunks(len(steps), 8 * n * n * 3):
+    for part in chunks(len(steps), 8 * n * n * 3):
         # r_k R_d: each row rho of r_k becomes R_d^T rho = R(-d) rho
         cores = rotate(r_k[None], -angles[part, None, :]) @ r_q.T
         u, s, vt = np.linalg.svd(cores)
@@ -162,7 +163,7 @@ def rank_one_terms(head: HeadFactors, steps: np.ndarray) -> RankOneTerms:
     )
 
 
-def _by_distance(length: int, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pairs_by_distance(length: int, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(rows, cols, index)``: every query/key pair whose distance is one of ``steps`` and the
     index of that distance in ``steps`` (a single step: every pair)."""
     rows, cols = np.indices((length, length))
@@ -178,7 +179,7 @@ def rank1_delta(head: HeadFactors, x: np.ndarray, causal: bool) -> np.ndarray:
     length = len(x)
     terms = rank_one_terms(head, distances(length, causal, head.rotary))
     on_left, on_right = x @ terms.left.T, x @ terms.right.T  # (T, distances)
-    rows, cols, index = _by_distance(length, terms.steps)
+    rows, cols, index = pairs_by_distance(length, terms.steps)
     edited = np.zeros((length, length))
     edited[rows, cols] = terms.sigma[index] * on_left[cols, index] * on_right[rows, index]
     ell, _ = bilinear_terms(head, x)
@@ -209,7 +210,7 @@ def span_basis(head: HeadFactors) -> SpanBasis:
 
 def reduced_forms(head: HeadFactors, basis: SpanBasis, steps: np.ndarray) -> np.ndarray:
     """``C_d = w^T L_d w`` (``(len(steps), r, r)``) for each d of ``steps``."""
-    angles = _angles(head, steps)
+    angles = rotation_angles(head, steps)
     return rotate(basis.r1[None], -angles[:, None, :]) @ basis.r2.T
 
 
@@ -240,7 +241,7 @@ def balanced_delta(head: HeadFactors, x: np.ndarray, causal: bool) -> np.ndarray
     steps = distances(length, causal, head.rotary)
     rank = basis.w.shape[1]
     delta = np.zeros((length, length))
-    for part in _chunks(len(steps), 8 * rank * rank * 3):
+    for part in chunks(len(steps), 8 * rank * rank * 3):
         forms = reduced_forms(head, basis, steps[part])
         values, vectors = np.linalg.eigh((forms + np.swapaxes(forms, -1, -2)) / 2.0)
         shift = balanced_shift(values)
@@ -273,7 +274,7 @@ def form_norms(head: HeadFactors, steps: np.ndarray) -> tuple[np.ndarray, np.nda
     """``(||L_d||^2, tr(L_d^2))`` at each d of ``steps``, from ``n x n`` Gram matrices:
     ``||L_d||^2 = <R_d^T (K K^T) R_d, Q Q^T>`` and ``tr(L_d^2) = tr((R_d Q K^T)^2)``."""
     gk, gq, qk = head.k @ head.k.T, head.q @ head.q.T, head.q @ head.k.T
-    angles = _angles(head, steps)
+    angles = rotation_angles(head, steps)
     turned_k = _turn(np.swapaxes(_turn(gk, -angles), -1, -2), -angles)  # R^T gk R, symmetric
     norm2 = np.einsum("dab,ab->d", turned_k, gq)
     turned_qk = _turn(qk, angles)
@@ -294,7 +295,7 @@ def change_norms(head: HeadFactors, edit: Edit, steps: np.ndarray) -> np.ndarray
     elif edit.name == "balanced":
         basis = span_basis(head)
         parts = []
-        for part in _chunks(len(steps), 8 * basis.w.shape[1] ** 2 * 2):
+        for part in chunks(len(steps), 8 * basis.w.shape[1] ** 2 * 2):
             forms = reduced_forms(head, basis, steps[part])
             values = np.linalg.eigvalsh((forms + np.swapaxes(forms, -1, -2)) / 2.0)
             parts.append(np.sum(balanced_shift(values) ** 2, axis=-1))
@@ -308,9 +309,12 @@ def change_norms(head: HeadFactors, edit: Edit, steps: np.ndarray) -> np.ndarray
 # The edited form itself (reduced), its rank and profile
 
 
-def edited_reduced(head: HeadFactors, edit: Edit, step: int = 0) -> tuple[np.ndarray, SpanBasis]:
-    """``(w^T M_d w, w)``: the edited form at relative position ``step`` in the reduced basis."""
-    basis = span_basis(head)
+def edited_reduced(
+    head: HeadFactors, edit: Edit, step: int = 0, basis: SpanBasis | None = None
+) -> tuple[np.ndarray, SpanBasis]:
+    """``(w^T M_d w, w)``: the edited form at relative position ``step`` in the reduced basis
+    (``basis``: the head's :func:`span_basis`, when already computed)."""
+    basis = basis or span_basis(head)
     form = reduced_forms(head, basis, np.array([step]))[0]
     if edit.kind == "linear":
         alpha, beta = edit.coefficients
@@ -329,9 +333,9 @@ CHANGE_RANK_TOLERANCE = 1e-9
 """Singular values of ``M_0 - L_0`` below this times its largest are zeros (its rank)."""
 
 
-def change_rank(head: HeadFactors, edit: Edit) -> int:
+def change_rank(head: HeadFactors, edit: Edit, basis: SpanBasis | None = None) -> int:
     """The rank of ``M_0 - L_0`` (the rank of a matched control's Gaussian factors)."""
-    edited, basis = edited_reduced(head, edit)
+    edited, basis = edited_reduced(head, edit, 0, basis)
     form = reduced_forms(head, basis, np.zeros(1, np.int64))[0]
     singular = np.linalg.svd(edited - form, compute_uv=False)
     if singular.size == 0 or singular[0] == 0.0:

@@ -13,8 +13,11 @@ architecture table (:mod:`headforms.architectures`) rather than per family code.
   pattern up to ``{i}`` (its input is the hidden state entering it). The **output projection**
   (whose input is the heads' outputs side by side) is named per family in
   :data:`OUTPUT_PROJECTIONS`.
-- The **scale** is the module's ``scaling`` (BLOOM: ``inv_norm_factor``); QK-norm's epsilon is
-  its norm module's; ``is_causal`` says whether keys after the query are hidden.
+- The **scale** is the module's ``scaling`` (BLOOM: ``inv_norm_factor``) times the square of
+  the RoPE ``attention_scaling`` of the layer's type (yarn's: transformers multiplies the cosines
+  and sines, so both the query and the key, by it); RoPE whose frequencies change with the
+  sequence length (``longrope``, ``dynamic``) is refused in one line. QK-norm's epsilon is its
+  norm module's; ``is_causal`` says whether keys after the query are hidden.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from ..errors import NotRunnableError
 from ..factors import LayerFactors
 from ..heads import effective_factors, layer_heads
 from ..options import AnalysisOptions
-from ..readers.torch_bin import StateDictReader
-from .algebra import HeadFactors
+from ..readers.module import ModuleReader
+from .algebra import HeadFactors, SpanBasis, span_basis
 
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
@@ -105,6 +108,10 @@ class Anatomy:
     arch: Architecture
     shapes: Shapes
     layers: tuple[LayerAnatomy, ...]
+    config: Any = field(default=None, repr=False, compare=False)
+    _spans: dict[tuple[int, int], SpanBasis] = field(
+        default_factory=dict, repr=False, compare=False
+    )
     _parities: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -125,6 +132,12 @@ class Anatomy:
             ).rows
             self._parities[layer] = np.asarray(rows["parity"], dtype=object)
         return self._parities[layer]
+
+    def span(self, layer: int, head: int) -> SpanBasis:
+        """The orthonormal basis of query head ``head``'s span (kept once computed)."""
+        if (layer, head) not in self._spans:
+            self._spans[layer, head] = span_basis(self.head_logit(layer, head).factors)
+        return self._spans[layer, head]
 
     def head_logit(self, layer: int, head: int) -> HeadLogit:
         """The logit of query head ``head`` of ``layer`` (gains folded into its factors)."""
@@ -164,7 +177,7 @@ def _find(model: Runnable) -> Anatomy:
     config = config or base.config
     arch = architecture_for(str(config.model_type))
     shapes = shapes_from_config(config)
-    reader = StateDictReader.of_module(base)
+    reader = ModuleReader(base)  # the one reader of a live module's tensors
     scheme = hf_scheme(arch)
     source = ModelSource(
         spec=model.name,
@@ -197,14 +210,40 @@ def _find(model: Runnable) -> Anatomy:
                 layer=module(layer_path, i),
                 attention=attention,
                 output_projection=None if projection is None else module(projection, i),
-                scale=_scale(attention, model.name),
+                scale=_scale(attention, model.name) * _rope_scaling(config, i, model.name) ** 2,
                 causal=bool(getattr(attention, "is_causal", True)),
                 qk_norm_eps=eps,
                 factors=(factors := read_layer(source, shapes, index, i)),
                 folded=effective_factors(factors),
             )
         )
-    return Anatomy(arch, shapes, tuple(layers))
+    return Anatomy(arch, shapes, tuple(layers), config)
+
+
+LENGTH_DEPENDENT_ROPE = ("longrope", "dynamic")
+"""RoPE types whose frequencies depend on the sequence's length: not edited (module doc)."""
+
+
+def _rope_scaling(config: Any, layer: int, name: str) -> float:
+    """The factor transformers' RoPE multiplies cosines and sines by (1 but for yarn and
+    longrope), or a one-line refusal for frequencies that change with the sequence length."""
+    from ..models.rope import rope_layer_type, rope_parameters
+
+    params = rope_parameters(config, layer)
+    rope_type = params.get("rope_type", "default") if params else "default"
+    if rope_type in LENGTH_DEPENDENT_ROPE:
+        raise NotRunnableError(
+            f"{name}: its RoPE scaling {rope_type!r} changes the frequencies with the sequence's "
+            "length, so edits of its forms are not supported"
+        )
+    if rope_type == "default":
+        return 1.0
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    _, scaling = ROPE_INIT_FUNCTIONS[rope_type](
+        config, None, layer_type=rope_layer_type(config, layer)
+    )
+    return float(scaling)
 
 
 def _scale(attention: Any, name: str) -> float:

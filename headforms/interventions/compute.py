@@ -3,15 +3,18 @@
 
 Order of work: resolve the scope to heads (a parity group from the forms at d = 0, as the
 analysis computes them), refuse a request over its limits before any pass, encode the text, run
-the unedited pass, then every edited sequence (the edit of each row, and its K matched controls)
-in batches sharing their unchanged prefix, then, when asked, the repeated-token probe (unedited,
-then each row's edit), and assemble the rows.
+the unedited pass, then every edited sequence (the edit of each row, then its K matched
+controls, :mod:`.controls`) in batches sharing their unchanged prefix, then, when asked, the
+same on the repeated-token probe, and assemble the rows with each measure's verdict against
+its controls (:mod:`.verdict`). A failure of the hooks inside the model's own code is one line
+(:func:`.hooks.hook_failures`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,16 +30,23 @@ from ..behaviour.scores import (
 from ..errors import OptionError
 from ..progress import Progress
 from ..settings import settings
-from .algebra import PROFILE_COLUMNS, change_norms, change_rank, distances, edited_profile
+from .algebra import (
+    PROFILE_COLUMNS,
+    change_norms,
+    change_rank,
+    distances,
+    edited_profile,
+)
 from .anatomy import Anatomy, anatomy_of
 from .changes import ControlChange, FormChange, OutputChange, SequencePlan
-from .controls import ControlSeed, control_summary
+from .controls import ControlSeed, Match, ScoreLedger
 from .edits import Edit, edit_named
-from .hooks import check_editable
+from .hooks import check_editable, hook_failures
 from .passes import CleanPass, Outcome, clean_pass, edited_passes
 from .request import InterventionLimits, InterventionRequest, Scope
-from .result import CONTROL_MEASURES, ROW_COLUMNS, InterventionResult
-from .text import text_tokens
+from .result import ROW_COLUMNS, InterventionResult
+from .text import text_label, text_tokens
+from .verdict import verdict
 
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
@@ -72,49 +82,142 @@ def resolve_heads(scope: Scope, anatomy: Anatomy, name: str) -> list[Head]:
 
 
 class _Plans:
-    """The sequence plans of one request on one sequence, with each head's control sizes
-    computed once."""
+    """The sequence plans of one request on one sequence: each row's edit (tagged ``("edit",
+    r)``) and its controls (``("control", r, k)``), recording their score changes in one
+    :class:`ScoreLedger`; each head's control sizes and span computed once."""
 
-    def __init__(self, anatomy: Anatomy, edit: Edit, clean: CleanPass, seed: int):
-        self.anatomy, self.edit, self.clean, self.seed = anatomy, edit, clean, seed
-        self._sizes: dict[Head, tuple[int, np.ndarray, np.ndarray]] = {}
+    def __init__(
+        self, anatomy: Anatomy, request: InterventionRequest, edit: Edit, clean: CleanPass
+    ):
+        self.anatomy, self.request, self.edit, self.clean = anatomy, request, edit, clean
+        self.ledger = ScoreLedger()
+        self._rank: dict[Head, int] = {}
+        self._norms: dict[Head, tuple[np.ndarray, np.ndarray]] = {}
 
-    def edited(self, row: tuple[Head, ...]) -> SequencePlan:
+    def edited(self, row: tuple[Head, ...], index: int) -> SequencePlan:
         if self.edit.edits_form:
             return tuple(
-                FormChange(layer, head, self.anatomy.head_logit(layer, head), self.edit)
+                FormChange(
+                    layer,
+                    head,
+                    self.anatomy.head_logit(layer, head),
+                    self.edit,
+                    self.ledger,
+                    ("edit", index),
+                )
                 for layer, head in row
             )
         n = self.anatomy.shapes.head_dim
-        means = self.clean.recorded.head_means
-        return tuple(
-            OutputChange(
-                layer,
-                head,
-                None
-                if self.edit.name == "output_zero"
-                else means[layer][head * n : (head + 1) * n],
-            )
-            for layer, head in row
-        )
-
-    def control(self, row: tuple[Head, ...], index: int) -> SequencePlan:
         changes = []
-        length = len(self.clean.token_ids)
+        for layer, head in row:
+            value = None
+            if self.edit.name == "output_mean":
+                value = self.clean.running_means(layer)[:, head * n : (head + 1) * n]
+            changes.append(OutputChange(layer, head, value))
+        return tuple(changes)
+
+    def control(self, row: tuple[Head, ...], index: int, k: int) -> SequencePlan:
+        match = self.request.match
+        changes = []
         for layer, head in row:
             logit = self.anatomy.head_logit(layer, head)
-            if (layer, head) not in self._sizes:
-                steps = distances(length, logit.causal, logit.factors.rotary)
-                rank = change_rank(logit.factors, self.edit)
-                self._sizes[layer, head] = (
-                    rank,
+            span = self.anatomy.span(layer, head)
+            if (layer, head) not in self._rank:
+                self._rank[layer, head] = change_rank(logit.factors, self.edit, span)
+            basis = None if match is Match.FROBENIUS else span.w
+            steps, norms = np.zeros(1, np.int64), np.zeros(1)
+            if match is not Match.SCORES:
+                if (layer, head) not in self._norms:
+                    length = len(self.clean.token_ids)
+                    found = distances(length, logit.causal, logit.factors.rotary)
+                    self._norms[layer, head] = (
+                        found,
+                        change_norms(logit.factors, self.edit, found),
+                    )
+                steps, norms = self._norms[layer, head]
+            seed = ControlSeed(
+                self.request.seed,
+                layer,
+                head,
+                k,
+                self._rank[layer, head],
+                self.anatomy.shapes.model_dim,
+                basis,
+            )
+            changes.append(
+                ControlChange(
+                    layer,
+                    head,
+                    logit,
+                    seed,
+                    match,
+                    self.ledger,
+                    ("control", index, k),
+                    ("edit", index),
                     steps,
-                    change_norms(logit.factors, self.edit, steps),
+                    norms,
                 )
-            rank, steps, norms = self._sizes[layer, head]
-            seed = ControlSeed(self.seed, layer, head, index, rank, self.anatomy.shapes.model_dim)
-            changes.append(ControlChange(layer, head, logit, seed, steps, norms))
+            )
         return tuple(changes)
+
+    def score_rms(self, index: int, controls: int) -> tuple[float, np.ndarray]:
+        """Row ``index``'s edit's score RMS and each control's (NaN for an output edit)."""
+        if not self.edit.edits_form:
+            return float("nan"), np.full(controls, np.nan)
+        return self.ledger.tag_rms(("edit", index)), np.array(
+            [self.ledger.tag_rms(("control", index, k)) for k in range(1, controls + 1)]
+        )
+
+
+@dataclass
+class _Measured:
+    """A request's passes on one sequence: per row the edit's outcome, its controls', and the
+    score RMS of each."""
+
+    clean: CleanPass
+    edits: list[Outcome]
+    controls: list[list[Outcome]]
+    score_rms: list[float]
+    control_score_rms: np.ndarray
+
+
+def _run_sequence(
+    model: Runnable,
+    anatomy: Anatomy,
+    request: InterventionRequest,
+    edit: Edit,
+    rows: list[tuple[Head, ...]],
+    clean: CleanPass,
+    watch_single: bool,
+    deadline: float | None,
+    progress: Progress | None,
+    done: int,
+    total: int,
+) -> _Measured:
+    """The edit of every row and its controls on one sequence (the edit first: a scores-matched
+    control reads its edit's score change)."""
+    controls = request.controlled
+    plans = _Plans(anatomy, request, edit, clean)
+    sequences: list[SequencePlan] = []
+    watch: list[Head | None] = []
+    for index, row in enumerate(rows):
+        sequences.append(plans.edited(row, index))
+        watch.append(row[0] if watch_single and len(row) == 1 else None)
+        for k in range(1, controls + 1):
+            sequences.append(plans.control(row, index, k))
+            watch.append(None)
+    outcomes = edited_passes(
+        model, anatomy, clean, sequences, watch, deadline, progress, done, total
+    )
+    per_row = 1 + controls
+    measured = _Measured(clean, [], [], [], np.zeros((len(rows), controls)))
+    for r in range(len(rows)):
+        measured.edits.append(outcomes[r * per_row])
+        measured.controls.append(outcomes[r * per_row + 1 : (r + 1) * per_row])
+        edit_rms, control_rms = plans.score_rms(r, controls)
+        measured.score_rms.append(edit_rms)
+        measured.control_score_rms[r] = control_rms
+    return measured
 
 
 def compute_intervention(
@@ -138,7 +241,6 @@ def _compute(
     progress: Progress | None,
     limits: InterventionLimits | None,
 ) -> InterventionResult:
-    request = request.checked()
     limits = limits or InterventionLimits()
     deadline = None if limits.max_seconds is None else time.monotonic() + limits.max_seconds
     edit = edit_named(request.edit)
@@ -146,87 +248,101 @@ def _compute(
     check_editable(anatomy, model.name, outputs=not edit.edits_form)
     heads = resolve_heads(request.scope, anatomy, model.name)
     rows = [(head,) for head in heads] if request.each else [tuple(heads)]
-    controls = request.controls if edit.edits_form else 0
-    probing = request.probe_length is not None
     total = request.passes(len(heads))
     limits.check_passes(total, f"{request.edit} on {request.scope.label}")
     single = len(rows) == 1 and len(rows[0]) == 1
     ids = text_tokens(model, request.text, request.max_tokens)
-    clean = clean_pass(
-        model,
-        anatomy,
-        ids,
-        np.arange(len(ids) - 1),
-        means=edit.name == "output_mean",
-        attention=single,
-    )
-    plans = _Plans(anatomy, edit, clean, request.seed)
-    sequences: list[SequencePlan] = []
-    watch: list[Head | None] = []
-    for row in rows:
-        sequences.append(plans.edited(row))
-        watch.append(row[0] if single else None)
-        for index in range(1, controls + 1):
-            sequences.append(plans.control(row, index))
-            watch.append(None)
-    outcomes = edited_passes(
-        model, anatomy, clean, sequences, watch, deadline, progress, total=total
-    )
-    per_row = 1 + controls
-    edits = [outcomes[r * per_row] for r in range(len(rows))]
-    controlled = [outcomes[r * per_row + 1 : (r + 1) * per_row] for r in range(len(rows))]
-    measure = "delta_ce" if model.causal_lm is not None else "cosine_distance"
-    columns = _row_columns(request, rows, edits, controlled, clean, anatomy, measure, len(ids))
-    control_values = {
-        name: np.array([[_value(o, name, clean) for o in row] for row in controlled]).reshape(
-            len(rows), controls
+    means = edit.name == "output_mean"
+    with hook_failures(model.name):
+        clean = clean_pass(
+            model, anatomy, ids, np.arange(len(ids) - 1), means=means, attention=single
         )
-        for name in CONTROL_MEASURES
+        text = _run_sequence(
+            model, anatomy, request, edit, rows, clean, single, deadline, progress, 0, total
+        )
+    measure = "delta_ce" if model.causal_lm is not None else "cosine_distance"
+    columns = _row_columns(request, rows, text, anatomy, measure, len(ids))
+    controls = {
+        "delta_ce": _values(text, lambda o: o.measured.ce - clean.ce),
+        "kl": _values(text, lambda o: o.measured.kl),
+        "cosine_distance": _values(text, lambda o: o.measured.cosine_distance),
+        "score_rms": text.control_score_rms,
+    }
+    terms = {
+        "delta_ce": _terms(text, lambda o: o.measured.losses - clean.losses),
+        "kl": _terms(text, lambda o: o.measured.kls),
+        "cosine_distance": _terms(text, lambda o: o.measured.cosines),
     }
     columns.update(_profile_columns(anatomy, edit, rows))
     patterns = {}
-    if single and edits[0].watched is not None:
+    if single and text.edits[0].watched is not None:
         layer, head = rows[0][0]
-        patterns = {"before": clean.recorded.attention[layer][head], "after": edits[0].watched}
-    if probing:
-        columns.update(
-            _probe_columns(model, anatomy, request, edit, rows, deadline, progress, total)
-        )
+        patterns = {"before": clean.recorded.attention[layer][head], "after": text.edits[0].watched}
+    if request.probe_length is not None:
+        with hook_failures(model.name):
+            probe_columns, probe_controls, probe_terms = _probe(
+                model, anatomy, request, edit, rows, deadline, progress, total
+            )
+        columns.update(probe_columns)
+        controls["delta_induction_loss"] = probe_controls
+        terms["delta_induction_loss"] = probe_terms
     meta = {
         "request": request.as_dict(),
         "measure": measure,
         "token_ids": ids,
         "tokens": model.tokenizer.texts(ids),
+        "text": text_label(request.text),
         "notes": _notes(model, edit, request.controls),
     }
     return InterventionResult(
-        model.name, model.fingerprint, columns, control_values, patterns, meta
+        model.name, model.fingerprint, columns, controls, patterns, meta, terms
     )
 
 
-def _value(outcome: Outcome, name: str, clean: CleanPass) -> float:
-    measured = outcome.measured
-    if name == "delta_ce":
-        return measured.ce - clean.ce
-    return float(getattr(measured, name))
+def _values(measured: _Measured, value: Callable[[Outcome], float]) -> np.ndarray:
+    """Each control's value (rows x K)."""
+    count = measured.control_score_rms.shape[1]
+    return np.array(
+        [[value(o) for o in row] for row in measured.controls], dtype=np.float64
+    ).reshape(len(measured.edits), count)
+
+
+def _terms(measured: _Measured, terms: Callable[[Outcome], np.ndarray]) -> np.ndarray:
+    """Per-position terms, the edit's then each control's (rows x (1 + K) x positions)."""
+    return np.stack(
+        [
+            np.stack([terms(o) for o in (edit, *others)])
+            for edit, others in zip(measured.edits, measured.controls, strict=True)
+        ]
+    ).astype(np.float64)
 
 
 def _row_columns(
     request: InterventionRequest,
     rows: list[tuple[Head, ...]],
-    edits: list[Outcome],
-    controlled: list[list[Outcome]],
-    clean: CleanPass,
+    text: _Measured,
     anatomy: Anatomy,
     measure: str,
     tokens: int,
 ) -> dict[str, np.ndarray]:
     """The :data:`ROW_COLUMNS` of every row."""
+    clean = text.clean
+    main = (
+        (lambda o: o.measured.losses - clean.losses)
+        if measure == "delta_ce"
+        else (lambda o: o.measured.cosines)
+    )
     records = []
-    for row, outcome, others in zip(rows, edits, controlled, strict=True):
+    for r, (row, outcome, others) in enumerate(zip(rows, text.edits, text.controls, strict=True)):
         one = len(row) == 1
         layer, head = row[0]
         measured = outcome.measured
+        found = verdict(
+            [main(outcome)], [_stack([main(o) for o in others], main(outcome))], request.seed
+        )
+        kl = verdict(
+            [measured.kls], [_stack([o.measured.kls for o in others], measured.kls)], request.seed
+        )
         records.append(
             {
                 "layer": float(layer) if one else np.nan,
@@ -235,25 +351,36 @@ def _row_columns(
                 "scope": f"L{layer}.H{head}" if one else request.scope.label,
                 "heads": len(row),
                 "tokens": tokens,
+                "match": request.match.value,
                 "ce_original": clean.ce,
                 "ce_edited": measured.ce,
                 "delta_ce": measured.ce - clean.ce,
                 "kl": measured.kl,
                 "cosine_distance": measured.cosine_distance,
+                "score_rms": text.score_rms[r],
+                "control_score_rms": _median(text.control_score_rms[r]),
                 "controls": len(others),
                 "parity": str(anatomy.parities(layer)[head]) if one else "",
-                **control_summary(
-                    _value(outcome, measure, clean), [_value(o, measure, clean) for o in others]
-                ),
+                **found.fields(),
+                **kl.fields("kl_"),
             }
         )
     return {
         name: np.asarray(
             [record[name] for record in records],
-            dtype=object if name in ("edit", "scope", "parity") else None,
+            dtype=object if name in ("edit", "scope", "parity", "match") else None,
         )
         for name in ROW_COLUMNS
     }
+
+
+def _stack(arrays: list[np.ndarray], like: np.ndarray) -> np.ndarray:
+    return np.stack(arrays) if arrays else np.zeros((0, len(like)))
+
+
+def _median(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else float("nan")
 
 
 def _profile_columns(
@@ -275,7 +402,7 @@ def _profile_columns(
     }
 
 
-def _probe_columns(
+def _probe(
     model: Runnable,
     anatomy: Anatomy,
     request: InterventionRequest,
@@ -284,8 +411,10 @@ def _probe_columns(
     deadline: float | None,
     progress: Progress | None,
     total: int,
-) -> dict[str, np.ndarray]:
-    """Induction loss before and after on the probe, and each single head's scores."""
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """On the probe, each row's edit and its controls: the induction loss before and after,
+    its verdict against the controls', each single head's scores; the controls' changes of the
+    induction loss (rows x K) and the per-position terms."""
     from ..behaviour.forward import check_length
 
     assert request.probe_length is not None
@@ -302,20 +431,21 @@ def _probe_columns(
         means=edit.name == "output_mean",
         attention=any(one_head),
     )
-    plans = _Plans(anatomy, edit, clean, request.seed)
-    sequences = [plans.edited(row) for row in rows]
-    watch = [row[0] if one else None for row, one in zip(rows, one_head, strict=True)]
-    done = total - len(rows)
-    outcomes = edited_passes(
-        model, anatomy, clean, sequences, watch, deadline, progress, done, total
+    done = total // 2
+    measured = _run_sequence(
+        model, anatomy, request, edit, rows, clean, True, deadline, progress, done, total
     )
     count = len(rows)
     columns: dict[str, np.ndarray] = {
         "probe_length": np.full(count, length),
         "induction_loss_original": np.full(count, clean.ce),
-        "induction_loss_edited": np.array([o.measured.ce for o in outcomes]),
+        "induction_loss_edited": np.array([o.measured.ce for o in measured.edits]),
     }
     columns["delta_induction_loss"] = columns["induction_loss_edited"] - clean.ce
+    terms = _terms(measured, lambda o: o.measured.losses - clean.losses)
+    verdicts = [verdict([t[0]], [t[1:]], request.seed).fields("induction_") for t in terms]
+    for name in verdicts[0] if verdicts else ():
+        columns[name] = np.array([v[name] for v in verdicts])
     scores: dict[str, Callable[[np.ndarray], np.ndarray]] = {
         "previous_token": previous_token,
         "first_token": first_token,
@@ -324,7 +454,7 @@ def _probe_columns(
     }
     for score in SCORE_COLUMNS:
         before, after = [], []
-        for row, outcome, one in zip(rows, outcomes, one_head, strict=True):
+        for row, outcome, one in zip(rows, measured.edits, one_head, strict=True):
             if not one or outcome.watched is None:
                 before.append(np.nan)
                 after.append(np.nan)
@@ -334,7 +464,8 @@ def _probe_columns(
             after.append(float(scores[score](outcome.watched)))
         columns[f"{score}_before"] = np.array(before)
         columns[f"{score}_after"] = np.array(after)
-    return columns
+    controls = _values(measured, lambda o: o.measured.ce - clean.ce)
+    return columns, controls, terms
 
 
 def _notes(model: Runnable, edit: Edit, controls: int) -> list[str]:

@@ -12,9 +12,12 @@ run inside them, and record what the passes need; PyTorch's own module hooks, re
   input (the heads' outputs side by side) to zero or to a given vector.
 - **The unchanged prefix**: the layers below ``start`` return the hidden state that enters
   layer ``start`` in the unedited model (computed once, :class:`Recording`) instead of
-  recomputing it for every sequence of the batch.
-- **Records**: the unedited pass's layer inputs, heads' mean outputs and attention weights
-  (:func:`recording`); an edited pass's attention weights of one watched head per sequence.
+  recomputing it for every sequence of the batch, in the form the model's layer loop reads a
+  layer's output (a bare tensor, or a tuple whose first item is the hidden state, as BLOOM's
+  ``outputs[0]``: recorded from the unedited pass).
+- **Records**: the unedited pass's layer inputs, heads' outputs at every position and attention
+  weights (:func:`recording`); an edited pass's attention weights of one watched head per
+  sequence.
 
 Everything runs under :data:`headforms.behaviour.forward.PASS_LOCK` (the hooks change a model
 the process shares).
@@ -31,19 +34,20 @@ from typing import Any
 import numpy as np
 
 from ..behaviour.forward import PASS_LOCK
-from ..errors import NotRunnableError
+from ..errors import HeadformsError, NotRunnableError
 from .anatomy import Anatomy
 from .changes import ControlChange, FormChange, OutputChange, SequencePlan
 
 
-def check_editable(anatomy: Anatomy, name: str, outputs: bool) -> None:
-    """Refuse, in one line, what the hooks cannot edit exactly: soft-capped attention logits,
-    and head outputs of a family whose output projection is not known."""
-    config = anatomy.layers[0].attention.config if anatomy.layers else None
-    if getattr(config, "attn_logit_softcapping", None) is not None:
+def check_editable(
+    anatomy: Anatomy, name: str, outputs: bool, what: str = "edits of its forms are"
+) -> None:
+    """Refuse, in one line, what the hooks cannot edit exactly: soft-capped attention logits
+    (``what``: what is then not supported), and head outputs of a family whose output
+    projection is not known. The config is the model's (BLOOM's attention has none)."""
+    if getattr(anatomy.config, "attn_logit_softcapping", None) is not None:
         raise NotRunnableError(
-            f"{name} soft-caps its attention logits (attn_logit_softcapping): edits of its "
-            "forms are not supported"
+            f"{name} soft-caps its attention logits (attn_logit_softcapping): {what} not supported"
         )
     if outputs and any(layer.output_projection is None for layer in anatomy.layers):
         raise NotRunnableError(
@@ -52,7 +56,24 @@ def check_editable(anatomy: Anatomy, name: str, outputs: bool) -> None:
         )
 
 
-def _argument(module: Any, args: tuple, kwargs: dict, name: str) -> inspect.BoundArguments:
+@contextlib.contextmanager
+def hook_failures(name: str) -> Iterator[None]:
+    """Turn a failure inside a model's own code while the hooks run (a layer loop or an
+    attention module that does not work as :mod:`.hooks` assumes) into one line,
+    :class:`NotRunnableError`, instead of a traceback; headforms' own errors pass through."""
+    try:
+        yield
+    except HeadformsError:
+        raise
+    except (AttributeError, TypeError, IndexError, KeyError, ValueError, RuntimeError) as exc:
+        detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise NotRunnableError(
+            f"{name}: its layers cannot be run with headforms' edit hooks "
+            f"({type(exc).__name__}: {detail})"
+        ) from exc
+
+
+def bound_argument(module: Any, args: tuple, kwargs: dict, name: str) -> inspect.BoundArguments:
     bound = inspect.signature(module.forward).bind(*args, **kwargs)
     if name not in bound.arguments:
         raise NotRunnableError(
@@ -61,7 +82,7 @@ def _argument(module: Any, args: tuple, kwargs: dict, name: str) -> inspect.Boun
     return bound
 
 
-def _additive(mask: Any, like: Any) -> Any:
+def additive_mask(mask: Any, like: Any) -> Any:
     """The mask as an additive float mask (0 or the dtype's lowest value), or 0 for none."""
     import torch
 
@@ -76,7 +97,7 @@ def _scores_hook(layer: int, n_heads: int, plans: Sequence[SequencePlan]) -> Any
     import torch
 
     def hook(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        bound = _argument(module, args, kwargs, "hidden_states")
+        bound = bound_argument(module, args, kwargs, "hidden_states")
         x = bound.arguments["hidden_states"]
         batch, length = x.shape[0], x.shape[1]
         delta = np.zeros((batch, n_heads, length, length), np.float32)
@@ -88,7 +109,7 @@ def _scores_hook(layer: int, n_heads: int, plans: Sequence[SequencePlan]) -> Any
                         tokens = x[b].detach().double().cpu().numpy()
                     delta[b, change.head] += change.scores_delta(tokens).astype(np.float32)
         mask = bound.arguments.get("attention_mask")
-        bound.arguments["attention_mask"] = _additive(mask, x) + torch.from_numpy(delta)
+        bound.arguments["attention_mask"] = additive_mask(mask, x) + torch.from_numpy(delta)
         return bound.args, bound.kwargs
 
     return hook
@@ -103,8 +124,10 @@ def _outputs_hook(layer: int, head_dim: int, plans: Sequence[SequencePlan]) -> A
             for change in plan:
                 if change.layer == layer and isinstance(change, OutputChange):
                     part = slice(change.head * head_dim, (change.head + 1) * head_dim)
-                    value = 0.0 if change.value is None else torch.from_numpy(change.value)
-                    outputs[b, :, part] = value
+                    if change.value is None:
+                        outputs[b, :, part] = 0.0
+                    else:
+                        outputs[b, :, part] = torch.from_numpy(change.value).to(outputs.dtype)
         return (outputs, *args[1:])
 
     return hook
@@ -138,10 +161,12 @@ def applied(
     start: int = 0,
     entering: Any = None,
     watch: Sequence[tuple[int, int] | None] = (),
+    as_tuple: bool = False,
 ) -> Iterator[Watched]:
     """Passes of ``len(plans)`` sequences inside this context change the model as the plans
     say; the layers below ``start`` return ``entering`` (the unedited hidden state entering
-    layer ``start``, batch 1) for every sequence; ``watch[b]``: the ``(layer, head)`` whose
+    layer ``start``, batch 1) for every sequence, as a 1-tuple when ``as_tuple`` (the layers
+    return tuples: :attr:`Recording.tuple_outputs`); ``watch[b]``: the ``(layer, head)`` whose
     attention weights sequence ``b`` records, or None."""
     found = Watched()
     handles: list[Any] = []
@@ -164,7 +189,7 @@ def applied(
             if start > 0:
                 copies = entering.expand(len(plans), -1, -1).contiguous()
                 for part in anatomy.layers[:start]:
-                    part.layer.forward = _returning(copies)
+                    part.layer.forward = _returning(copies, as_tuple)
                     skipped.append(part.layer)
             yield found
         finally:
@@ -174,9 +199,13 @@ def applied(
                 del module.forward
 
 
-def _returning(value: Any) -> Any:
+def _returning(value: Any, as_tuple: bool) -> Any:
+    """A layer's forward that returns ``value`` as the layer would (a tuple when its loop reads
+    ``outputs[0]``)."""
+    result = (value,) if as_tuple else value
+
     def forward(*args: Any, **kwargs: Any) -> Any:
-        return value
+        return result
 
     return forward
 
@@ -184,12 +213,13 @@ def _returning(value: Any) -> Any:
 @dataclass
 class Recording:
     """What the unedited pass records: the hidden state entering each layer (``1, T, N``), each
-    layer's heads' outputs averaged over positions (``H n``), each layer's attention weights
-    (``H, T, T``) when asked."""
+    layer's heads' outputs at every position (``T, H n``, float64) when asked, each layer's
+    attention weights (``H, T, T``) when asked, and whether the layers return tuples."""
 
     entering: list[Any] = field(default_factory=list)
-    head_means: list[np.ndarray] = field(default_factory=list)
+    head_outputs: list[np.ndarray] = field(default_factory=list)
     attention: list[np.ndarray] = field(default_factory=list)
+    tuple_outputs: bool = False
 
 
 @contextlib.contextmanager
@@ -202,8 +232,11 @@ def recording(anatomy: Anatomy, means: bool, attention: bool) -> Iterator[Record
         states = args[0] if args else kwargs["hidden_states"]
         found.entering.append(states.detach().clone())
 
-    def mean(module: Any, args: tuple) -> None:
-        found.head_means.append(args[0][0].double().mean(0).cpu().numpy())
+    def outputs(module: Any, args: tuple) -> None:
+        found.head_outputs.append(args[0][0].double().cpu().numpy().copy())
+
+    def returned(module: Any, args: tuple, output: Any) -> None:
+        found.tuple_outputs = isinstance(output, tuple)
 
     def weights(module: Any, args: tuple, output: Any) -> None:
         found.attention.append(output[1][0].detach().float().cpu().numpy().copy())
@@ -212,8 +245,9 @@ def recording(anatomy: Anatomy, means: bool, attention: bool) -> Iterator[Record
         try:
             for part in anatomy.layers:
                 handles.append(part.layer.register_forward_pre_hook(enter, with_kwargs=True))
+                handles.append(part.layer.register_forward_hook(returned))
                 if means:
-                    handles.append(part.output_projection.register_forward_pre_hook(mean))
+                    handles.append(part.output_projection.register_forward_pre_hook(outputs))
                 if attention:
                     handles.append(part.attention.register_forward_hook(weights))
             yield found

@@ -131,19 +131,29 @@ def reference_terms(causal_lm: Any, final: Any, token_ids: list[int]) -> Referen
 
 @dataclass(frozen=True)
 class Measured:
-    """One sequence's measures (NaN where the model has no language-modelling head)."""
+    """One sequence's measures (NaN where the model has no language-modelling head) and their
+    per-position terms (float64): ``losses`` over the window (their mean is ``ce``), ``kls``
+    over positions ``0 .. T-2`` and ``cosines`` over all T tokens (NaN arrays likewise)."""
 
     ce: float
     kl: float
     cosine_distance: float
+    losses: np.ndarray
+    kls: np.ndarray
+    cosines: np.ndarray
+
+
+def cosine_distances(original: Any, edited: Any) -> np.ndarray:
+    """``1 - cos`` between two sequences of final hidden states, per token (float64)."""
+    import torch
+
+    cos = torch.nn.functional.cosine_similarity(original.double(), edited.double(), dim=-1)
+    return (1.0 - cos).clamp(0.0, 2.0).numpy()  # 1 - cos lies in [0, 2]
 
 
 def cosine_distance(original: Any, edited: Any) -> float:
     """Mean over tokens of ``1 - cos`` between two sequences of final hidden states."""
-    import torch
-
-    cos = torch.nn.functional.cosine_similarity(original.double(), edited.double(), dim=-1)
-    return float((1.0 - cos).clamp(0.0, 2.0).mean())  # 1 - cos lies in [0, 2]
+    return float(cosine_distances(original, edited).mean())
 
 
 def measure_batch(
@@ -160,18 +170,35 @@ def measure_batch(
     import torch
 
     batch = hidden.shape[0]
-    cosines = [cosine_distance(original_final, hidden[b]) for b in range(batch)]
+    cosines = [cosine_distances(original_final, hidden[b]) for b in range(batch)]
     if causal_lm is None or reference is None:
-        return [Measured(float("nan"), float("nan"), c) for c in cosines]
+        nothing = float("nan")
+        empty = np.full(len(window), nothing)
+        gaps = np.full(len(token_ids) - 1, nothing)
+        return [Measured(nothing, nothing, float(c.mean()), empty, gaps, c) for c in cosines]
     targets = torch.as_tensor(token_ids[1:], dtype=torch.long)
     sums = vocabulary_sums(causal_lm, hidden[:, :-1], targets, reference.probs)
-    losses = sums.lse - sums.next_logit
-    kl = (reference.negentropy - sums.expected + sums.lse).mean(-1)
     chosen = torch.as_tensor(window, dtype=torch.long)
-    ce = losses[:, chosen].mean(-1)
-    return [Measured(float(ce[b]), float(kl[b]), cosines[b]) for b in range(batch)]
+    losses = (sums.lse - sums.next_logit)[:, chosen].numpy()
+    kls = (reference.negentropy - sums.expected + sums.lse).numpy()
+    return [
+        Measured(
+            float(losses[b].mean()),
+            float(kls[b].mean()),
+            float(cosines[b].mean()),
+            losses[b],
+            kls[b],
+            cosines[b],
+        )
+        for b in range(batch)
+    ]
+
+
+def reference_losses(reference: Reference, window: np.ndarray) -> np.ndarray:
+    """The unedited next-token losses at prediction positions ``window`` (float64)."""
+    return reference.losses[np.asarray(window, dtype=np.int64)].numpy()
 
 
 def reference_loss(reference: Reference, window: np.ndarray) -> float:
     """The unedited cross-entropy over prediction positions ``window``."""
-    return float(reference.losses[np.asarray(window, dtype=np.int64)].mean())
+    return float(reference_losses(reference, window).mean())

@@ -24,7 +24,7 @@ from ..progress import Progress
 from .anatomy import Anatomy
 from .changes import SequencePlan
 from .hooks import Recording, applied, recording
-from .measures import Measured, Reference, measure_batch, reference_loss, reference_terms
+from .measures import Measured, Reference, measure_batch, reference_losses, reference_terms
 
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
@@ -46,14 +46,22 @@ def run_base(model: Runnable, ids: Any) -> Any:
 class CleanPass:
     """The unedited model on one sequence: what :class:`Recording` holds, the final hidden
     states (``T, N``), the next-token terms (:class:`Reference`; None without a
-    language-modelling head) and the cross-entropy over ``window``."""
+    language-modelling head), the next-token losses at the ``window``'s positions and their
+    mean ``ce``."""
 
     token_ids: list[int]
     recorded: Recording
     final: Any
     reference: Reference | None
     window: np.ndarray
+    losses: np.ndarray
     ce: float
+
+    def running_means(self, layer: int) -> np.ndarray:
+        """Each position's mean of the heads' outputs of ``layer`` over itself and the
+        positions before it (``T, H n``): ``output_mean`` without the future."""
+        outputs = self.recorded.head_outputs[layer]
+        return np.cumsum(outputs, axis=0) / np.arange(1, len(outputs) + 1)[:, None]
 
 
 CLEAN_PASS_BYTES = 256 * 2**20
@@ -65,7 +73,7 @@ def _clean_bytes(clean: CleanPass) -> int:
     if clean.reference is not None:
         tensors.append(clean.reference.probs)
     total = sum(t.numel() * t.element_size() for t in tensors)
-    arrays = [*clean.recorded.head_means, *clean.recorded.attention]
+    arrays = [*clean.recorded.head_outputs, *clean.recorded.attention]
     return total + sum(a.nbytes for a in arrays)
 
 
@@ -86,7 +94,7 @@ def clean_pass(
     kept = _KEPT.get(key)
     if (
         kept is not None
-        and (kept.recorded.head_means or not means)
+        and (kept.recorded.head_outputs or not means)
         and (kept.recorded.attention or not attention)
     ):
         return kept
@@ -108,12 +116,12 @@ def _unedited(
     ids = torch.tensor([token_ids], dtype=torch.long)
     with recording(anatomy, means, attention) as recorded:
         final = run_base(model, ids)[0]
-    reference, ce = None, float("nan")
+    reference, losses = None, np.full(len(window), np.nan)
     if model.causal_lm is not None:
         with torch.inference_mode():
             reference = reference_terms(model.causal_lm, final, token_ids)
-        ce = reference_loss(reference, window)
-    return CleanPass(token_ids, recorded, final, reference, window, ce)
+        losses = reference_losses(reference, window)
+    return CleanPass(token_ids, recorded, final, reference, window, losses, float(losses.mean()))
 
 
 @dataclass(frozen=True)
@@ -165,7 +173,8 @@ def edited_passes(
         chosen = [plans[i] for i in batch]
         watched_heads = [watch[i] for i in batch]
         entering = clean.recorded.entering[start]
-        with applied(anatomy, chosen, start, entering, watched_heads) as found:
+        as_tuple = clean.recorded.tuple_outputs
+        with applied(anatomy, chosen, start, entering, watched_heads, as_tuple) as found:
             hidden = run_base(model, ids.contiguous())
         with torch.inference_mode():
             measured = measure_batch(

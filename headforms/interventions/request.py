@@ -10,7 +10,6 @@ contained worker can run it. :class:`InterventionLimits` bounds what one request
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -18,9 +17,10 @@ from typing import Any, Literal
 from ..behaviour.limits import check_probe
 from ..errors import LimitError, OptionError
 from ..forms import PARITY_LABELS
-from ..settings import PROMPT_TOKENS_ENV, settings
+from ..settings import INTERVENTION_PASSES_ENV, PROMPT_TOKENS_ENV, settings
+from .controls import DEFAULT_MATCH, Match, match_named
 from .edits import edit_named
-from .text import DEFAULT_TEXT, check_text
+from .text import DEFAULT_TEXT, check_text, text_digest
 
 ScopeKind = Literal["heads", "layer", "parity", "all"]
 SCOPE_KINDS: tuple[str, ...] = ("heads", "layer", "parity", "all")
@@ -31,9 +31,6 @@ DEFAULT_CONTROLS = 8
 """K: matched controls per edit by default."""
 MAX_CONTROLS = 64
 """The most matched controls one edit may have."""
-DEFAULT_MAX_PASSES = 8192
-"""The most sequence passes (edits, controls and probes, each one sequence through the layers
-from its edited layer up) one request may take by default."""
 
 _HEAD = re.compile(r"^\s*L?(\d+)\s*[.:]\s*H?(\d+)\s*$", re.IGNORECASE)
 
@@ -73,8 +70,9 @@ class Scope:
         return "all heads"
 
     def checked(self) -> Scope:
-        """The scope, or a one-line :class:`OptionError` (the model's ranges are checked when
-        its heads are resolved)."""
+        """The scope, or a one-line :class:`OptionError` for a bad one (the model's ranges are
+        checked when its heads are resolved); a request checks its scope once, when it is
+        made."""
         if self.kind not in SCOPE_KINDS:
             raise OptionError(f"unknown scope {self.kind!r}; accepted: " + ", ".join(SCOPE_KINDS))
         if self.kind == "heads":
@@ -85,6 +83,7 @@ class Scope:
                     raise OptionError(f"{pair!r} is not a head (layer, head): whole numbers >= 0")
             if len(set(self.heads)) != len(self.heads):
                 raise OptionError("a head is listed twice in --heads")
+            object.__setattr__(self, "heads", tuple(tuple(pair) for pair in self.heads))
         if self.kind == "layer" and not (_whole(self.layer) and self.layer >= 0):
             raise OptionError(f"layer {self.layer!r} is not a whole number >= 0")
         if self.kind == "parity" and self.parity not in PARITY_LABELS:
@@ -127,9 +126,11 @@ def _whole(value: object) -> bool:
 
 @dataclass(frozen=True)
 class InterventionRequest:
-    """One intervention (module doc). ``each``: every head of the scope edited on its own (one
-    row per head), else all together (one row); ``probe_length``: R of the repeated-token probe
-    (None: no probe columns); ``seed``: of the controls and of the probe's tokens."""
+    """One intervention (module doc), checked when made. ``each``: every head of the scope
+    edited on its own (one row per head), else all together (one row); ``match``: how each
+    control is matched to the edit (:class:`~.controls.Match`, a name accepted); ``probe_length``:
+    R of the repeated-token probe (None: no probe columns), run with the edit and its controls;
+    ``seed``: of the controls, of the probe's tokens and of the bootstrap."""
 
     edit: str
     scope: Scope
@@ -139,10 +140,12 @@ class InterventionRequest:
     controls: int = DEFAULT_CONTROLS
     seed: int = 0
     probe_length: int | None = None
+    match: Match = DEFAULT_MATCH
 
-    def checked(self) -> InterventionRequest:
-        """The request, or a one-line :class:`OptionError` for the first bad field."""
+    def __post_init__(self) -> None:
         edit_named(self.edit)
+        if not isinstance(self.scope, Scope):
+            raise OptionError(f"not a scope: {self.scope!r}")
         self.scope.checked()
         if not isinstance(self.each, bool):
             raise OptionError(f"each must be true or false, not {self.each!r}")
@@ -159,49 +162,62 @@ class InterventionRequest:
             raise OptionError(f"--seed {self.seed!r}: a whole number from 0 to 2^32 - 1")
         if self.probe_length is not None:
             check_probe(self.probe_length, self.seed)
-        return self
+        object.__setattr__(self, "match", match_named(self.match))
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON (the text included)."""
-        return {**asdict(self), "scope": self.scope.as_dict()}
+        return {**asdict(self), "scope": self.scope.as_dict(), "match": self.match.value}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InterventionRequest:
-        """The checked request of :meth:`as_dict`."""
+        """The request of :meth:`as_dict` (checked as any request is)."""
         try:
             fields = {**data, "scope": Scope.from_dict(data["scope"])}
-            return cls(**fields).checked()
+            return cls(**fields)
         except (KeyError, TypeError) as exc:
             raise OptionError(f"not an intervention request: {exc}") from exc
 
+    @property
+    def controlled(self) -> int:
+        """K where the edit has controls (edits of the form), else 0."""
+        return self.controls if edit_named(self.edit).edits_form else 0
+
     def passes(self, heads: int) -> int:
         """The sequence passes the request takes when its scope holds ``heads`` heads: per row
-        (one, or one per head with ``each``) the edit, its controls (edits of the form only)
-        and, when asked, the probe. What a server can count before loading anything."""
+        (one, or one per head with ``each``) the edit and its controls, on the text and, when
+        asked, on the probe. What a server can count before loading anything."""
         rows = heads if self.each else 1
-        controls = self.controls if edit_named(self.edit).edits_form else 0
-        return rows * (1 + controls + int(self.probe_length is not None))
+        return rows * (1 + self.controlled) * (1 + int(self.probe_length is not None))
 
     def key_options(self) -> dict[str, Any]:
         """What the request's results depend on, for a store key (the text by its digest)."""
         options = self.as_dict()
-        options["text"] = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        options["text"] = text_digest(self.text)
         return options
 
 
 @dataclass(frozen=True)
 class InterventionLimits:
     """What one request may cost: sequence passes (each one sequence through the layers from
-    its edited layer up) and wall-clock seconds (None: no limit), checked before any pass and
-    between batches. Tokens are bounded by the request's check (``HEADFORMS_PROMPT_TOKENS``)."""
+    its edited layer up; None: ``HEADFORMS_INTERVENTION_PASSES``, the one bound of the library,
+    the command line and the server) and wall-clock seconds (None: no limit), checked before
+    any pass and between batches. Tokens are bounded by the request's check
+    (``HEADFORMS_PROMPT_TOKENS``)."""
 
-    max_passes: int = DEFAULT_MAX_PASSES
+    max_passes: int | None = None
     max_seconds: float | None = None
+
+    @property
+    def passes_allowed(self) -> int:
+        """The bound on passes in force."""
+        return settings().intervention_passes if self.max_passes is None else self.max_passes
 
     def check_passes(self, passes: int, what: str) -> None:
         """Refuse, before any work, a request of more passes than allowed."""
-        if passes > self.max_passes:
+        allowed = self.passes_allowed
+        if passes > allowed:
+            where = f" ({INTERVENTION_PASSES_ENV})" if self.max_passes is None else ""
             raise LimitError(
-                f"{what} takes {passes} sequence passes; at most {self.max_passes} are allowed "
-                "(fewer heads, --controls, or no --each)"
+                f"{what} takes {passes} sequence passes; at most {allowed} are allowed{where}: "
+                "fewer heads, --controls, or no --each"
             )

@@ -19,6 +19,7 @@ from ..behaviour.scores import SCORE_COLUMNS
 from ..store import Record, ResultStore
 from .algebra import PROFILE_COLUMNS
 from .request import InterventionRequest
+from .verdict import VERDICT_FIELDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,45 +33,55 @@ ROW_COLUMNS = (
     "scope",
     "heads",
     "tokens",
+    "match",
     "ce_original",
     "ce_edited",
     "delta_ce",
     "kl",
     "cosine_distance",
+    "score_rms",
+    "control_score_rms",
     "controls",
-    "control_median",
-    "control_p10",
-    "control_p90",
-    "control_rank",
+    *VERDICT_FIELDS,
+    *(f"kl_{name}" for name in VERDICT_FIELDS),
     "parity",
 )
 """Columns of every row. ``layer``/``head``: the edited head (empty for several heads edited
-together); ``heads``: how many heads the row edits; ``tokens``: T; ``controls``: K; the
-controls' summary is of :attr:`InterventionResult.measure`."""
+together); ``heads``: how many heads the row edits; ``tokens``: T; ``match``: how the controls
+are matched; ``score_rms``: the RMS over the visible pairs of the edit's change of the edited
+heads' pre-softmax scores, ``control_score_rms`` the controls' median of theirs; ``controls``:
+K; the verdict (:mod:`.verdict`) of :attr:`InterventionResult.measure` unprefixed, of ``kl``
+with ``kl_``."""
 PROBE_COLUMNS = (
     "probe_length",
     "induction_loss_original",
     "induction_loss_edited",
     "delta_induction_loss",
+    *(f"induction_{name}" for name in VERDICT_FIELDS),
 )
-"""Columns added when the probe is asked for."""
+"""Columns added when the probe is asked for (the verdict of ``delta_induction_loss`` against
+the controls run on the probe, with ``induction_``)."""
 SCORE_CHANGE_COLUMNS = tuple(
     f"{score}_{when}" for score in SCORE_COLUMNS for when in ("before", "after")
 )
 """A head's head-type scores on the probe before and after its edit (single-head rows)."""
 EDITED_PROFILE_COLUMNS = tuple(f"{name}_edited" for name in PROFILE_COLUMNS)
 """Where the edited form lands on the simplex at d = 0 (single-head rows of form edits)."""
-CONTROL_MEASURES = ("delta_ce", "kl", "cosine_distance")
-"""The measures kept for every control."""
+CONTROL_MEASURES = ("delta_ce", "kl", "cosine_distance", "score_rms")
+"""The measures kept for every control (and ``delta_induction_loss`` with the probe)."""
+TERM_MEASURES = ("delta_ce", "kl", "cosine_distance", "delta_induction_loss")
+"""Measures whose per-position terms are kept (``terms[m]``: rows x (1 + K) x positions, the
+edit first): what a bootstrap over positions, or over texts, resamples."""
 INTEGER_COLUMNS = ("layer", "head")
 """Columns of whole numbers that may be empty (shown as nullable integers)."""
 
 
 @dataclass(frozen=True)
 class InterventionResult:
-    """An intervention's rows and what the dashboard draws (module doc); ``meta``: the request,
-    the tokens (``token_ids``, ``tokens``), the ``measure`` the controls are read on and
-    ``notes`` on measures that are absent."""
+    """An intervention's rows and what the dashboard draws (module doc); ``controls[m]``: each
+    control's value of measure ``m`` (rows x K); ``terms[m]``: per-position terms
+    (:data:`TERM_MEASURES`); ``meta``: the request, the tokens (``token_ids``, ``tokens``), the
+    ``measure`` the controls are read on and ``notes`` on measures that are absent."""
 
     model: str
     fingerprint: str
@@ -78,6 +89,7 @@ class InterventionResult:
     controls: dict[str, np.ndarray] = field(default_factory=dict)
     patterns: dict[str, np.ndarray] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    terms: dict[str, np.ndarray] = field(default_factory=dict)
 
     def named(self, model: str) -> Self:
         """The same result named ``model`` (a copy; its arrays are shared): a stored or shared
@@ -118,6 +130,7 @@ def to_record(result: InterventionResult) -> Record:
     """The result as a store record."""
     arrays = {f"controls/{name}": values for name, values in result.controls.items()}
     arrays.update({f"pattern/{name}": values for name, values in result.patterns.items()})
+    arrays.update({f"terms/{name}": values for name, values in result.terms.items()})
     meta = {**result.meta, "model": result.model, "fingerprint": result.fingerprint}
     return Record(KIND, meta, tables={"rows": result.columns}, arrays=arrays)
 
@@ -137,11 +150,16 @@ def from_record(record: Record) -> InterventionResult:
         for name, values in record.arrays.items()
         if name.startswith("pattern/")
     }
+    terms = {
+        name.removeprefix("terms/"): values
+        for name, values in record.arrays.items()
+        if name.startswith("terms/")
+    }
     columns = record.tables["rows"]
     missing = set(ROW_COLUMNS) - set(columns)
     if missing:
         raise KeyError(sorted(missing)[0])
-    return InterventionResult(model, fingerprint, dict(columns), controls, patterns, meta)
+    return InterventionResult(model, fingerprint, dict(columns), controls, patterns, meta, terms)
 
 
 def get(store: ResultStore, key: str) -> InterventionResult | None:

@@ -21,6 +21,7 @@ from ..progress import Progress
 from ..sources import Policy
 from ..store import ResultStore, cache_key, key_lock
 from . import result as stored
+from .controls import DEFAULT_MATCH, Match
 from .request import (
     DEFAULT_CONTROLS,
     DEFAULT_MAX_TOKENS,
@@ -79,7 +80,6 @@ def intervention(
     """The result of ``request`` on the model of ``spec`` (stored, or computed and stored)."""
     from .compute import compute_intervention
 
-    request = request.checked()
     located = locate_runnable(spec, policy, what="interventions")
     key_fingerprint = fingerprint(located)
 
@@ -113,9 +113,11 @@ def request_of(
     controls: int = DEFAULT_CONTROLS,
     seed: int = 0,
     probe: bool | int = False,
+    match: str | Match = DEFAULT_MATCH,
 ) -> InterventionRequest:
     """The checked request of the keyword arguments of :func:`intervene` (``probe``: True for
-    the default probe length, or the length R)."""
+    the default probe length, or the length R; ``match``: ``scores``, ``span`` or
+    ``frobenius``)."""
     if probe is True:
         probe_length: int | None = DEFAULT_PROBE_LENGTH
     elif probe is False or probe is None:
@@ -131,7 +133,8 @@ def request_of(
         controls=controls,
         seed=seed,
         probe_length=probe_length,
-    ).checked()
+        match=match,
+    )
 
 
 def intervene(spec: ModelSpec, edit: str, **options: Any) -> pd.DataFrame:

@@ -8,6 +8,8 @@ of every forward pass (``HEADFORMS_PROMPT_TOKENS``) and the model's position tab
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,10 +19,84 @@ if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
 
 TEXT_DIRECTORY = Path(__file__).resolve().parent / "texts"
-DEFAULT_TEXT_FILE = TEXT_DIRECTORY / "declaration_of_independence.txt"
-DEFAULT_TEXT = DEFAULT_TEXT_FILE.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class ShippedText:
+    """A text shipped with headforms: its short ``name``, ``title``, ``kind``, file (in
+    ``texts/``) and licence (texts/README.md gives each one's source)."""
+
+    name: str
+    title: str
+    kind: str
+    file: str
+    licence: str
+
+    @property
+    def text(self) -> str:
+        return (TEXT_DIRECTORY / self.file).read_text(encoding="utf-8")
+
+    @property
+    def label(self) -> str:
+        """``title (kind, licence)``, as a choice shows it."""
+        return f"{self.title} ({self.kind}, {self.licence})"
+
+
+TEXTS: dict[str, ShippedText] = {
+    text.name: text
+    for text in (
+        ShippedText(
+            "declaration",
+            "Declaration of Independence (1776)",
+            "prose",
+            "declaration_of_independence.txt",
+            "public domain",
+        ),
+        ShippedText(
+            "alice",
+            "Alice's Adventures in Wonderland, chapter I (1865)",
+            "a narrative chapter",
+            "alice_chapter_1.txt",
+            "public domain",
+        ),
+        ShippedText(
+            "semver",
+            "semver.h of the sv library (C)",
+            "a program",
+            "semver_h.txt",
+            "public domain (the Unlicense)",
+        ),
+    )
+}
+"""The shipped texts by name, the default first (sources and licences: texts/README.md)."""
+DEFAULT_TEXT_KEY = "declaration"
+DEFAULT_TEXT_FILE = TEXT_DIRECTORY / TEXTS[DEFAULT_TEXT_KEY].file
+DEFAULT_TEXT = TEXTS[DEFAULT_TEXT_KEY].text
 """The Declaration of Independence, National Archives transcription (texts/README.md)."""
 DEFAULT_TEXT_NAME = "Declaration of Independence (1776, public domain)"
+
+
+def shipped_text(name: object) -> ShippedText:
+    """The shipped text called ``name``, or a one-line :class:`OptionError` naming them."""
+    if isinstance(name, str) and name in TEXTS:
+        return TEXTS[name]
+    raise OptionError(f"unknown text {name!r}; the shipped texts are: " + ", ".join(TEXTS))
+
+
+def text_digest(text: str) -> str:
+    """The sha256 of a text's UTF-8 bytes (how a request's text enters store keys)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_SHIPPED_BY_DIGEST: dict[str, str] = {}
+
+
+def text_label(text: str) -> str:
+    """The name of a shipped text, or ``"a text of N characters"``."""
+    if not _SHIPPED_BY_DIGEST:
+        _SHIPPED_BY_DIGEST.update({text_digest(t.text): n for n, t in TEXTS.items()})
+    return _SHIPPED_BY_DIGEST.get(text_digest(text), f"a text of {len(text)} characters")
+
 
 MAX_TEXT_CHARACTERS = 100_000
 """The longest text accepted, in characters (a measure uses its first T tokens only)."""

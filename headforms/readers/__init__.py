@@ -18,7 +18,7 @@ import numpy as np
 
 from .gguf import GGUFReader
 from .safetensors import SafetensorsReader, read_safetensors_header
-from .torch_bin import StateDictReader, TorchBinReader
+from .torch_bin import TorchBinReader
 
 
 class TensorReader(Protocol):
@@ -38,7 +38,6 @@ class TensorReader(Protocol):
 __all__ = [
     "GGUFReader",
     "SafetensorsReader",
-    "StateDictReader",
     "TensorReader",
     "TorchBinReader",
     "read_safetensors_header",

@@ -13,6 +13,7 @@ entries computed by older code are never served (they age out of the store).
   probe, the versions of the libraries that run the pass and :data:`BEHAVIOUR_CODE`.
 - Interventions (:mod:`headforms.interventions.run`): the model's fingerprint, the request, the
   libraries' versions and :data:`INTERVENTIONS_CODE`.
+- Score splits (:mod:`headforms.why.run`): the same, with :data:`WHY_CODE`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
-Stage = Literal["extraction", "forms", "behaviour", "interventions"]
+Stage = Literal["extraction", "forms", "behaviour", "interventions", "why"]
 
 EXTRACTION_CODE = (
     "architectures.py",
@@ -70,11 +71,16 @@ INTERVENTIONS_CODE = (
 """Paths of the code an intervention's results depend on: its own, the forward pass's, the
 extraction of the factors it edits and the forms stage (parity groups, edited profiles)."""
 
+WHY_CODE = ("why", *INTERVENTIONS_CODE)
+"""Paths of the code a score split depends on: its own, and what an intervention's results
+depend on (the hooks, the anatomy and the algebra it reuses, the pass, the factors, the forms)."""
+
 STAGE_CODE: dict[str, tuple[str, ...]] = {
     "extraction": EXTRACTION_CODE,
     "forms": FORMS_CODE,
     "behaviour": BEHAVIOUR_CODE,
     "interventions": INTERVENTIONS_CODE,
+    "why": WHY_CODE,
 }
 
 

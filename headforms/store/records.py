@@ -81,8 +81,9 @@ def encode(record: Record) -> bytes:
     return buffer.getvalue()
 
 
-def decode(data: bytes, kind: str) -> Record | None:
-    """The record in an archive, or None if it is not a record of this ``kind`` and version."""
+def decode(data: bytes, kind: str, arrays: bool = True) -> Record | None:
+    """The record in an archive, or None if it is not a record of this ``kind`` and version;
+    ``arrays=False`` leaves the named arrays unread (only the metadata and tables are wanted)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             header = json.loads(archive.read("format.json"))
@@ -100,7 +101,7 @@ def decode(data: bytes, kind: str) -> Record | None:
                 kind=kind,
                 meta=json.loads(archive.read("meta.json")),
                 tables=tables,
-                arrays=_load_npz(archive.read("arrays.npz")),
+                arrays=_load_npz(archive.read("arrays.npz")) if arrays else {},
             )
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError):
         return None

@@ -114,12 +114,12 @@ SUBPACKAGES = sorted(
     p.name for p in (REPO / "headforms").iterdir() if (p / "__init__.py").is_file()
 )
 RELATIVE = re.compile(rf"(?<![\w./-])((?:{'|'.join(SUBPACKAGES)})(?:\.[A-Za-z_]\w*)+)")
-"""A subpackage of the library cited without ``headforms.`` (``hosted.flights``)."""
+"""A subpackage of the library cited without ``headforms.`` (``hosted.runs``)."""
 FILES = (".py", ".js", ".css", ".md", ".html", ".toml")
 
 
 BASES = ("headforms", "headforms.figures", "headforms.analyses")
-"""Where a page's short name (``hosted.flights``, ``behaviour.attention_figure`` in the list of
+"""Where a page's short name (``hosted.runs``, ``behaviour.attention_figure`` in the list of
 figure builders) may live."""
 
 

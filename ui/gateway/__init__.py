@@ -7,7 +7,7 @@ when ``HEADFORMS_HOSTED`` is on) and draws progress while it works.
 - :mod:`.computation`: :class:`Computation`, what one request says (key, local, hosted, ...).
 - :mod:`.kinds`: the kinds the library computes in its workers when hosted (analysis, Gaussian
   baseline, RoPE sweep, attention pattern of a prompt, head-type scores of a probe, an
-  intervention, the demo).
+  intervention, a score split, an intervention study, the demo, a training run's records).
 - :mod:`.derived`: the kinds computed from results at hand, in the server (:class:`Derived`:
   fits, clusterings, projections, summaries, bootstrap intervals, Theorem 5 samplings, parity
   changes along a path).
@@ -98,9 +98,12 @@ from .kinds import (
     DemoBuild,
     GaussianBaseline,
     Intervention,
+    InterventionStudy,
     ProbeScores,
     PromptAttention,
     RopeSweep,
+    RunRecords,
+    WhyAttends,
 )
 from .local import LocalGateway
 
@@ -120,6 +123,7 @@ __all__ = [
     "GeometryCorrelations",
     "HostedGateway",
     "Intervention",
+    "InterventionStudy",
     "Job",
     "LocalGateway",
     "Movement",
@@ -133,11 +137,13 @@ __all__ = [
     "PromptAttention",
     "ResultCache",
     "RopeSweep",
+    "RunRecords",
     "SilhouetteScan",
     "SpectraClusters",
     "SpectralGeometry",
     "SpectraProjection",
     "Summaries",
     "Theorem5Samples",
+    "WhyAttends",
     "of_model",
 ]

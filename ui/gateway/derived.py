@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from headforms import hosted
 from headforms.analyses import motion
 from headforms.analyses.behaviour import (
+    CORRELATION_COLUMNS,
     GEOMETRY_COLUMNS,
     Correlation,
     correlation_table,
@@ -344,8 +345,8 @@ class GeometryCorrelations(Derived["pd.DataFrame"]):
 @dataclass(frozen=True, eq=False)
 class GeometryCorrelation(Derived[Correlation]):
     """Spearman's rho, with its seeded bootstrap interval over heads, of ``column`` against
-    one geometric column ``geometry`` over the heads of ``frame`` (``source``: as for
-    :class:`GeometryCorrelations`)."""
+    one geometric column ``geometry`` (or a realised share of a score split) over the heads of
+    ``frame`` (``source``: as for :class:`GeometryCorrelations`, the shares' too)."""
 
     what: ClassVar[str] = "the rank correlation"
 
@@ -356,10 +357,10 @@ class GeometryCorrelation(Derived[Correlation]):
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.geometry not in GEOMETRY_COLUMNS:
+        if self.geometry not in CORRELATION_COLUMNS:
             raise OptionError(
                 f"unknown geometric column {self.geometry!r}; accepted: "
-                + ", ".join(GEOMETRY_COLUMNS)
+                + ", ".join(CORRELATION_COLUMNS)
             )
         _check_columns(self.frame, self.geometry, self.column)
 

@@ -6,7 +6,10 @@
 - :class:`PromptAttention`: a forward pass's attention patterns on a prompt;
 - :class:`ProbeScores`: a forward pass's head-type scores on the repeated-token probe;
 - :class:`Intervention`: an edit of heads' forms (or outputs) and what the model loses;
-- :class:`DemoBuild`: the demo training run and model pair, built once.
+- :class:`WhyAttends`: heads' scores on a text split into their forms' parts;
+- :class:`DemoBuild`: the demo training run and model pair, built once;
+- :class:`RunRecords`: a training run's records (a run store, perhaps still growing) as a series;
+- :class:`InterventionStudy`: every intervention number of the docs on one model (a report).
 
 Each says what it is by content (:attr:`~ui.gateway.computation.Computation.key`), how to
 compute it here (``local``: the library) and in a hosted server (``hosted``: the public
@@ -28,11 +31,16 @@ from headforms.behaviour.limits import check_probe, check_prompt
 from headforms.demo import DEMO_SEED, DEMO_VERSION, build_demo, built_demo
 from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
 from headforms.hosted import Budget, Check
+from headforms.hosted.tasks import WhyTask
 from headforms.interventions import InterventionRequest, intervention, intervention_key
 from headforms.interventions import result as intervention_store
 from headforms.progress import Progress
+from headforms.series import run_series
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
+from headforms.study import StudyOptions, run_study
+from headforms.why import WhyRequest, why, why_key
+from headforms.why import result as why_store
 
 from .computation import Computation
 
@@ -44,8 +52,12 @@ if TYPE_CHECKING:
     from headforms.demo import Demo
     from headforms.interventions import InterventionResult
     from headforms.options import AnalysisOptions, SweepOptions
+    from headforms.run_store import RunState
+    from headforms.series import Trajectory
     from headforms.sources import Located
+    from headforms.study import Study
     from headforms.sweeps import PositionSweep
+    from headforms.why import WhyResult
 
 
 @dataclass(frozen=True)
@@ -236,9 +248,8 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
     first_message = "loading the model for the edit"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.request, InterventionRequest):
+        if not isinstance(self.request, InterventionRequest):  # checked when it was made
             raise TypeError("an Intervention needs an InterventionRequest")
-        self.request.checked()
 
     @property
     def store_key(self) -> str:
@@ -268,6 +279,45 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
 
 
 @dataclass(frozen=True)
+class WhyAttends(_ForwardPass, Computation["WhyResult"]):
+    """A score split ``request`` (heads, text, tokens, pairs, detail; checked when made) on
+    ``located``'s runnable model: every head's shares, or one head in full; in hosted mode in
+    the model's worker, charged as the visitor's forward passes."""
+
+    request: WhyRequest
+    first_message = "loading the model for the split"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.request, WhyRequest):
+            raise TypeError("a WhyAttends needs a WhyRequest")
+        self.request.checked()
+
+    @property
+    def store_key(self) -> str:
+        """The result's key in the result store (fingerprint, request, code, libraries)."""
+        return why_key(self.model_fingerprint, self.request)
+
+    @property
+    def key(self) -> tuple:
+        return ("why", self.store_key)
+
+    def stored(self) -> WhyResult | None:
+        return why_store.get(ResultStore(), self.store_key)
+
+    def answer(self, result: WhyResult) -> WhyResult:
+        return result.named(self.located.spec)
+
+    def in_store(self) -> bool:
+        return self.store_key in ResultStore()
+
+    def local(self, progress: Progress) -> WhyResult:
+        return why(self.located, self.request, progress=progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> WhyResult:
+        return hosted.forward_task(WhyTask(self.located, self.request), progress, visitor, check)
+
+
+@dataclass(frozen=True)
 class DemoBuild(Computation["Demo"]):
     """The demo training run and model pair (:mod:`headforms.demo`): read when built, else
     built once (under its lock: one build per server and cache, whoever asks); in hosted mode
@@ -292,3 +342,64 @@ class DemoBuild(Computation["Demo"]):
     def hosted(self, progress: Progress, check: Check, visitor: str) -> Demo:
         build = lambda: build_demo(self.seed, progress)  # noqa: E731
         return hosted.in_server(Budget.ANALYSES, build, visitor=visitor, check=check)
+
+
+@dataclass(frozen=True)
+class RunRecords(Computation["Trajectory"]):
+    """The records of ``state`` (a run store as listed, its records the ones to show) as a
+    series: read, never computed (a bounded read of files the library wrote, like a stored
+    analysis: nothing is charged in hosted mode). A new record is a new listing, and the run's
+    end a new manifest: each a new key."""
+
+    state: RunState
+    first_message = "reading the run's records"
+
+    @property
+    def key(self) -> tuple:
+        state = self.state
+        return ("run", str(state.directory), state.listing, state.manifest.finished)
+
+    def stored(self) -> Trajectory | None:
+        return run_series(self.state, spectra=False)
+
+    def in_store(self) -> bool:
+        return True
+
+    def local(self, progress: Progress) -> Trajectory:
+        return run_series(self.state, spectra=False)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> Trajectory:
+        return run_series(self.state, spectra=False)
+
+
+@dataclass(frozen=True)
+class InterventionStudy(_ForwardPass, Computation["Study"]):
+    """The study of ``located`` (:func:`headforms.study.run_study`: every whole-model edit
+    against its controls, the per-head sweeps against their dose-response, the correlations
+    with the geometry) at ``options``: hours of passes on a large model, minutes on the bundled
+    ones; a private server runs it, a hosted one refuses it in one line (the command line
+    ``headforms study`` is the way there)."""
+
+    options: StudyOptions
+    first_message = "loading the model for the study"
+
+    @property
+    def key(self) -> tuple:
+        from headforms.interventions.text import text_digest
+
+        options = self.options
+        texts = tuple((label, text_digest(text)) for label, text in options.texts)
+        rest = (options.max_tokens, options.controls, options.seed, options.match)
+        edits = (options.whole_edits, options.sweep_edits, options.head_controls)
+        return ("study", self.model_fingerprint, texts, rest, edits)
+
+    def local(self, progress: Progress) -> Study:
+        return run_study(self.located, self.options, progress)
+
+    def hosted(self, progress: Progress, check: Check, visitor: str) -> Study:
+        from headforms.errors import LimitError
+
+        raise LimitError(
+            "a study runs thousands of sequence passes: this server does not run it; run "
+            "`headforms study MODEL --out DIR` on your own machine"
+        )

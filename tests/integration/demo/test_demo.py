@@ -1,7 +1,8 @@
-"""The demo (headforms.demo) built for real: a training run of checkpoint folders of one tiny
-llama's shapes whose heads change over training, a pair of the same shapes that differ, the same
-weights for the same seed (a second build in another cache, two threads building at once: one
-build), and nothing left behind by a build that fails."""
+"""The demo (headforms.demo) built for real: a training run recorded by the Trainer callback into a
+run store, of one tiny llama's shapes whose heads change over training, its last record the
+analysis of model A, a pair of the same shapes that differ, the same weights for the same seed (a
+second build in another cache, two threads building at once: one build), and nothing left behind
+by a build that fails."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import pytest
 from safetensors import safe_open
 
 import headforms.demo as demo_module
+from headforms import analyze
 from headforms.analyses.motion import moved_most
+from headforms.columns import METRIC_COLUMNS
 from headforms.demo import (
     CHECKPOINT_EVERY,
     SHAPES,
@@ -27,7 +30,8 @@ from headforms.demo import (
 )
 from headforms.diff import diff
 from headforms.errors import OptionError
-from headforms.series import open_series, trajectory
+from headforms.run_store import is_run_store, run_state
+from headforms.series import trajectory
 
 N, HEADS, KV = SHAPES["hidden_size"], SHAPES["num_attention_heads"], SHAPES["num_key_value_heads"]
 HEAD_DIM = N // HEADS
@@ -38,11 +42,13 @@ def demo() -> Demo:
     return build_demo()
 
 
-def test_the_run_is_checkpoint_folders_of_one_tiny_llama(demo: Demo) -> None:
+def test_the_run_is_a_run_store_of_one_tiny_llama_and_the_pair_its_folders(demo: Demo) -> None:
     assert demo.steps == tuple(range(0, TRAIN_STEPS + 1, CHECKPOINT_EVERY))
-    found = open_series([str(demo.run)])
-    assert [c.step for c in found] == list(demo.steps)
-    for folder in [demo.checkpoint(step) for step in demo.steps] + [demo.finetuned]:
+    assert is_run_store(demo.run)
+    state = run_state(demo.run)
+    assert state.steps == demo.steps and not state.live  # the callback said the run ended
+    assert state.manifest.every == CHECKPOINT_EVERY
+    for folder in (demo.base, demo.finetuned):
         config = json.loads((folder / "config.json").read_text())
         assert config["model_type"] == "llama"
         assert (config["num_hidden_layers"], config["num_attention_heads"]) == (2, HEADS)
@@ -67,8 +73,9 @@ def test_training_changes_the_heads_and_the_pair_differs(demo: Demo) -> None:
     pair = diff(str(demo.base), str(demo.finetuned))
     table = pair.table()
     assert len(table) == 2 * HEADS and table["distance"].max() > 0.01
-    first = run.analyses[-1].columns["a"]
-    assert np.array_equal(np.asarray(first), np.asarray(pair.analyses[0].columns["a"]))
+    last, base = run.analyses[-1].columns, analyze(str(demo.base)).columns
+    for name in METRIC_COLUMNS:  # the last record is model A's analysis
+        assert np.array_equal(np.asarray(last[name]), np.asarray(base[name])), name
 
 
 def test_the_same_seed_builds_the_same_weights_once(
@@ -100,10 +107,10 @@ def test_a_failed_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monke
 
     def failing(*args: object) -> None:
         calls.append(1)
-        if len(calls) > 3:
+        if len(calls) > 1:  # after the run, before B is fine-tuned
             raise RuntimeError("the machine stopped")
 
-    monkeypatch.setattr(demo_module, "_train_step", failing)
+    monkeypatch.setattr(demo_module, "_train", failing)
     with pytest.raises(RuntimeError):
         build_demo(seed=7)
     assert built_demo(seed=7) is None
@@ -122,3 +129,16 @@ def test_the_gateways_demo_kind_reads_the_built_demo(demo: Demo) -> None:
 
     assert DemoBuild().in_store()
     assert LocalGateway().run(DemoBuild()) == demo
+
+
+def test_the_gateways_run_records_kind_reads_the_demos_run_store(demo: Demo) -> None:
+    """The dashboard's RunRecords kind is the run store's series (read, never computed)."""
+    from headforms.run_store import run_state
+    from headforms.series import run_series
+    from ui.gateway import LocalGateway, RunRecords
+
+    state = run_state(demo.run)
+    found = LocalGateway().run(RunRecords(state))
+    want = run_series(state, spectra=False)
+    assert found.values == want.values
+    assert found.table.equals(want.table)

@@ -134,6 +134,9 @@ def test_a_series_path_starts_at_the_gaussian_baseline(tmp_path):
     every = animated.animated_figure(series, baseline=baseline, every_path=True)
     lines = next(t for t in every.data if (t.meta or {}).get("role") == "paths")
     assert len(lines.x) == series.card.total_heads * (1 + series.n_points + 1)  # + breaks
+    assert "follow" not in figure.layout.meta  # a finished series: the slider stays put
+    live = animated.animated_figure(series, start=1, follow_last=True)  # a run still recording
+    assert live.layout.meta["follow"] is True and live.layout.sliders[0].active == 1
 
 
 def test_a_continuous_colouring_follows_the_values_at_each_point(positions):

@@ -137,7 +137,8 @@ def test_transpose_is_the_head_with_query_and_key_swapped(gpt2: tuple[str, Any])
 @pytest.mark.parametrize("edit", ["output_zero", "output_mean"])
 def test_output_edits_are_the_output_projection_changed(gpt2: tuple[str, Any], edit: str) -> None:
     """output_zero: the head's rows of the output projection zeroed; output_mean: zeroed, and
-    the projection's bias moved by the head's mean output (over the text's positions)."""
+    each position's projection moved by the head's mean output over that position and the ones
+    before it (never a later one: no future)."""
     directory, model = gpt2
     layer, head, n = 0, 1, tm.N // tm.H
     result = run(directory, edit, heads=f"{layer}.{head}")
@@ -148,16 +149,18 @@ def test_output_edits_are_the_output_projection_changed(gpt2: tuple[str, Any], e
     with torch.no_grad():
         model(input_ids=torch.tensor([ids]))
     handle.remove()
-    mean = seen[0][:, head * n : (head + 1) * n].double().mean(0)
+    outputs = seen[0][:, head * n : (head + 1) * n].double()
+    running = torch.stack([outputs[: t + 1].mean(0) for t in range(len(outputs))])
     changed = type(model)(model.config).eval()
     changed.load_state_dict(model.state_dict())
     with torch.no_grad():
         weight = changed.transformer.h[layer].attn.c_proj.weight  # Conv1D: (in, out)
-        if edit == "output_mean":
-            changed.transformer.h[layer].attn.c_proj.bias += (
-                mean @ weight[head * n : (head + 1) * n].double()
-            ).float()
+        moved = (running @ weight[head * n : (head + 1) * n].double()).float()
         weight[head * n : (head + 1) * n] = 0.0
+    if edit == "output_mean":
+        changed.transformer.h[layer].attn.c_proj.register_forward_hook(
+            lambda _, args, out: out + moved
+        )
     ce, kl = reference_measures(changed, model, ids)
     row = result.table.iloc[0]
     assert row["ce_edited"] == pytest.approx(ce, abs=CE) and row["kl"] == pytest.approx(kl, abs=CE)
@@ -171,7 +174,7 @@ def test_a_sweep_is_each_head_edited_alone(llama: str) -> None:
     assert list(table["head"]) == list(range(tm.H)) and (table["layer"] == 1).all()
     for head in (0, 3):
         single = run(llama, "symmetric", heads=f"1.{head}", controls=2).table.iloc[0]
-        for column in ("delta_ce", "kl", "control_median", "control_rank"):
+        for column in ("delta_ce", "kl", "control_median", "controls_smaller"):
             assert table[column].iloc[head] == pytest.approx(single[column], abs=CE), column
     loaded = runnable(locate(llama))
     anatomy = anatomy_of(loaded)
@@ -202,7 +205,7 @@ def test_an_encoder_is_measured_by_its_hidden_states(tmp_path: Path) -> None:
     values = result.controls["cosine_distance"][0]
     assert values.shape == (3,) and (values > 0).all()
     assert row["control_median"] == pytest.approx(np.median(values))
-    assert row["control_rank"] == np.count_nonzero(values < row["cosine_distance"])
+    assert row["controls_smaller"] == np.count_nonzero(values < row["cosine_distance"])
     identity = run(str(tmp_path), "identity", heads="1.0").table.iloc[0]
     assert identity["cosine_distance"] == pytest.approx(0.0, abs=1e-7)
 

@@ -82,3 +82,47 @@ def test_forward_passes_are_the_librarys_named_per_request(model_dir: Path, tmp_
     recomputed = head_type_scores(str(model_dir), probe_length=6, seed=2, use_cache=False)
     pd.testing.assert_frame_equal(scores.table, recomputed.table, rtol=1e-5, atol=1e-7)
     assert LocalGateway().peek(ProbeScores(other, 6, 2)).model == other.spec  # stored, named
+
+
+def test_a_score_split_is_the_librarys_named_per_request(model_dir: Path, tmp_path: Path) -> None:
+    from headforms.interventions.request import Scope
+    from headforms.why import WhyRequest, why
+    from ui.gateway import WhyAttends
+
+    located = locate_runnable(str(model_dir))
+    twin = tmp_path / "same-weights"
+    shutil.copytree(model_dir, twin)
+    other = locate_runnable(str(twin))
+    text = tiny_runnable.words([4, 8, 15, 16, 23, 42, 7, 9])
+    request = WhyRequest(Scope("heads", ((1, 2), (0, 1))), text=text, max_tokens=8)
+    gateway = LocalGateway()
+    found = gateway.run(WhyAttends(located, request))
+    want = why(str(model_dir), request, use_cache=False)
+    pd.testing.assert_frame_equal(found.table, want.table, rtol=1e-5, atol=1e-7)
+    assert found.model == located.spec
+    assert gateway.run(WhyAttends(other, request)).model == other.spec  # the same, named
+    assert LocalGateway().peek(WhyAttends(located, request)) is not None  # stored
+
+
+def test_a_study_is_the_librarys_and_a_hosted_server_refuses_it_in_one_line(
+    model_dir: Path,
+) -> None:
+    from headforms.errors import LimitError
+    from headforms.study import StudyOptions, run_study
+    from ui.gateway import InterventionStudy
+
+    located = locate_runnable(str(model_dir))
+    text = tiny_runnable.words(list(range(3, 30)))
+    options = StudyOptions(
+        texts=(("t", text),), max_tokens=16, controls=4, whole_edits=("zero",), sweep_edits=()
+    )
+    study = LocalGateway().run(InterventionStudy(located, options))
+    want = run_study(str(model_dir), options)
+    pd.testing.assert_frame_equal(study.whole_model, want.whole_model)
+    other = StudyOptions(
+        texts=(("t", text),), max_tokens=16, controls=4, whole_edits=("flip",), sweep_edits=()
+    )
+    assert InterventionStudy(located, other).key != InterventionStudy(located, options).key
+    with pytest.raises(LimitError, match="headforms study") as refused:
+        InterventionStudy(located, options).hosted(lambda *a: None, lambda: None, "10.0.0.1")
+    assert "\n" not in str(refused.value)

@@ -76,8 +76,10 @@ def test_without_out_a_summary_is_printed(model_dir: str, capsys) -> None:
         "--controls", "2", "--probe", "--quiet",
     )  # fmt: skip
     assert code == 0
-    assert "rank1 of L1.H2" in out and "delta_ce" in out and "the edit exceeds" in out
+    assert "rank1 of L1.H2" in out and "delta_ce" in out and "controls changed it less" in out
     assert "edited form at d = 0" in out and "induction loss" in out
+    assert "p = " in out and "matched on scores" in out and "score change (RMS" in out
+    assert "delta_induction_loss" in out  # the probe's loss against its controls
     code, out, _ = run_main(
         capsys, "intervene", model_dir, "--edit", "zero", "--layer", "0", "--each",
         "--prompt", TEXT, "--controls", "0", "--quiet",
@@ -98,6 +100,7 @@ def test_without_out_a_summary_is_printed(model_dir: str, capsys) -> None:
         (["--edit", "flip", "--layer", "1", "--parity", "II"], "error: give one scope"),
         (["--edit", "flip", "--text", "/nonexistent.txt"], "error: --text /nonexistent.txt"),
         (["--edit", "flip", "--out", "x.xlsx"], "error: --out x.xlsx: unknown extension"),
+        (["--edit", "flip", "--text", "bible"], "error: --text bible: no such file"),
     ],
 )
 def test_bad_input_is_one_line(model_dir: str, capsys, args: list[str], message: str) -> None:
@@ -141,3 +144,53 @@ def test_a_model_transformers_cannot_run_is_one_line(tmp_path: Path, capsys) -> 
     code, out, err = run_main(capsys, "intervene", str(path), "--edit", "flip", "--quiet")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("error: ") and "rwkv" in err, err
+
+
+def test_the_pass_bound_is_the_servers(model_dir: str, capsys, monkeypatch) -> None:
+    """One bound for the command line and the server: HEADFORMS_INTERVENTION_PASSES."""
+    monkeypatch.setenv("HEADFORMS_INTERVENTION_PASSES", "5")
+    code, out, err = run_main(
+        capsys, "intervene", model_dir, "--edit", "flip", "--heads", "1.0", "--controls", "5",
+        "--prompt", TEXT, "--quiet",
+    )  # fmt: skip
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "takes 6 sequence passes; at most 5 are allowed (HEADFORMS_INTERVENTION_PASSES)" in err
+
+
+def test_a_shipped_text_by_name_and_the_cost_first(model_dir: str, capsys) -> None:
+    code, out, err = run_main(
+        capsys, "intervene", model_dir, "--edit", "flip", "--heads", "0.1", "--text", "semver",
+        "--controls", "2", "--match", "span",
+    )  # fmt: skip
+    assert code == 0, err
+    assert err.startswith("cost: flip on L0.H1: 3 sequence passes")
+    assert "text: semver" in out and "matched on span" in out
+
+
+@pytest.mark.parametrize("family", ["bloom", "opt"])
+def test_bloom_and_opt_run_from_layer_0_and_above(tmp_path: Path, family: str) -> None:
+    """In a subprocess, as a user runs it (BLOOM ended in a traceback at layers 0 and 1)."""
+    tiny_runnable.checkpoint(family, tmp_path / family, seed=4)
+    for heads in ("0.1", "1.2"):
+        result = subprocess.run(
+            [sys.executable, "-m", "headforms", "intervene", str(tmp_path / family), "--edit",
+             "flip", "--heads", heads, "--controls", "2", "--prompt", TEXT, "--quiet"],
+            capture_output=True, text=True, cwd=REPO, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr and "cosine distance" in result.stdout
+
+
+def test_a_model_the_hooks_cannot_run_is_one_line(tmp_path: Path) -> None:
+    """Soft-capped attention logits (a Gemma-3 config that sets them): one line, exit 2."""
+    tiny_runnable.checkpoint(
+        "gemma3_text", tmp_path / "capped", seed=4, attn_logit_softcapping=30.0
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "headforms", "intervene", str(tmp_path / "capped"), "--edit",
+         "flip", "--heads", "1.0", "--controls", "1", "--prompt", TEXT, "--quiet"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "soft-caps its attention logits" in result.stderr

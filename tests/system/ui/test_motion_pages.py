@@ -107,6 +107,42 @@ def test_training_run_page_and_its_refusals(run: list[Path], tmp_path: Path) -> 
     assert len(at.error) == 1 and "cannot tell the training step" in at.error[0].value
 
 
+def test_training_run_page_reads_a_run_store_live_and_finished(
+    run: list[Path], tmp_path: Path
+) -> None:
+    """A run store (records of the run's checkpoints) reads as the checkpoints do; while its run
+    has not ended the page says it is live and where its last record is; then where it ended."""
+    from transformers import AutoModelForCausalLM
+
+    from headforms.integrations import Recorder
+    from headforms.options import AnalysisOptions
+    from headforms.run_store import RunWriter
+
+    store = tmp_path / "store"
+    recorder = Recorder(store, every=2)
+    for folder in run:
+        recorder.record(AutoModelForCausalLM.from_pretrained(folder), int(folder.name[11:]))
+    at = run_app("training", {"layer": "1", "head": "1"}, **{state.SERIES_KEY: str(store)})
+    assert_clean(at)
+    live = [m.value for m in at.markdown if "last record at step" in m.value]
+    assert len(live) == 1 and "live" in live[0] and "last record at step 4" in live[0]
+    expected = changes_by_head(trajectory(str(run[0].parent)))  # the same heads as checkpoints
+    assert any(
+        f"{len(expected)} of 8 heads change parity type between records" in c for c in captions(at)
+    )
+    assert [t.label for t in at.toggle] == ["Every head's path"]  # a record's head opens nowhere
+    recorder.finish(4)
+    at = run_app("training", **{state.SERIES_KEY: str(store)})
+    assert_clean(at)
+    assert "Recorded while training: 3 records, the run ended at step 4." in captions(at)
+    assert not [m.value for m in at.markdown if "last record at step" in m.value]
+    empty = tmp_path / "empty"
+    shapes = dict.fromkeys(("n_layers", "n_heads", "n_kv_heads", "head_dim", "model_dim"), 1)
+    RunWriter.open(empty, "tiny", shapes, AnalysisOptions())
+    at = run_app("training", **{state.SERIES_KEY: str(empty)})
+    assert len(at.error) == 1 and "holds a run store with no record yet" in at.error[0].value
+
+
 def test_model_diff_page_counts_the_flips_and_refuses_other_shapes(run: list[Path]) -> None:
     at = run_app("diff", {"model": str(run[0])}, **{state.DIFF_KEY: str(run[-1])})
     assert_clean(at)

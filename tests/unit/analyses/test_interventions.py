@@ -108,7 +108,7 @@ def test_the_whole_model_table_has_one_row_per_edit_and_what_it_exceeds() -> Non
                 "control_median": [1.0],
                 "control_p10": [0.5],
                 "control_p90": [1.5],
-                "control_rank": [rank],
+                "controls_smaller": [rank],
                 "controls": [controls],
             }
         )

@@ -67,17 +67,38 @@ def test_the_scatter_puts_each_head_at_its_column_and_measure() -> None:
         figures.sweep_heatmap_figure(data, "m", "zero", "loss")
 
 
-def test_the_controls_figure_shows_the_edit_against_each_control() -> None:
-    fig = figures.controls_figure(2.0, [0.5, 1.0, 1.5, 3.0], "delta_ce", "flip", "L1.H2")
-    controls, median, edit = fig.data
-    assert list(controls.x) == [0.5, 1.0, 1.5, 3.0]
-    assert list(median.x) == [1.25, 1.25]
+def test_the_verdict_figure_shows_each_measure_against_each_control() -> None:
+    fig = figures.verdict_figure(
+        {"delta_ce": 2.0, "kl": 1.0, "delta_induction_loss": 0.5},
+        {"delta_ce": [0.5, 1.0, 1.5, 3.0], "kl": [0.1, 0.2], "delta_induction_loss": []},
+        "flip",
+        "L1.H2",
+        {"delta_ce": 0.4, "kl": 1 / 3, "delta_induction_loss": float("nan")},
+    )
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[0].startswith("ΔCE on the text") and titles[0].endswith("p = 0.4")
+    assert titles[2].endswith("no controls")
+    first = [t for t in fig.data if t.xaxis == "x"]
+    controls, median, edit = first
+    assert list(controls.x) == [0.5, 1.0, 1.5, 3.0] and list(median.x) == [1.25, 1.25]
     assert list(edit.x) == [2.0]
-    assert "exceeds 3 of 4" in fig.layout.title.text
-    (band,) = fig.layout.shapes
+    assert [t.name for t in fig.data if t.xaxis == "x3"] == ["flip of L1.H2"]
+    band = fig.layout.shapes[0]
     assert band.x0 == pytest.approx(np.percentile([0.5, 1, 1.5, 3], 10))
-    alone = figures.controls_figure(7.0, [], "delta_ce", "output_zero", "L1.H2")
-    assert len(alone.data) == 1 and "no matched controls" in alone.layout.title.text
+    with pytest.raises(FigureInputError):
+        figures.verdict_figure({"kl": 1.0}, {}, "flip", "L1.H2", {})
+
+
+def test_the_patterns_are_never_clipped() -> None:
+    """Token labels push the margins (automargin), the axis titles stand off the ticks, and the
+    squares give way in width, not height (no blank band above the heatmaps)."""
+    tokens = [f"a long token {i}" for i in range(40)]
+    matrix = np.tril(np.ones((40, 40))) / np.arange(1, 41)[:, None]
+    fig = figures.patterns_figure(tokens, matrix, matrix, "x", causal=True)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis, fig.layout.xaxis2, fig.layout.yaxis2):
+        assert axis.automargin is True and axis.constrain == "domain"
+    assert fig.layout.yaxis.title.standoff == 8
+    assert fig.layout.height == figures.PATTERNS_HEIGHT
 
 
 def test_the_patterns_are_side_by_side_on_one_scale() -> None:

@@ -17,10 +17,13 @@ from headforms.hosted.tasks import (
     EngineTask,
     HeadScoresTask,
     TaskKind,
+    WhyTask,
     decode_task,
 )
+from headforms.interventions import Scope
 from headforms.options import AnalysisOptions, SweepOptions
 from headforms.sources import HubLocation, Located, LocatedFile
+from headforms.why import WhyRequest
 
 LOCATED = Located(
     spec="org/name",
@@ -50,6 +53,10 @@ LOCATED = Located(
         BaselineTask(Shapes(n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, model_dim=32)),
         AttentionTask(LOCATED, "The cat sat.\nThe cat sat."),
         HeadScoresTask(LOCATED, 50, 7),
+        WhyTask(
+            LOCATED,
+            WhyRequest(Scope("heads", ((1, 2),)), "a text", 20, pairs=3, detail=True),
+        ),
     ],
 )
 def test_every_task_comes_back_from_its_line(task) -> None:

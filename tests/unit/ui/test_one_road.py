@@ -41,6 +41,7 @@ NUMERICAL = ("sklearn", "scipy", "torch", "transformers", "threadpoolctl")
 VIEWS = {
     "headforms.analyses.behaviour.behaviour_frame": "a join of the heads and their scores",
     "headforms.analyses.behaviour.table_correlation": "one row of a correlation table",
+    "headforms.analyses.behaviour.with_shares": "a join of a frame and a score split's shares",
     "headforms.analyses.fits.head_fit_curves": "one head's fitted densities on a grid",
     "headforms.analyses.fits.head_histograms": "one head's histograms",
     "headforms.analyses.interventions.edit_frame": "a join of the heads and an edit's rows",
@@ -68,9 +69,12 @@ VIEWS = {
     "headforms.demo.Demo": "the built demo's folders and steps",
     "headforms.demo.demo_directory": "where the demo is built",
     "headforms.diff.ModelDiff": "two analyses at hand matched head by head",
+    "headforms.interventions.controls.Match": "a control's match named (an enum)",
+    "headforms.interventions.request.Scope": "a scope (a checked value)",
     "headforms.interventions.run.request_of": "a request (a checked value), not its run",
     "headforms.series.Trajectory": "analyses at hand along a training run",
     "headforms.series.open_series": "the checkpoints of a run, located (nothing computed)",
+    "headforms.series.run_store_of": "whether a path holds a run store (nothing read)",
     "headforms.series.series_label": "a run's name",
 }
 """Callables of computing modules a page may call: views of results at hand, each bounded by

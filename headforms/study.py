@@ -1,0 +1,393 @@
+"""The study: every number of docs/interventions.md from one call (and one command,
+``headforms study MODEL --out DIR``).
+
+On each of several texts (default: the three shipped texts, their first T tokens):
+
+- **whole-model edits**: each edit applied to every head at once, against K matched controls
+  (default K = 32, matched on the scores); per text and over the texts (the texts weigh alike:
+  the verdict of :func:`headforms.interventions.verdict.verdict` over every text's positions);
+- **per-head sweeps** (default ``zero``, ``symmetric``, ``flip``): each head edited on its own,
+  with one scores-matched control per head and text. A head's edit is read against a
+  **dose-response**: the controls of every head and sweep edit (each averaged over the texts,
+  as the edit is), as points (score RMS, cost); the null of an edit at score RMS r is the
+  :data:`DOSE_NEIGHBOURS` controls nearest r on a log scale: ``expected`` is their median,
+  ``excess`` the edit's cost minus it, ``p_value`` ``(#{neighbours >= cost} + 1) / (k + 1)``;
+- **correlations**: Spearman's rho over heads of each sweep edit's cost (and of its excess over
+  the dose-response) with the geometry (``a``, ``c - d``, pairing, energy, distance to Theta,
+  parity) and the form's size ``norm_l``, with a bootstrap interval over heads and scipy's
+  p-value.
+
+Everything is seeded by one seed and computed by the library's intervention calls on one
+loaded model (:func:`headforms.interventions.compute.compute_intervention`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .analyses.behaviour import GEOMETRY_COLUMNS, geometry_frame, rank_correlation
+from .errors import OptionError
+from .interventions.edits import EDITS, FORM_EDITS, edit_named
+from .interventions.text import TEXTS, check_text, text_label
+from .interventions.verdict import VERDICT_FIELDS, verdict
+from .progress import Progress
+
+WHOLE_MODEL_EDITS = (*FORM_EDITS, "output_zero", "output_mean")
+"""The whole-model edits of a study by default (identity: the machinery's check)."""
+SWEEP_EDITS = ("zero", "symmetric", "flip")
+"""The per-head sweeps of a study by default."""
+DEFAULT_STUDY_CONTROLS = 32
+"""K of the whole-model edits by default."""
+HEAD_CONTROLS = 1
+"""Scores-matched controls per head, sweep edit and text (the dose-response's points)."""
+DOSE_NEIGHBOURS = 50
+"""Controls read as the null of one head's edit (nearest its score RMS, log scale)."""
+SIZE_COLUMN = {"norm_l": "the form's size ‖L‖ (Frobenius)"}
+CORRELATED = {**GEOMETRY_COLUMNS, **SIZE_COLUMN}
+"""What a head's cost is correlated with: its geometry and the size of its form."""
+
+
+@dataclass(frozen=True)
+class StudyOptions:
+    """What a study runs (module doc): ``texts`` by name (shipped) or as ``(label, text)``."""
+
+    texts: tuple[tuple[str, str], ...] = tuple((name, t.text) for name, t in TEXTS.items())
+    max_tokens: int = 128
+    controls: int = DEFAULT_STUDY_CONTROLS
+    seed: int = 0
+    match: str = "scores"
+    whole_edits: tuple[str, ...] = WHOLE_MODEL_EDITS
+    sweep_edits: tuple[str, ...] = SWEEP_EDITS
+    head_controls: int = HEAD_CONTROLS
+
+    def __post_init__(self) -> None:
+        if not self.texts:
+            raise OptionError("a study needs at least one text")
+        if not self.whole_edits and not self.sweep_edits:
+            raise OptionError("a study needs whole-model edits, per-head sweeps or both")
+        for _, text in self.texts:
+            check_text(text)
+        for name in (*self.whole_edits, *self.sweep_edits):
+            edit_named(name)
+        if not all(edit_named(e).edits_form for e in self.sweep_edits):
+            raise OptionError("a per-head sweep edits the form: " + ", ".join(FORM_EDITS))
+
+    def command(self, spec: str) -> str:
+        """The command line that runs this study (``DIR`` for the output directory)."""
+        import shlex
+
+        texts = ",".join(label for label, _ in self.texts)
+        return "headforms " + shlex.join(
+            [
+                "study", str(spec), "--texts", texts, "--max-tokens", str(self.max_tokens),
+                "--controls", str(self.controls), "--head-controls", str(self.head_controls),
+                "--edits", ",".join(self.whole_edits), "--sweeps", ",".join(self.sweep_edits),
+                "--match", self.match, "--seed", str(self.seed), "--out", "DIR",
+            ]
+        )  # fmt: skip
+
+    def passes(self, heads: int) -> int:
+        """Sequence passes of the whole study (each one sequence from its edited layer up)."""
+        whole = sum(1 + (self.controls if _controlled(e) else 0) for e in self.whole_edits)
+        sweeps = len(self.sweep_edits) * heads * (1 + self.head_controls)
+        return len(self.texts) * (whole + sweeps)
+
+
+def _controlled(edit: str) -> bool:
+    return EDITS[edit].edits_form and edit != "identity"
+
+
+def texts_named(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """Shipped texts by name, or UTF-8 files by path, as ``(label, text)``."""
+    from pathlib import Path
+
+    from .interventions.text import read_text_file
+
+    found = []
+    for name in names:
+        if name in TEXTS:
+            found.append((name, TEXTS[name].text))
+        elif Path(name).exists():
+            found.append((Path(name).name, read_text_file(Path(name))))
+        else:
+            raise OptionError(
+                f"--texts {name!r}: neither a shipped text ({', '.join(TEXTS)}) nor a file"
+            )
+    return tuple(found)
+
+
+@dataclass
+class Study:
+    """A study's tables (module doc) and what reproduces it (``meta``: model, fingerprint,
+    options, versions, seconds)."""
+
+    whole_model: pd.DataFrame
+    sweeps: pd.DataFrame
+    head_verdicts: pd.DataFrame
+    dose_controls: pd.DataFrame
+    correlations: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def library_versions() -> dict[str, str]:
+    """The versions of what computed the study."""
+    import importlib.metadata as metadata
+
+    from . import __version__
+
+    versions = {"headforms": __version__}
+    for package in ("torch", "transformers", "numpy", "scipy", "pandas"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "absent"
+    return versions
+
+
+def run_study(spec: str, options: StudyOptions, progress: Progress | None = None) -> Study:
+    """Run the study of ``options`` on the model of ``spec`` (module doc)."""
+    from .behaviour.run import locate_runnable
+    from .behaviour.runnable import runnable
+    from .engine import analyze
+    from .interventions.anatomy import anatomy_of
+    from .interventions.compute import compute_intervention
+    from .interventions.run import request_of
+
+    started = time.perf_counter()
+    located = locate_runnable(spec, what="interventions")
+    heads = analyze(located).heads
+    model = runnable(located)
+    shapes = anatomy_of(model).shapes
+    total = options.passes(shapes.n_layers * shapes.n_heads)
+    done = 0
+
+    def run(request: Any) -> Any:
+        nonlocal done
+
+        def relay(step: int, steps: int, message: str) -> None:
+            if progress is not None:
+                progress(done + step, total, message)
+
+        result = compute_intervention(model, request, relay)
+        done += request.passes(
+            shapes.n_heads if request.scope.kind == "layer" else shapes.n_layers * shapes.n_heads
+        )
+        return result
+
+    whole: dict[str, list[Any]] = {edit: [] for edit in options.whole_edits}
+    sweeps: list[pd.DataFrame] = []
+    sweep_terms: dict[tuple[str, str], list[np.ndarray]] = {}
+    for label, text in options.texts:
+        for edit in options.whole_edits:
+            request = request_of(
+                edit,
+                text=text,
+                max_tokens=options.max_tokens,
+                controls=options.controls if _controlled(edit) else 0,
+                seed=options.seed,
+                match=options.match,
+            )
+            whole[edit].append((label, run(request)))
+        for edit in options.sweep_edits:
+            for layer in range(shapes.n_layers):
+                request = request_of(
+                    edit,
+                    layer=layer,
+                    each=True,
+                    text=text,
+                    max_tokens=options.max_tokens,
+                    controls=options.head_controls,
+                    seed=options.seed,
+                    match=options.match,
+                )
+                result = run(request)
+                table = result.table
+                table["text"] = label
+                table["control_delta_ce"] = list(result.controls[result.measure])
+                table["control_score_rms_each"] = list(result.controls["score_rms"])
+                sweeps.append(table)
+                sweep_terms.setdefault((edit, label), []).append(result.terms[result.measure])
+    whole_table = whole_model_table(whole, options.seed)
+    if sweeps:
+        sweep_table = pd.concat(sweeps, ignore_index=True)
+        head_table, dose = dose_response(sweep_table, measure_of(sweep_table))
+        correlations = correlation_table(head_table, heads, options.seed)
+    else:  # a study of whole-model edits only
+        sweep_table, head_table, dose, correlations = (pd.DataFrame() for _ in range(4))
+    meta = {
+        "command": options.command(getattr(spec, "spec", spec)),
+        "model": getattr(spec, "spec", spec),
+        "fingerprint": model.fingerprint,
+        "texts": [(label, text_label(text), len(text)) for label, text in options.texts],
+        "options": {
+            "max_tokens": options.max_tokens,
+            "controls": options.controls,
+            "head_controls": options.head_controls,
+            "seed": options.seed,
+            "match": options.match,
+            "whole_edits": list(options.whole_edits),
+            "sweep_edits": list(options.sweep_edits),
+            "dose_neighbours": DOSE_NEIGHBOURS,
+        },
+        "passes": total,
+        "versions": library_versions(),
+        "seconds": time.perf_counter() - started,
+        "ce_original": {
+            label: float(results[0][1].table["ce_original"].iloc[0])
+            for label, results in zip(
+                [t[0] for t in options.texts],
+                zip(*whole.values(), strict=True),
+                strict=True,
+            )
+        }
+        if options.whole_edits
+        else {},
+    }
+    return Study(whole_table, sweep_table, head_table, dose, correlations, meta)
+
+
+def measure_of(table: pd.DataFrame) -> str:
+    """``delta_ce``, or ``cosine_distance`` for a model without a language-modelling head."""
+    return "delta_ce" if np.isfinite(table["delta_ce"].to_numpy(float)).any() else "cosine_distance"
+
+
+def whole_model_table(results: dict[str, list[Any]], seed: int) -> pd.DataFrame:
+    """One row per edit and text, then one per edit over every text (``text`` = ``all``):
+    the edit's measures, the match (score RMS of the edit and the controls' median) and the
+    verdict of ``delta_ce`` (or ``cosine_distance``) and of ``kl``."""
+    rows = []
+    for edit, found in results.items():
+        for label, result in found:
+            row = result.table.iloc[0].to_dict()
+            rows.append({"edit": edit, "text": label, **_whole_row(row)})
+        if len(found) > 1:
+            measure = found[0][1].measure
+            record: dict[str, Any] = {"edit": edit, "text": "all"}
+            for name, prefix in ((measure, ""), ("kl", "kl_")):
+                terms = [result.terms[name][0] for _, result in found]
+                judged = verdict([t[0] for t in terms], [t[1:] for t in terms], seed)
+                record[name] = judged.value
+                record.update(judged.fields(prefix))
+            for name in ("delta_ce", "kl", "cosine_distance", "score_rms", "control_score_rms"):
+                record.setdefault(name, float(np.mean([r.table[name].iloc[0] for _, r in found])))
+            record["controls"] = int(found[0][1].table["controls"].iloc[0])
+            record["match"] = found[0][1].table["match"].iloc[0]
+            rows.append(record)
+    return pd.DataFrame(rows, columns=WHOLE_COLUMNS)
+
+
+WHOLE_COLUMNS = (
+    "edit",
+    "text",
+    "delta_ce",
+    "kl",
+    "cosine_distance",
+    "match",
+    "score_rms",
+    "control_score_rms",
+    "controls",
+    *VERDICT_FIELDS,
+    *(f"kl_{name}" for name in VERDICT_FIELDS),
+)
+
+
+def _whole_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {name: row.get(name) for name in WHOLE_COLUMNS if name not in ("edit", "text")}
+
+
+def dose_response(sweeps: pd.DataFrame, measure: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per head and sweep edit, averaged over the texts: the edit's cost and score RMS, its
+    controls' (module doc), and its reading against the dose-response; and the control points
+    themselves (edit, layer, head, score_rms, cost)."""
+    rows = sweeps.assign(
+        control_cost=[float(np.mean(v)) if len(v) else np.nan for v in sweeps["control_delta_ce"]],
+        control_rms=[
+            float(np.mean(v)) if len(v) else np.nan for v in sweeps["control_score_rms_each"]
+        ],
+    )
+    grouped = (
+        rows.groupby(["edit", "layer", "head"], sort=False)
+        .agg(
+            parity=("parity", "first"),
+            cost=(measure, "mean"),
+            kl=("kl", "mean"),
+            score_rms=("score_rms", "mean"),
+            control_cost=("control_cost", "mean"),
+            control_rms=("control_rms", "mean"),
+            texts=("text", "nunique"),
+        )
+        .reset_index()
+    )
+    points = grouped[["edit", "layer", "head", "control_rms", "control_cost"]].rename(
+        columns={"control_rms": "score_rms", "control_cost": "cost"}
+    )
+    points = points[np.isfinite(points["score_rms"]) & (points["score_rms"] > 0)]
+    log_dose = np.log(points["score_rms"].to_numpy(float))
+    costs = points["cost"].to_numpy(float)
+    expected, excess, p_values, spread = [], [], [], []
+    for rms, cost in zip(grouped["score_rms"], grouped["cost"], strict=True):
+        if not (np.isfinite(rms) and rms > 0 and len(costs)):
+            expected.append(np.nan)
+            excess.append(np.nan)
+            p_values.append(np.nan)
+            spread.append(np.nan)
+            continue
+        nearest = np.argsort(np.abs(log_dose - np.log(rms)), kind="stable")[:DOSE_NEIGHBOURS]
+        null = costs[nearest]
+        median = float(np.median(null))
+        expected.append(median)
+        excess.append(cost - median)
+        p_values.append(float((np.count_nonzero(null >= cost) + 1) / (len(null) + 1)))
+        spread.append(float(np.percentile(null, 90) - np.percentile(null, 10)))
+    grouped["expected"] = expected
+    grouped["excess"] = excess
+    grouped["p_value"] = p_values
+    grouped["null_spread"] = spread
+    grouped["measure"] = measure
+    return grouped, points.reset_index(drop=True)
+
+
+def correlation_table(head_table: pd.DataFrame, heads: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Spearman's rho of each sweep edit's ``cost`` and ``excess`` with every column of
+    :data:`CORRELATED`: rho, its 95% bootstrap interval over heads, scipy's p-value, n."""
+    from scipy.stats import spearmanr
+
+    geometry = geometry_frame(heads)
+    geometry["norm_l"] = heads["norm_l"].to_numpy(float)
+    geometry["layer"] = geometry["layer"].astype(int)
+    geometry["head"] = geometry["head"].astype(int)
+    rows = []
+    for edit, part in head_table.groupby("edit", sort=False):
+        part = part.assign(layer=part["layer"].astype(int), head=part["head"].astype(int))
+        joined = part.drop(columns=["parity"]).merge(geometry, on=["layer", "head"], how="left")
+        for measure in ("cost", "excess"):
+            for column, title in CORRELATED.items():
+                x = joined[column].to_numpy(float)
+                y = joined[measure].to_numpy(float)
+                found = rank_correlation(x, y, seed=seed)
+                keep = np.isfinite(x) & np.isfinite(y)
+                p = (
+                    float(spearmanr(x[keep], y[keep]).pvalue)
+                    if np.isfinite(found.rho)
+                    else float("nan")
+                )
+                rows.append(
+                    {
+                        "edit": edit,
+                        "measure": measure,
+                        "column": column,
+                        "geometry": title,
+                        "rho": found.rho,
+                        "low": found.low,
+                        "high": found.high,
+                        "p_value": p,
+                        "heads": found.n,
+                    }
+                )
+    return pd.DataFrame(rows)
