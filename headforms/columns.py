@@ -15,16 +15,17 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
+PROFILE = ("a", "b", "c", "d")
+"""A head's profile: its barycentric coordinates on the simplex (antisymmetric, hyperbolic,
+PSD and NSD shares of ‖L‖²)."""
+SYMMETRIC_PROFILE = ("b_sym", "c_sym", "d_sym")
+"""Its symmetric part's profile: its coordinates on the triangle."""
+PROFILE_COLUMNS = (*PROFILE, *SYMMETRIC_PROFILE, "energy", "pairing")
+"""What the simplex and triangle draw of a head (both profiles, symmetric energy, pairing score):
+what their exports, a diff and a head's curves hold."""
+
 METRIC_COLUMNS = (
-    "a",
-    "b",
-    "c",
-    "d",
-    "b_sym",
-    "c_sym",
-    "d_sym",
-    "energy",
-    "pairing",
+    *PROFILE_COLUMNS,
     "parity",
     "n_pos",
     "n_neg",

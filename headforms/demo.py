@@ -26,13 +26,14 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import OptionError
+from .progress import Progress
 from .sources.specs import DEMO_PREFIX
 from .store import location
 from .store.location import DEMO_SEED, DEMO_VERSION
@@ -40,9 +41,6 @@ from .store.locks import key_lock
 
 if TYPE_CHECKING:
     import torch
-
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``, as the engine reports."""
 
 TRAIN_STEPS = 200
 CHECKPOINT_EVERY = 25
@@ -210,18 +208,14 @@ def _build(directory: Path, seed: int, progress: Progress) -> tuple[tuple[int, .
         batches = torch.Generator().manual_seed(seed)
         recording = HeadformsCallback(every=CHECKPOINT_EVERY, out=directory / "run", log=False)
 
-        def trained(done: int, what: str) -> None:
-            progress(done, total, what)
-
         windows = text_windows(ids, TRAIN_STEPS * BATCH, batches)
-        _train(model, windows, TRAIN_STEPS, seed, directory / ".trainer", [recording], trained)
+        scratch = directory / ".trainer"
+        _train(model, windows, TRAIN_STEPS, seed, scratch, [recording], progress, (0, total, ""))
         _save(model, tokenizer, directory / "base")
         tail = text_windows(ids[len(ids) * 3 // 4 :], FINETUNE_STEPS * BATCH, batches)
 
-        def tuned(done: int, what: str) -> None:
-            progress(TRAIN_STEPS + done, total, f"fine-tuning B: {what}")
-
-        _train(model, tail, FINETUNE_STEPS, seed, directory / ".trainer", [], tuned)
+        said = (TRAIN_STEPS, total, "fine-tuning B: ")
+        _train(model, tail, FINETUNE_STEPS, seed, scratch, [], progress, said)
         _save(model, tokenizer, directory / "finetuned")
     shutil.rmtree(directory / ".trainer", ignore_errors=True)
     demo = Demo(directory, seed, (), "")
@@ -246,19 +240,23 @@ def _train(
     seed: int,
     scratch: Path,
     callbacks: list[Any],
-    progress: Callable[[int, str], None],
+    progress: Progress,
+    said: tuple[int, int, str],
 ) -> None:
     """``steps`` optimizer steps of ``model`` on ``windows`` (:data:`BATCH` a step) with
     transformers' ``Trainer`` on the CPU: AdamW at a constant :data:`LEARNING_RATE`, seeded,
     nothing saved or logged (``scratch``: its output directory, left empty); ``callbacks``
-    beside a progress report every 5 steps."""
+    beside a progress report every 5 steps (``said``: the steps done before these, of how
+    many, and what the message starts with)."""
+    before, total, prefix = said
     from transformers import Trainer, TrainerCallback, TrainingArguments
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     class Report(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
             if state.global_step % 5 == 0:
-                progress(state.global_step, f"training step {state.global_step}/{steps}")
+                step = state.global_step
+                progress(before + step, total, f"{prefix}training step {step}/{steps}")
 
     arguments = TrainingArguments(
         output_dir=str(scratch),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .columns import frame
+from .columns import PROFILE, PROFILE_COLUMNS, SYMMETRIC_PROFILE, frame
 from .forms import simplex_distance
 from .head_paths import HeadPaths
 from .options import DEFAULT_OPTIONS, AnalysisOptions
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 AXIS = "model"
 """The column of a diff's long table that names the model (A's spec, then B's)."""
 
-COMPARED = ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "energy", "pairing")
+COMPARED = PROFILE_COLUMNS
 """The per-head values a diff table gives for both models and as a difference (B - A)."""
 
 SIDES = ("A", "B")
@@ -70,8 +70,8 @@ class ModelDiff(HeadPaths):
             columns[f"delta_{name}"] = np.asarray(second[name], float) - np.asarray(
                 first[name], float
             )
-        columns["distance"] = self.distance(("a", "b", "c", "d"))
-        columns["distance_sym"] = self.distance(("b_sym", "c_sym", "d_sym"))
+        columns["distance"] = self.distance(PROFILE)
+        columns["distance_sym"] = self.distance(SYMMETRIC_PROFILE)
         columns["parity_A"], columns["parity_B"] = first["parity"], second["parity"]
         columns["parity_flip"] = first["parity"] != second["parity"]
         return frame(columns)

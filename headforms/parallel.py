@@ -18,12 +18,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from .progress import Progress
 from .settings import settings
 
 T = TypeVar("T")
-
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: called before each layer and once at the end."""
 
 
 def ordered_layers(

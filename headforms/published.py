@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .columns import PROFILE_COLUMNS
 from .errors import CorruptFileError
 from .forms import FormBatch, form_metrics, lobes
 from .settings import MAX_TABLE_BYTES_ENV, human_bytes
@@ -42,15 +43,7 @@ ARRAYS = ("eigenvalues", "sigma_T", "sigma_L", "layer", "head")
 """The arrays of a spectra file."""
 
 SHARES = (
-    "a",
-    "b",
-    "c",
-    "d",
-    "b_sym",
-    "c_sym",
-    "d_sym",
-    "energy",
-    "pairing",
+    *PROFILE_COLUMNS,
     "balance",
     "leading_share",
     "pairing_bound",

@@ -38,6 +38,7 @@ QUEUE_ENV = "HEADFORMS_QUEUE_SECONDS"
 VISITOR_CONCURRENT_ENV = "HEADFORMS_VISITOR_CONCURRENT"
 VISITOR_ANALYSES_ENV = "HEADFORMS_VISITOR_ANALYSES"
 VISITOR_SAMPLES_ENV = "HEADFORMS_VISITOR_SAMPLES"
+VISITOR_SUMMARIES_ENV = "HEADFORMS_VISITOR_SUMMARIES"
 WINDOW_ENV = "HEADFORMS_VISITOR_WINDOW"
 RENAMED = {
     VISITOR_ANALYSES_ENV: "HEADFORMS_SESSION_ANALYSES",
@@ -81,6 +82,9 @@ DEFAULT_VISITOR_ANALYSES = 12
 """New analyses (models or RoPE positions not yet computed) one visitor may start per window."""
 DEFAULT_VISITOR_SAMPLES = 20
 """New Theorem 5 samplings one visitor may start per window."""
+DEFAULT_VISITOR_SUMMARIES = 200
+"""New summaries of results at hand (lobe fits, clusterings, observation summaries, bootstrap
+intervals) one visitor may start per window: a model's paper views ask for about ten."""
 DEFAULT_WINDOW = 3600.0
 """Seconds over which a visitor's new computations are counted."""
 DEFAULT_FRAME_ANCESTORS = "'self'"

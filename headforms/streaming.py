@@ -27,13 +27,10 @@ from .models.extract import TensorIndex, check_declared_shapes, model_facts, rea
 from .models.source import ModelSource
 from .options import DEFAULT_OPTIONS, AnalysisOptions, SweepOptions
 from .parallel import ordered_layers
+from .progress import Progress
 from .sweeps import PositionSweep, check_sweep_size
 
 T = TypeVar("T")
-
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: called as soon as work starts, before each layer, and
-once at the end."""
 
 
 class FactorSink(Protocol):

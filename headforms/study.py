@@ -24,7 +24,7 @@ loaded model (:func:`headforms.interventions.compute.compute_intervention`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from .errors import OptionError
 from .interventions.edits import EDITS, FORM_EDITS, edit_named
 from .interventions.text import TEXTS, check_text, text_label
 from .interventions.verdict import VERDICT_FIELDS, verdict
+from .progress import Progress
 
 WHOLE_MODEL_EDITS = (*FORM_EDITS, "output_zero", "output_mean")
 """The whole-model edits of a study by default (identity: the machinery's check)."""
@@ -50,8 +51,6 @@ DOSE_NEIGHBOURS = 50
 SIZE_COLUMN = {"norm_l": "the form's size ‖L‖ (Frobenius)"}
 CORRELATED = {**GEOMETRY_COLUMNS, **SIZE_COLUMN}
 """What a head's cost is correlated with: its geometry and the size of its form."""
-
-Progress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,13 @@ import pandas as pd
 from .architectures import Shapes, architecture_for
 from .bounded import ByteLRU
 from .card import TABLE_SOURCE, ModelCard
-from .columns import AUTHOR_COLUMNS, METRIC_COLUMNS, TABLE_COLUMNS
+from .columns import (
+    AUTHOR_COLUMNS,
+    METRIC_COLUMNS,
+    PROFILE,
+    SYMMETRIC_PROFILE,
+    TABLE_COLUMNS,
+)
 from .errors import CorruptFileError, ModelSpecError, OptionError
 from .forms import parity_labels, proportional_profile
 from .model_analysis import ModelAnalysis
@@ -69,7 +75,7 @@ THEOREM5 = ("theorem5_b", "theorem5_c", "theorem5_d")
 REDUCED_DIM = "dim"
 """The author's column of the reduced form's size 2n (kept as ``reduced_dim``)."""
 
-REQUIRED = ("layer", "head", "a", "b", "c", "d", "b_sym", "c_sym", "d_sym")
+REQUIRED = ("layer", "head", *PROFILE, *SYMMETRIC_PROFILE)
 """Columns a table must have: the head's place, its profile and its symmetric profile."""
 
 SOURCE_KIND = TABLE_SOURCE

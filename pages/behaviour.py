@@ -10,8 +10,7 @@ from headforms.analyses.behaviour import (
     BEHAVIOUR_COLUMNS,
     GEOMETRY_COLUMNS,
     behaviour_frame,
-    correlation_table,
-    rank_correlation,
+    table_correlation,
 )
 from headforms.figures import behaviour as figures
 from ui import (
@@ -24,6 +23,8 @@ from ui import (
     select_from_customdata,
 )
 from ui.behaviour import head_scores
+from ui.compute import derive
+from ui.gateway import GeometryCorrelations, of_model
 
 GEOMETRY_KEY = "hf_behaviour_geometry"
 SCORE_KEY = "hf_behaviour_score"
@@ -63,13 +64,12 @@ score = controls[1].selectbox(
 with controls[2]:
     jump_toggle()
 
-key = (ctx.model, scores.fingerprint, scores.meta["probe_length"])
+meta = scores.meta
+key = (ctx.model, scores.fingerprint, meta["probe_length"])
 frame = cached("behaviour_frame", key, lambda: behaviour_frame(ctx.heads, scores.table))
-found = cached(
-    "behaviour_rho",
-    (*key, geometry, score),
-    lambda: rank_correlation(frame[geometry], frame[score]),
-)
+source = (of_model(ctx.analysis), scores.fingerprint, meta["probe_length"], meta["seed"])
+table = derive(GeometryCorrelations(source, frame, score))  # every geometric column's rho
+found = table_correlation(table, geometry)
 left, right = st.columns(2)
 with left:
     clickable_plot(
@@ -93,7 +93,6 @@ with right:
     )
 
 st.subheader(f"Every geometric column against the {BEHAVIOUR_COLUMNS[score]}")
-table = cached("behaviour_table", (*key, score), lambda: correlation_table(frame, score))
 st.dataframe(
     table,
     hide_index=True,
@@ -104,7 +103,6 @@ st.dataframe(
         "heads": st.column_config.NumberColumn("heads", format="%d"),
     },
 )
-meta = scores.meta
 st.caption(
     f"Probe: {meta['probe_length']} random ordinary tokens (seed {meta['seed']}) repeated twice, "
     f"{len(meta['probe_ids'])} tokens with the tokenizer's own special tokens; one forward pass "

@@ -22,7 +22,8 @@ from ui import (
     select_from_customdata,
     show_figure,
 )
-from ui.fits import lobe_fit_errors
+from ui.compute import derive
+from ui.gateway import Observation3Fits
 from ui.loading import baselines_of, load_models, models_key
 
 MODELS_KEY = "compare_models"
@@ -145,10 +146,7 @@ st.caption(
 )
 
 errors_by_model = {
-    name: (
-        analysis.card.n_parameters,
-        lobe_fit_errors(name, 0 if name != ctx.spec else ctx.rope_position, analysis),
-    )
+    name: (analysis.card.n_parameters, derive(Observation3Fits(analysis)).errors)
     for name, analysis in analyses.items()
     if analysis.spectra  # a published table without its spectra file has none to fit
 }

@@ -20,7 +20,9 @@ from ui import (
     select_from_customdata,
     state,
 )
+from ui.compute import derive
 from ui.demo import demo_offer
+from ui.gateway import Movement
 from ui.motion import bind_second, bind_views, load_diff, view_controls
 from ui.widgets import head_rows
 
@@ -80,7 +82,8 @@ selected = (second_name, ctx.layer, ctx.head)
 table = diff.table()
 camera_key = f"diff_camera:{frame}"
 links.bind(links.camera("camera", camera_key))
-movement = motion.movement(diff)
+movement = derive(Movement((key, diff.values), diff))
+moved = motion.most_moved(movement, 12)
 clickable_plot(
     cached(
         "diff_figure",
@@ -126,15 +129,13 @@ with right:
         cached(
             "diff_moved",
             key,
-            lambda: PlotPayload.of(
-                movement_figures.moved_most_figure(motion.moved_most(diff, 12), second_name)
-            ),
+            lambda: PlotPayload.of(movement_figures.moved_most_figure(moved, second_name)),
         ),
         key="diff_moved_most",
         on_click=select_from_customdata,
         caption="The heads that moved most, farthest on top, their parity types in A → B on "
         "each bar; click a bar to open the head in B.",
-        data=motion.moved_most(diff, 12),
+        data=moved,
         filename=f"diff_moved_most_{first_name}_{second_name}",
     )
 

@@ -12,7 +12,6 @@ import streamlit as st
 from headforms.analyses.behaviour import CORRELATION_COLUMNS, SHARE_COLUMNS, with_shares
 from headforms.analyses.interventions import (
     MEASURES,
-    edit_correlation,
     edit_frame,
     sweep_summary,
     whole_model_table,
@@ -26,6 +25,8 @@ from headforms.interventions.text import DEFAULT_TEXT_KEY, TEXTS
 from ui import cached, clickable_plot, guard, jump_toggle, links, page_context
 from ui import interventions as edits
 from ui import why as splits
+from ui.compute import derive
+from ui.gateway import GeometryCorrelation, of_model
 from ui.state import select_from_customdata
 
 EDIT_KEY = "hf_experiments_edit"
@@ -119,7 +120,7 @@ if sweep is None:
         )
 if sweep is not None:
     table = sweep.table
-    key = (ctx.model, sweep.fingerprint, edit, controls, seed)
+    key = (ctx.model, sweep.fingerprint, request)  # the request: edit, controls, seed, text, match
     frame = cached("edit_frame", key, lambda: edit_frame(ctx.heads, table))
     options = st.columns([1, 1, 1.3], vertical_alignment="bottom")
     measures = [m for m in MEASURES if frame[m].notna().any()]
@@ -139,16 +140,16 @@ if sweep is not None:
         format_func=CORRELATION_COLUMNS.__getitem__,
         key=GEOMETRY_KEY,
     )
+    source = (of_model(ctx.analysis), sweep.fingerprint, request)
     if column in SHARE_COLUMNS:  # a realised share: every head's scores split on the same text
         shares = splits.every_head(ctx.spec, ctx.card.total_heads)
         if shares is None:
             links.stop_page()
         frame = with_shares(frame, shares.table)
+        source = (*source, "shares", shares.fingerprint)
     summary = sweep_summary(frame, measure)
     options[2].caption(guard.plain(summary.text()))
-    found = cached(
-        "edit_rho", (*key, measure, column), lambda: edit_correlation(frame, column, measure, seed)
-    )
+    found = derive(GeometryCorrelation(source, frame, column, measure, seed))
     left, right = st.columns(2)
     with left:
         clickable_plot(

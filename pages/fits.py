@@ -11,8 +11,8 @@ from headforms.analyses import fits
 from headforms.analyses.observations import OBSERVATIONS
 from headforms.figures import fits as figures
 from ui import cached, guard, links, page_context, show_figure
-from ui.fits import lobe_fit_errors
-from ui.fits import lobe_fits as fitted_lobes
+from ui.compute import derive
+from ui.gateway import Observation3Fits, Observation6Fits
 from ui.loading import FITS_SPECTRA, load_analysis
 from ui.tables import require_spectra
 
@@ -25,8 +25,8 @@ st.caption(
     "its 20-bin density histogram and the fitted density at the bin centres (lower is closer)."
 )
 model_key = ctx.model
-lobe_fits = fitted_lobes(ctx.spec, ctx.rope_position, ctx.analysis)
-errors = lobe_fit_errors(ctx.spec, ctx.rope_position, ctx.analysis)
+lobes = derive(Observation3Fits(ctx.analysis))
+lobe_fits, errors = lobes.fits, lobes.errors
 
 st.subheader("Spectral lobes λ₊ and λ₋ (Observation 3, Figure 6)")
 st.caption(f"Observation 3: {OBSERVATIONS[3].statement}. **{OBSERVATIONS[3].label}**")
@@ -60,10 +60,12 @@ st.subheader("|Eigenvalues of L| and singular values of A (Observation 6)")
 st.caption(f"Observation 6: {OBSERVATIONS[6].statement}. **{OBSERVATIONS[6].label}**")
 try:
     full = load_analysis(ctx.spec, ctx.rope_position, spectra=FITS_SPECTRA)  # + sv_a, |eig L|
-    obs6 = cached("fits_obs6", model_key, lambda: fits.fit_observation6(full.spectra))
+    observation6 = derive(Observation6Fits(full))
 except HeadformsError as error:
     st.info(str(error), icon=":material/info:")
     links.stop_page()
+obs6, obs6_errors = observation6.fitted.fits, observation6.fitted.errors
+pooled = observation6.pooled
 if len(obs6) < len(fits.OBSERVATION6):
     st.info(
         "The moduli of the eigenvalues of L are not in the author's published spectra (they "
@@ -71,10 +73,6 @@ if len(obs6) < len(fits.OBSERVATION6):
         "fitted here.",
         icon=":material/info:",
     )
-obs6_errors = cached(
-    "fits_obs6_errors", model_key, lambda: fits.mean_errors(fits.fit_table(ctx.heads, obs6))
-)
-pooled = cached("fits_obs6_pooled", model_key, lambda: fits.pooled_fits(obs6))
 try:
     show_figure(
         cached(

@@ -24,11 +24,12 @@ from ui import (
     step_head,
 )
 from ui.behaviour import head_section, prefetch
-from ui.compute import ahead
+from ui.compute import ahead, derive
+from ui.gateway import ParityChanges
 from ui.interventions import edit_head_section
 from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.model_view import every_head_section
-from ui.motion import chosen_positions, load_sweep, sweep_at_hand
+from ui.motion import chosen_positions, load_sweep, sweep_at_hand, sweep_request
 from ui.state import stepped
 from ui.tables import require_spectra
 from ui.why import why_section
@@ -241,7 +242,8 @@ if card.rotary:
             data=curves,
             filename=f"{ctx.spec}_L{ctx.layer}H{ctx.head}_over_d",
         )
-        changes = motion.parity_changes(sweep)
+        source = sweep_request(ctx.spec, options, card.total_heads).key
+        changes = derive(ParityChanges(source, sweep)).changes
         own = changes[(changes["layer"] == ctx.layer) & (changes["head"] == ctx.head)]
         st.caption(
             f"Parity changes at d = {', '.join(str(d) for d in own['rope_position'])}."

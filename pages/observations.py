@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headforms.analyses.lobes import observation5_summary
-from headforms.analyses.observations import OBSERVATIONS, symmetric_bias_summary
-from headforms.analyses.parity import theorem3_summary
-from headforms.analyses.theta import theta_summary
+from headforms.analyses.observations import OBSERVATIONS
 from headforms.figures import distributions
 from headforms.figures import observations as figures_obs
 from headforms.forms import MAX_LOBE_DEPARTURE
@@ -26,6 +23,8 @@ from ui import (
     select_from_customdata,
     show_figure,
 )
+from ui.compute import derive
+from ui.gateway import ObservationSummaries
 from ui.loading import baselines_of, load_models, models_key
 
 MODELS_KEY = "observations_models"
@@ -52,6 +51,7 @@ analyses = load_models(ctx.spec, ctx.analysis, extra)  # a table file: all its m
 models = {name: analysis.heads for name, analysis in analyses.items()}
 baselines = baselines_of(analyses)
 key = (models_key(analyses), ctx.rope_position)
+summaries = derive(ObservationSummaries(analyses, baselines))
 
 
 def observation(number: int, title: str) -> None:
@@ -71,13 +71,7 @@ with st.expander("The paper's observations and their status (Table 14)"):
 
 observation(1, "the symmetric part is balanced (Theorem 3)")
 st.dataframe(
-    cached(
-        "obs_theorem3",
-        key,
-        lambda: theorem3_summary(
-            {name: (a.heads, a.card.head_dim) for name, a in analyses.items()}
-        ),
-    ),
+    summaries.theorem3,
     column_config={
         "balanced": st.column_config.NumberColumn("n₊ = n₋ (% of heads)", format="%.1f"),
         "generic": st.column_config.NumberColumn("n₊ = n₋ = n (% of heads)", format="%.1f"),
@@ -110,7 +104,7 @@ show_figure(
     "baseline dotted: both sit near Θ, only trained heads spread along its branches.",
 )
 st.dataframe(
-    cached("obs_theta_summary", key, lambda: theta_summary(models, baselines)),
+    summaries.theta,
     hide_index=True,
     column_config={
         c: st.column_config.NumberColumn(format="%.4f")
@@ -138,7 +132,7 @@ show_figure(
     "the right of ½ put more of ‖L‖² in the symmetric part than in the antisymmetric one.",
 )
 st.dataframe(
-    cached("obs_bias_summary", key, lambda: symmetric_bias_summary(models, baselines)),
+    summaries.bias,
     hide_index=True,
     column_config={
         c: st.column_config.NumberColumn(format="%.3f")
@@ -214,7 +208,7 @@ with right:
         "Proportional lobes with ratio ρ would put S at b_S = 2r/(1 + r²) (and c_S or d_S = "
         "(1 − r)²/(1 + r²)); heads on the diagonal match that prediction."
     )
-obs5 = cached("obs5_summary", key, lambda: observation5_summary(models, baselines))
+obs5 = summaries.observation5
 st.dataframe(
     obs5,
     hide_index=True,

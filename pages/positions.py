@@ -25,7 +25,8 @@ from ui import (
     show_figure,
     state,
 )
-from ui.compute import later
+from ui.compute import derive, later
+from ui.gateway import ParityChanges
 from ui.motion import (
     MAX_SLIDER_POSITIONS,
     bind_views,
@@ -144,7 +145,8 @@ with plot_column:
     )
 
 curves = motion.head_curves(sweep, ctx.layer, ctx.head)
-changes = motion.parity_changes(sweep)
+found = derive(ParityChanges(sweep_request(ctx.spec, options, card.total_heads).key, sweep))
+changes = found.changes
 left, right = st.columns([3, 2])
 with left:
     show_figure(
@@ -167,7 +169,7 @@ with right:
         st.dataframe(own.drop(columns=["layer", "head"]), hide_index=True, height=260)
 
 st.subheader("Where heads change parity")
-by_head = motion.changes_by_head(sweep)
+by_head = found.by_head
 st.caption(
     f"{len(by_head)} of {card.total_heads} heads change parity type somewhere in d = "
     f"{positions[0]}…{positions[-1]} (the positions after each change; a row opens its head)."

@@ -17,6 +17,7 @@ from headforms.figures.swarm import swarm_figure, swarm_table
 from headforms.figures.triangle import triangle_figure
 from headforms.forms import PARITY_TYPE_II_TEXT
 from headforms.gallery import gallery_html
+from headforms.hosted import Budget
 from ui import (
     PlotPayload,
     cached,
@@ -215,7 +216,7 @@ below_right.download_button(
         ctx.spec,
         ctx.rope_position,
         lambda analysis, baseline: gallery_html(analysis, frames, baseline),
-        budget="analyses",
+        budget=Budget.ANALYSES,
     ),
     file_name=f"{ctx.card.name.split(' ')[0].replace('/', '_')}_gallery.html",
     mime="text/html",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from headforms.analyses import spectra as sp
-from headforms.analyses.spectral_geometry import geometry_summary, spectral_geometry
+from headforms.analyses.spectral_geometry import geometry_summary
 from headforms.analyses.theta import theta_frame
 from headforms.figures import spectra as figures
 from headforms.figures import spectral_geometry as geometry_figures
@@ -24,6 +24,8 @@ from ui import (
     select_from_customdata,
     show_figure,
 )
+from ui.compute import derive
+from ui.gateway import SilhouetteScan, SpectraClusters, SpectralGeometry, SpectraProjection
 from ui.loading import HEAD_SPECTRA, load_analysis, load_baseline
 from ui.tables import require_spectra
 
@@ -48,7 +50,7 @@ if not ks:
         icon=":material/info:",
     )
     links.stop_page()
-scan = cached("spectra_silhouette_scan", model_key, lambda: sp.silhouette_scan(eig_s))
+scan = derive(SilhouetteScan(ctx.analysis))
 best = sp.best_k_or_none(scan)
 
 controls = st.columns([2, 2, 2, 2], vertical_alignment="bottom")
@@ -115,20 +117,10 @@ with controls[3]:
     jump_toggle()
 
 k = best if k_choice == AUTO else int(k_choice)
-clusters = cached("spectra_clusters", (*model_key, k), lambda: sp.cluster_spectra(eig_s, k))
-summary, means = cached(
-    "spectra_summary",
-    (*model_key, k),
-    lambda: sp.cluster_summary(ctx.heads, eig_s, clusters),
-)
-projection = cached(
-    "spectra_projection", (*model_key, projection_kind), lambda: sp.project(eig_s, projection_kind)
-)
-levels = (
-    cached("spectra_levels", model_key, lambda: sp.moment_levels(eig_s, projection))
-    if projection_kind == "svd"
-    else None
-)
+clustered = derive(SpectraClusters(ctx.analysis, k))
+clusters, summary, means = clustered.clustering, clustered.summary, clustered.means
+projected = derive(SpectraProjection(ctx.analysis, projection_kind))
+projection, levels = projected.projection, projected.levels
 frame = cached(
     "spectra_frame",
     (*model_key, projection_kind, k),
@@ -256,7 +248,7 @@ show_figure(
 
 st.subheader("The spectrum of S against that of A")
 with_sv_a = load_analysis(ctx.spec, ctx.rope_position, spectra=HEAD_SPECTRA)  # + sv_a
-geometry = cached("spectra_geometry", model_key, lambda: spectral_geometry(with_sv_a.spectra))
+geometry = derive(SpectralGeometry(with_sv_a))
 show_figure(
     cached(
         "spectra_geometry_fig",

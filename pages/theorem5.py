@@ -12,7 +12,8 @@ from headforms import HeadformsError
 from headforms.analyses import theorem5
 from headforms.figures import theorem5 as figures
 from ui import cached, guard, links, page_context, show_figure
-from ui.compute import in_server
+from ui.compute import derive
+from ui.gateway import Theorem5Samples
 
 PAPER = theorem5.PAPER_PARAMETERS
 LOBE_SCALE = 1e6  # largest |μ|, ν and k accepted
@@ -104,15 +105,9 @@ if not key[3]:
     st.info("Choose at least one n (a positive integer).", icon=":material/info:")
     links.stop_page()
 try:
-    theorem5.check_sample_size(key[3], key[4])  # before the session's budget is spent
-    samples = cached(
-        "theorem5",
-        key,
-        lambda: in_server(  # a new sampling: the visitor's turn and budget when hosted
-            "samples",
-            lambda: theorem5.sample_profiles_for_sizes(mu, nu, k, key[3], key[4], key[5]),
-        ),
-    )
+    # checked when made, before the visitor's budget is spent; a new sampling takes the
+    # visitor's turn and budget when hosted
+    samples = derive(Theorem5Samples(*key))
     limit = theorem5.limit_profile(mu, nu)
 except HeadformsError as error:
     st.error(str(error), icon=":material/error:")

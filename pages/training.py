@@ -25,7 +25,9 @@ from ui import (
     show_figure,
     state,
 )
+from ui.compute import derive
 from ui.demo import demo_offer
+from ui.gateway import Movement, ParityChanges
 from ui.loading import load_baseline, models_key
 from ui.motion import (
     MAX_SERIES_CHECKPOINTS,
@@ -183,7 +185,7 @@ with left:
         filename=f"training_run_L{layer}H{head}",
     )
 with right:
-    moved = motion.moved_most(series, 10)
+    moved = motion.most_moved(derive(Movement(key[:2], series)), 10)
     clickable_plot(
         cached(
             "series_moved",
@@ -200,7 +202,7 @@ with right:
     )
 
 st.subheader("Steps at which heads change parity")
-by_head = motion.changes_by_head(series)
+by_head = derive(ParityChanges(key[:2], series)).by_head
 st.caption(
     f"{len(by_head)} of {card.total_heads} heads change parity type between {what}s (the steps "
     "after each change; a row "

@@ -19,15 +19,24 @@ Call ``page_context()`` first on every page, even one that needs no model: on a 
 Streamlit may run a page file without ``app.py`` (legacy ``pages/`` mode, also in every
 ``AppTest`` run); ``page_context()`` detects that and reruns the page through ``app.py``.
 
-Every computation goes through the gateway (:mod:`ui.gateway`, held by :mod:`ui.compute`): one
-interface with a local and a hosted implementation, chosen once; a page never asks whether the
-server is hosted. A page asks for a model with ``load_analysis``/``try_load``, a baseline with
-``ui.loading.load_baseline``, a sweep with ``ui.motion.load_sweep``, a forward pass with
-``ui.behaviour.attention_pattern``/``head_scores``; any other kind is a
+**One road for computations.** Every computation goes through the gateway (:mod:`ui.gateway`,
+held by :mod:`ui.compute`) as a typed kind: one interface with a local and a hosted
+implementation, chosen once; a page never asks whether the server is hosted. In hosted mode the
+gateway runs each kind at the visitor's turn, charged to its budget and within the server's
+limits, and shares one job between the sessions that ask for the same thing. A page asks for a
+model with ``load_analysis``/``try_load``, a baseline with ``ui.loading.load_baseline``, a sweep
+with ``ui.motion.load_sweep``, a forward pass with ``ui.behaviour.attention_pattern``/
+``head_scores``, an edit with ``ui.interventions.run_intervention``; anything computed from
+results at hand (fits, clusterings, projections, summaries, bootstrap intervals, samplings,
+parity changes: whatever takes more than a few tens of milliseconds of CPU) with
+``ui.compute.derive(Kind(...))`` (:mod:`ui.gateway.derived`); any other kind is a
 ``ui.gateway.Computation`` run by ``ui.compute.run(request, ProgressBar(label))`` (the gateway's
-package doc says how to add one). What a page builds itself (a figure, a table) goes through
-``cached``; a small bounded computation a visitor starts (a sampling) through
-``ui.compute.in_server(budget, build)``; a download built from a result through
+package doc says how to add one). ``cached`` keeps only what a page builds from results already
+at hand: figures, and tables that select or join rows (the views listed in
+``tests/unit/ui/test_one_road.py``, which fails when a page or a ``ui`` module calls any other
+function of the library's computing modules, or scikit-learn, scipy or torch, itself). A file
+built from results when a visitor downloads it (the gallery) goes through
+``ui.compute.in_server(budget, build)``; a download made from a result through
 ``ui.compute.later(request, use)`` (the session then keeps no result between its runs).
 
 API
@@ -50,10 +59,15 @@ API
     the weights' fingerprint and RoPE position, with a per-layer ``st.progress`` while
     computing. ``try_load`` shows a failure as ``st.error`` and returns None.
     ``ui.loading.models_key(analyses)``: the fingerprints of several models, for a cache key.
+``derive(Kind(...))`` (:mod:`ui.compute`)
+    A computation from results at hand (:mod:`ui.gateway.derived`: ``Observation3Fits``,
+    ``SpectraClusters``, ``GeometryCorrelations``, ``Theorem5Samples``, ...), shared and kept
+    by content; nothing drawn unless it waits for its turn (then one line).
 ``cached(kind, key, build)`` (:mod:`ui.compute`)
     ``build()`` kept process-wide under ``(kind, key)`` in the gateway's cache (bounded in
-    bytes in all and per visitor): use for figures and exports; ``key`` must name every input,
-    the weights included (``ctx.model``, ``models_key(...)``), and the options.
+    bytes in all and per visitor): use for figures and exports built from results at hand (no
+    computation: that is a kind); ``key`` must name every input, the weights included
+    (``ctx.model``, ``models_key(...)``), and the options.
     ``ahead([(kind, key, build), ...])`` builds the same in the background for the visitor's
     probable next step (the Head page: the next and previous heads' figures), so that the step
     finds them kept; cache a figure as its ``PlotPayload`` (serialised once).

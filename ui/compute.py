@@ -6,12 +6,15 @@ instance, progress drawn while it works, the figure cache, downloads made when c
   dashboard's computations depend on hosted mode.
 - :func:`run`: a computation's result for this session's visitor (:func:`ui.guard.visitor`),
   drawing its progress with a :class:`ProgressBar` or a :class:`ProgressLine`; :func:`peek`:
-  the result if nothing needs computing.
-- :func:`cached`: what a page builds itself (figures, tables), kept in the same cache, under a
-  key naming every input (the weights' fingerprints included: ``PageContext.model``);
-  :func:`ahead`: the same, built in the background for the visitor's probable next step.
-- :func:`in_server`: a small computation bounded by its inputs (a Theorem 5 sampling), at the
-  visitor's turn and charged to its budget when hosted.
+  the result if nothing needs computing; :func:`derive`: a computation from results at hand
+  (:mod:`ui.gateway.derived`: fits, clusterings, summaries, bootstraps), one line drawn only
+  while it waits.
+- :func:`cached`: what a page builds itself from results at hand (figures, and tables that only
+  select or join), kept in the same cache, under a key naming every input (the weights'
+  fingerprints included: ``PageContext.model``); :func:`ahead`: the same, built in the
+  background for the visitor's probable next step.
+- :func:`in_server`: a file built from results at hand when a visitor downloads it (the
+  gallery), at the visitor's turn and charged to its budget when hosted.
 - :func:`later`: a download's data made when it is clicked, from a computation's result asked
   again then, so that no session keeps a result alive between its runs.
 
@@ -29,10 +32,12 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from headforms.hosted import Budget
+from headforms.progress import Progress
 from headforms.settings import settings
 
 from . import guard
-from .gateway import Computation, Gateway, HostedGateway, LocalGateway
+from .gateway import Computation, Derived, Gateway, HostedGateway, LocalGateway
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -49,7 +54,7 @@ def gateway() -> Gateway:
     return _gateway(settings().hosted)
 
 
-def run(computation: Computation[R], progress: Callable[[int, int, str], None] | None = None) -> R:
+def run(computation: Computation[R], progress: Progress | None = None) -> R:
     """``computation``'s result for this session's visitor; ``progress`` is called while it is
     computed (where Streamlit stops the script of a visitor who left). Raises what the
     computation raised (a one-line HeadformsError for bad input or at a limit)."""
@@ -59,6 +64,18 @@ def run(computation: Computation[R], progress: Callable[[int, int, str], None] |
 def peek(computation: Computation[R]) -> R | None:
     """``computation``'s result if nothing needs computing (cached, or stored), else None."""
     return gateway().peek(computation, visitor=guard.visitor())
+
+
+def derive(computation: Derived[R], where: Any = None) -> R:
+    """``computation``'s result (a :class:`ui.gateway.Derived`: fits, clusterings, summaries,
+    bootstraps from results at hand), for this session's visitor. Usually quick: nothing is
+    drawn unless it has to wait (its turn at a hosted server), then one caption line in
+    ``where`` (``Computing the lobe fits: waiting for its turn … 3 s``), gone when it ends."""
+    line = _WaitingLine(f"Computing {computation.what}", where)
+    try:
+        return run(computation, line)
+    finally:
+        line.clear()
 
 
 def cached(kind: str, key: Hashable, build: Callable[[], T], label: str | None = None) -> T:
@@ -98,10 +115,9 @@ def ahead(builds: Iterable[tuple[str, Hashable, Callable[[], Any]]]) -> None:
     gateway().ahead([((kind, key), build) for kind, key, build in builds], visitor=guard.visitor())
 
 
-def in_server(budget: str, build: Callable[[], T]) -> T:
-    """``build()``: a computation bounded by its inputs' sizes (checked before), run now; in
-    hosted mode at the visitor's turn at the server's slots and charged to its ``budget``
-    (``"samples"``: Theorem 5 samplings)."""
+def in_server(budget: Budget, build: Callable[[], T]) -> T:
+    """``build()``: a file built from results at hand (bounded by their sizes), run now; in
+    hosted mode at the visitor's turn at the server's slots and charged to its ``budget``."""
     return gateway().in_server(budget, build, visitor=guard.visitor())
 
 
@@ -147,6 +163,27 @@ class ProgressBar:
     ) -> None:
         if self._bar is not None:
             self._bar.empty()
+
+
+class _WaitingLine:
+    """One caption line drawn on the first progress report (a wait long enough to be seen: the
+    gateway reports every :data:`ui.gateway.POLL_S`), cleared at the end."""
+
+    def __init__(self, label: str, where: Any = None) -> None:
+        self._where = where if where is not None else st
+        self._label = label
+        self._line: Any = None
+        self._started = time.monotonic()
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if self._line is None:
+            self._line = self._where.empty()
+        seconds = time.monotonic() - self._started
+        self._line.caption(f"{self._label}: {guard.plain(message)} … {seconds:.0f} s")
+
+    def clear(self) -> None:
+        if self._line is not None:
+            self._line.empty()
 
 
 class ProgressLine:

@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
-from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis, analyze
-from headforms.baseline import gaussian_baseline
+from headforms import DEFAULT_MODEL, HeadformsError, ModelAnalysis
 from headforms.columns import ALL_SPECTRA
+from headforms.hosted import Budget
 from headforms.options import AnalysisOptions
+from headforms.progress import Progress
 from headforms.sources import Located, Spec, locate, parse_spec
 
 from . import guard, state
 from .compute import ProgressBar, gateway, peek, run
-from .gateway import Analysis, GaussianBaseline, Progress
+from .gateway import Analysis, GaussianBaseline
 from .tables import expand_models
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def analysis_download(
     rope_position: int,
     use: Callable[[ModelAnalysis, Baseline | None], T],
     spectra: Iterable[str] = (),
-    budget: str | None = None,
+    budget: Budget | None = None,
 ) -> Callable[[], T]:
     """``use(analysis, baseline)`` of ``spec`` at ``rope_position`` (with ``spectra``) and its
     Gaussian baseline (None if it has none), made when called (a download button's ``data``):
@@ -240,7 +241,11 @@ def try_load(spec: str, rope_position: int = 0, where: Any = None) -> ModelAnaly
 def warm(spec: str = DEFAULT_MODEL) -> None:
     """Analyse ``spec`` into the disk cache as the dashboard will ask for it, with every
     spectrum and its Gaussian baseline, so that no page of the default model waits (what
-    ``headforms analyze MODEL --spectra all --baseline`` does too)."""
-    card = analyze(spec, options=dashboard_options()).card
+    ``headforms analyze MODEL --spectra all --baseline`` does too), through a private gateway
+    of its own (no session, no server)."""
+    from .gateway import LocalGateway
+
+    server = LocalGateway()
+    card = server.run(Analysis(located_model(spec), dashboard_options())).card
     if card.has_baseline:
-        gaussian_baseline(card.baseline_shapes)
+        server.run(GaussianBaseline(card.baseline_shapes))

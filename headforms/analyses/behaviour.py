@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..columns import REALISED_SHARE_COLUMNS, SHARE_TITLES, SPREAD_SHARE_COLUMNS
+from ..columns import PROFILE, REALISED_SHARE_COLUMNS, SHARE_TITLES, SPREAD_SHARE_COLUMNS
 from .theta import theta_projection
 
 GEOMETRY_COLUMNS: dict[str, str] = {
@@ -59,7 +59,7 @@ def geometry_frame(heads: pd.DataFrame) -> pd.DataFrame:
     frame = heads[["layer", "head", "parity", "a", "c", "d", "pairing", "energy"]].copy()
     frame = frame.reset_index(drop=True)
     frame["c_minus_d"] = frame["c"] - frame["d"]
-    _, distance, _ = theta_projection(heads[["a", "b", "c", "d"]].to_numpy(dtype=float))
+    _, distance, _ = theta_projection(heads[list(PROFILE)].to_numpy(dtype=float))
     frame["theta_distance"] = distance
     frame["parity_rank"] = frame["parity"].map(PARITY_RANK).astype(float)
     return frame
@@ -141,11 +141,12 @@ def rank_correlation(
     return Correlation(rho, float(low), float(high), n)
 
 
-def correlation_table(frame: pd.DataFrame, score: str) -> pd.DataFrame:
-    """Rho and its interval of every geometric column against ``score``, one row each."""
+def correlation_table(frame: pd.DataFrame, column: str, seed: int = 0) -> pd.DataFrame:
+    """Rho and its interval (seeded by ``seed``) of every geometric column against ``column``
+    (a head-type score, an intervention's measure), one row each: the one such table."""
     rows = []
-    for column, title in GEOMETRY_COLUMNS.items():
-        found = rank_correlation(frame[column].to_numpy(), frame[score].to_numpy())
+    for geometry, title in GEOMETRY_COLUMNS.items():
+        found = rank_correlation(frame[geometry].to_numpy(), frame[column].to_numpy(), seed=seed)
         rows.append(
             {
                 "geometry": title,
@@ -156,3 +157,11 @@ def correlation_table(frame: pd.DataFrame, score: str) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def table_correlation(table: pd.DataFrame, geometry: str) -> Correlation:
+    """The :class:`Correlation` of the geometric column ``geometry`` in a
+    :func:`correlation_table` (the same numbers as :func:`rank_correlation` of that column with
+    the table's seed)."""
+    row = table.loc[table["geometry"] == GEOMETRY_COLUMNS[geometry]].iloc[0]
+    return Correlation(float(row["rho"]), float(row["low"]), float(row["high"]), int(row["heads"]))

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import behaviour
 from .behaviour import (
     CORRELATION_COLUMNS,
-    GEOMETRY_COLUMNS,
     Correlation,
     geometry_frame,
     rank_correlation,
@@ -104,20 +104,9 @@ def edit_correlation(
 def correlation_table(
     frame: pd.DataFrame, measure: str = "delta_ce", seed: int = 0
 ) -> pd.DataFrame:
-    """Rho and its interval of ``measure`` against every geometric column, one row each."""
-    rows = []
-    for column, title in GEOMETRY_COLUMNS.items():
-        found = edit_correlation(frame, column, measure, seed)
-        rows.append(
-            {
-                "geometry": title,
-                "rho": found.rho,
-                "low": found.low,
-                "high": found.high,
-                "heads": found.n,
-            }
-        )
-    return pd.DataFrame(rows)
+    """Rho and its interval of ``measure`` against every geometric column, one row each
+    (:func:`.behaviour.correlation_table` of the measure)."""
+    return behaviour.correlation_table(frame, check_measure(measure), seed)
 
 
 @dataclass(frozen=True)

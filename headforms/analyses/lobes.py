@@ -16,7 +16,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-SYMMETRIC_PROFILE = ("b_sym", "c_sym", "d_sym")
+from ..columns import SYMMETRIC_PROFILE
+
 PREDICTED_PROFILE = ("theorem5_b", "theorem5_c", "theorem5_d")
 
 NEAR = 0.1

@@ -19,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..columns import PROFILE, PROFILE_COLUMNS, SYMMETRIC_PROFILE
 from ..forms import simplex_distance
 from ..head_paths import HeadPaths
 
-PROFILE = ("a", "b", "c", "d")
-CURVE_COLUMNS = ("a", "b", "c", "d", "b_sym", "c_sym", "d_sym", "energy", "pairing", "parity")
+CURVE_COLUMNS = (*PROFILE_COLUMNS, "parity")
 """The values :func:`head_curves` follows along the axis."""
 
 
@@ -89,9 +89,7 @@ def movement(paths: HeadPaths) -> pd.DataFrame:
     of the steps between consecutive points), ``farthest`` (the largest distance from the first
     point), the parities at both ends and whether they differ."""
     profile = np.stack([paths.stacked(c).astype(float) for c in PROFILE], axis=-1)
-    symmetric = np.stack(
-        [paths.stacked(c).astype(float) for c in ("b_sym", "c_sym", "d_sym")], axis=-1
-    )
+    symmetric = np.stack([paths.stacked(c).astype(float) for c in SYMMETRIC_PROFILE], axis=-1)
     parity = paths.stacked("parity")
     layers, heads = _heads(paths)
     steps = simplex_distance(profile[:-1], profile[1:])
@@ -121,7 +119,12 @@ def _farthest(distances: np.ndarray) -> np.ndarray:
 def moved_most(paths: HeadPaths, count: int = 10) -> pd.DataFrame:
     """The ``count`` heads that moved farthest from the first point to the last
     (:func:`movement`), farthest first; heads without a profile (vanishing forms) last."""
-    table = movement(paths)
+    return most_moved(movement(paths), count)
+
+
+def most_moved(table: pd.DataFrame, count: int = 10) -> pd.DataFrame:
+    """The ``count`` rows of a :func:`movement` table that moved farthest, farthest first (heads
+    without a profile last)."""
     return table.sort_values("distance", ascending=False, na_position="last").head(count)
 
 

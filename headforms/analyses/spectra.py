@@ -38,9 +38,10 @@ from sklearn.decomposition import PCA
 from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits
 
+from ..columns import PROFILE
 from ..errors import HeadformsError
 from ..forms import PARITY_LABELS, unit_spectra
-from .theta import PROFILE, theta_projection
+from .theta import theta_projection
 
 RANDOM_STATE = 0
 """Seed of KMeans (results must not change between reruns of a page)."""
@@ -465,7 +466,7 @@ def projection_frame(
 ) -> pd.DataFrame:
     """Tidy frame for the Fig 5 scatters: layer, head, parity, profile, pairing, ``c1..ck``
     (coordinates) and the cluster index and name."""
-    frame = heads[["layer", "head", "parity", "a", "b", "c", "d", "pairing"]].copy()
+    frame = heads[["layer", "head", "parity", *PROFILE, "pairing"]].copy()
     for i in range(projection.scores.shape[1]):
         frame[f"c{i + 1}"] = projection.scores[:, i]
     if clustering is not None:

@@ -13,12 +13,13 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ..columns import PROFILE
 from .parity import parity_table
 
 SURVEY_ID_COLUMNS = ("model", "head_dim", "model_dim")
 """Columns a survey table puts before each model's per-head columns."""
 
-MEAN_COLUMNS = ("a", "b", "c", "d", "energy", "pairing", "balance")
+MEAN_COLUMNS = (*PROFILE, "energy", "pairing", "balance")
 MEDIAN_COLUMNS = ("energy", "pairing")
 
 

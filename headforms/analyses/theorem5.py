@@ -18,6 +18,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..columns import PROFILE
 from ..errors import HeadformsError
 from ..forms import profile_from_lobes, proportional_profile
 
@@ -106,7 +107,7 @@ def sample_profiles_for_sizes(
     frame = pd.concat(
         [sample_profiles(mu, nu, k, int(n), repetitions, seed) for n in sizes], ignore_index=True
     )
-    frame["distance"] = np.linalg.norm(frame[["a", "b", "c", "d"]].to_numpy() - limit, axis=-1)
+    frame["distance"] = np.linalg.norm(frame[list(PROFILE)].to_numpy() - limit, axis=-1)
     return frame
 
 

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-PROFILE = ("a", "b", "c", "d")
+from ..columns import PROFILE
+
 MIDPOINT = np.array([0.5, 0.5, 0.0, 0.0])
 BRANCH_ENDS = {"c": np.array([0.0, 0.0, 1.0, 0.0]), "d": np.array([0.0, 0.0, 0.0, 1.0])}
 """Theta's two branches: vertex -> midpoint."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
@@ -17,7 +17,7 @@ PATTERN_KINDS = ("weights", "scores")
 """``weights``: attention after the softmax (rows sum to 1); ``scores``: its input."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class AttentionPattern:
     """Every head's attention on one token sequence.
 
@@ -35,6 +35,11 @@ class AttentionPattern:
     weights: np.ndarray
     scores: np.ndarray | None
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def named(self, model: str) -> Self:
+        """The same result named ``model`` (a copy; its arrays are shared): a stored or shared
+        result is never changed."""
+        return self if model == self.model else replace(self, model=model)
 
     @property
     def n_layers(self) -> int:
@@ -73,7 +78,7 @@ class AttentionPattern:
         return self.array(kind)[layer, head]
 
 
-@dataclass
+@dataclass(frozen=True)
 class HeadTypeScores:
     """Every head's :data:`~headforms.behaviour.scores.SCORE_COLUMNS` (layer-major rows).
 
@@ -85,6 +90,11 @@ class HeadTypeScores:
     fingerprint: str
     columns: dict[str, np.ndarray]
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def named(self, model: str) -> Self:
+        """The same result named ``model`` (a copy; its arrays are shared): a stored or shared
+        result is never changed."""
+        return self if model == self.model else replace(self, model=model)
 
     @property
     def table(self) -> pd.DataFrame:

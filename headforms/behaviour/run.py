@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..errors import NotRunnableError, OptionError
+from ..progress import Progress, saying
 from ..sources import TABLE_FORMAT, Located, Policy, Spec, locate, parse_spec
 from ..store import ResultStore, key_lock
 from . import cache, forward
@@ -24,8 +25,6 @@ from .scores import first_token, previous_token
 from .scores import head_type_scores as probe_scores
 
 T = TypeVar("T")
-Progress = Callable[[str], None]
-"""``progress(message)``: what is happening now (loading the model, running it)."""
 ModelSpec = str | os.PathLike[str] | Spec | Located
 """A spec's text or path, a parsed :class:`Spec`, or a model already located (as it is)."""
 
@@ -86,8 +85,7 @@ def attention(
         return compute()
     key = cache.pattern_key(key_fingerprint, prompt)
     found = _stored(store, key, cache.get_pattern, cache.put_pattern, compute)
-    found.model = located.spec
-    return found
+    return found.named(located.spec)
 
 
 def _stored(
@@ -118,8 +116,7 @@ def _attention(
     if not ids:
         raise OptionError(f"{located.display_name}'s tokenizer makes no tokens of the prompt")
     forward.check_length(ids, "the prompt", model)
-    if progress:
-        progress(f"running {located.display_name} on {len(ids)} tokens")
+    saying(progress, f"running {located.display_name} on {len(ids)} tokens")
     result = forward.run(model.model, ids, model.n_layers)
     return AttentionPattern(
         model=located.spec,
@@ -160,7 +157,7 @@ def head_type_scores(
         found = _stored(store, key, cache.get_scores, cache.put_scores, compute)
     else:
         found = compute()
-    found.model = located.spec
+    found = found.named(located.spec)
     if prompt is None:
         return found
     pattern = attention(located, prompt, use_cache=use_cache, store=store, progress=progress)
@@ -177,8 +174,7 @@ def _probe_scores(
     model = runnable(located, progress)
     probe = repeated_tokens(model.tokenizer, model.vocab_size, probe_length, seed)
     forward.check_length(probe.token_ids, "the probe", model)
-    if progress:
-        progress(f"running {located.display_name} on the probe ({len(probe.token_ids)} tokens)")
+    saying(progress, f"running {located.display_name} on the probe ({len(probe.token_ids)} tokens)")
     result = forward.run(model.model, probe.token_ids, model.n_layers)
     columns = score_columns(result.weights, probe_scores(result.weights, probe.start, probe_length))
     meta = {

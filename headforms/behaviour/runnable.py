@@ -23,21 +23,19 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..bounded import ByteLRU
 from ..errors import HeadformsError, NotAllowedError, NotRunnableError
+from ..progress import Progress, saying
 from ..settings import MAX_BYTES_ENV, human_bytes, settings
 from ..sources import Located, LocatedFile
 from ..sources.files import TOKENIZER_FILES, files_fingerprint
 from . import cache
 from .tokens import TextTokenizer, transformers_tokenizer
-
-Progress = Callable[[str], None]
-"""``progress(message)``: what loading is doing now."""
 
 
 @dataclass
@@ -267,8 +265,7 @@ def _threads() -> None:
 
 def load(located: Located, progress: Progress | None = None) -> Runnable:
     """A runnable model of ``located`` (not cached in memory: see :func:`runnable`)."""
-    say = progress or (lambda message: None)
-    say("importing torch and transformers")
+    saying(progress, "importing torch and transformers")
     try:
         import accelerate  # noqa: F401 - the libraries of every forward pass, checked up front
         import torch  # noqa: F401
@@ -281,8 +278,8 @@ def load(located: Located, progress: Progress | None = None) -> Runnable:
     _threads()
     with _quiet_transformers():
         if located.format == "gguf":
-            return _load_gguf(located, say)
-        return _load_directory(located, say)
+            return _load_gguf(located, progress)
+        return _load_directory(located, progress)
 
 
 @contextlib.contextmanager
@@ -301,7 +298,7 @@ def _quiet_transformers() -> Iterator[None]:
             logging.enable_progress_bar()
 
 
-def _load_gguf(located: Located, say: Progress) -> Runnable:
+def _load_gguf(located: Located, progress: Progress | None) -> Runnable:
     from ..readers import GGUFReader
     from .gguf import build_model
 
@@ -310,16 +307,18 @@ def _load_gguf(located: Located, say: Progress) -> Runnable:
     key = fingerprint(located)
     tokenizer = cache.load_tokenizer(key)
     if tokenizer is None:
-        say("converting the tokenizer from the GGUF metadata (once; kept in the cache)")
+        saying(
+            progress, "converting the tokenizer from the GGUF metadata (once; kept in the cache)"
+        )
         tokenizer = transformers_tokenizer(path.parent, path.name, located.display_name)
         cache.save_tokenizer(key, tokenizer)
-    say("reading and dequantizing the weights")
+    saying(progress, "reading and dequantizing the weights")
     full = build_model(GGUFReader(path), located.display_name, with_head=True)
     return _runnable(located, key, full.base_model, tokenizer, full)
 
 
-def _load_directory(located: Located, say: Progress) -> Runnable:
-    directory = _directory(located, say)
+def _load_directory(located: Located, progress: Progress | None) -> Runnable:
+    directory = _directory(located, progress)
     key = fingerprint(located)
     tokenizer = cache.load_tokenizer(key)
     if tokenizer is None:
@@ -329,10 +328,10 @@ def _load_directory(located: Located, say: Progress) -> Runnable:
                 + ", ".join(TOKENIZER_FILES)
                 + "): attention patterns need the model's tokenizer"
             )
-        say("reading the tokenizer")
+        saying(progress, "reading the tokenizer")
         tokenizer = transformers_tokenizer(directory, None, located.display_name)
         cache.save_tokenizer(key, tokenizer)
-    say("loading the weights (transformers)")
+    saying(progress, "loading the weights (transformers)")
     try:
         model, causal_lm = _from_pretrained(directory, located.config)
     except HeadformsError:
@@ -374,14 +373,14 @@ def _from_pretrained(directory: Path, config: dict[str, Any] | None) -> tuple[An
     return model.eval().requires_grad_(False), None
 
 
-def _directory(located: Located, say: Progress) -> Path:
+def _directory(located: Located, progress: Progress | None) -> Path:
     """The checkpoint directory, with every weight and tokenizer file on this machine (a hub
     model's downloaded into its snapshot, all within its byte budget: :func:`check_confined`
     checked their declared sizes first)."""
     if located.hub is None:
         assert located.config_file is not None and located.config_file.path is not None
         return located.config_file.path.parent
-    say("downloading the model files")
+    saying(progress, "downloading the model files")
     from ..sources.hub import fetch_hub_snapshot
 
     return fetch_hub_snapshot(located, located.download_budget)
@@ -481,17 +480,17 @@ class LoadedModels:
         while not gate.acquire(timeout=LOAD_POLL_S):
             said = self._said.get(key)
             if progress is not None and said is not None:
-                progress(said)
+                progress(0, 1, said)
 
     def _reporting(self, key: str, progress: Progress | None) -> Progress:
         """``progress``, also kept as the load's last message for threads waiting on it."""
 
-        def say(message: str) -> None:
+        def report(done: int, total: int, message: str) -> None:
             self._said[key] = message
             if progress is not None:
-                progress(message)
+                progress(done, total, message)
 
-        return say
+        return report
 
     def nbytes(self) -> int:
         """Bytes of the models kept now."""

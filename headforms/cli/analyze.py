@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..columns import PROFILE
 from ..errors import OptionError
 from .common import (
     analysis_options,
@@ -48,7 +49,7 @@ def summary(
     total = len(labels)
     shares = [100.0 * counts[p] / total if total else float("nan") for p in counts]
     parity = format_table({name: [*shares, total]}, [*(f"{p} %" for p in counts), "heads"], 1)
-    metrics = ["a", "b", "c", "d", "energy", "pairing"]
+    metrics = [*PROFILE, "energy", "pairing"]
     values = {m: np.asarray(columns[m], dtype=float) for m in metrics}
     if baseline is not None:
         for m in ("energy", "pairing"):

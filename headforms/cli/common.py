@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError
+from ..progress import Progress
 
 TABLE_FORMATS = (".csv", ".json", ".parquet")
 """What ``--out`` of a per-head table accepts."""
@@ -240,7 +241,7 @@ def write_file(path: Path, content: Any) -> None:
 # Progress and text
 
 
-class Progress:
+class ProgressBar:
     """Progress on stderr (a tqdm bar counting ``unit``s: layers, passes), closed before any
     error line."""
 
@@ -265,9 +266,9 @@ class Progress:
 
 
 @contextlib.contextmanager
-def progress_bar(quiet: bool, unit: str = "layer") -> Iterator[Progress | None]:
+def progress_bar(quiet: bool, unit: str = "layer") -> Iterator[ProgressBar | None]:
     """A command's progress bar (None with ``--quiet``), closed however the command ends."""
-    progress = None if quiet else Progress(unit)
+    progress = None if quiet else ProgressBar(unit)
     try:
         yield progress
     finally:
@@ -275,11 +276,11 @@ def progress_bar(quiet: bool, unit: str = "layer") -> Iterator[Progress | None]:
             progress.close()
 
 
-def say(quiet: bool) -> Any:
-    """A line of progress on stderr (None with ``--quiet``)."""
+def say(quiet: bool) -> Progress | None:
+    """Progress as one line per message on stderr (None with ``--quiet``)."""
     if quiet:
         return None
-    return lambda message: print(message, file=sys.stderr, flush=True)
+    return lambda done, total, message: print(message, file=sys.stderr, flush=True)
 
 
 def wrote(message: str) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..columns import PROFILE, SYMMETRIC_PROFILE
 from ..forms import PARITY_LABELS
 from ..head_paths import HeadPaths
 from .geometry import SIMPLEX_VERTICES, TRIANGLE_VERTICES, barycentric_points
@@ -38,8 +39,8 @@ from .style import (
 from .triangle import triangle_figure
 
 VIEWS: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
-    "simplex": (("a", "b", "c", "d"), SIMPLEX_VERTICES),
-    "triangle": (("b_sym", "c_sym", "d_sym"), TRIANGLE_VERTICES),
+    "simplex": (PROFILE, SIMPLEX_VERTICES),
+    "triangle": (SYMMETRIC_PROFILE, TRIANGLE_VERTICES),
 }
 """The two views of a path: the coordinates drawn and the vertices they are drawn on."""
 

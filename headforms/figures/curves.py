@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..columns import PROFILE
 from ..forms import PARITY_LABELS, PARITY_TYPE_II_TEXT
 from .animated import AXIS_NAMES
 from .style import (
@@ -32,7 +33,7 @@ def curves_figure(curves: pd.DataFrame, axis: str, head: str, model: str) -> go.
         row_heights=[0.72, 0.28],
         vertical_spacing=0.06,
     )
-    for name in ("a", "b", "c", "d"):
+    for name in PROFILE:
         fig.add_trace(
             go.Scatter(
                 x=x,

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..columns import PROFILE, SYMMETRIC_PROFILE
 from ..forms import lobes, unit_spectra
 from .style import (
     BASELINE_COLOR,
@@ -217,7 +218,7 @@ def singular_values_figure(
 def profile_bar_figure(row: pd.Series, baseline_row: pd.Series) -> go.Figure:
     """The profile (a, b, c, d) and symmetric profile of one head beside the same head of its
     Gaussian baseline (``baseline_row``: the baseline table's row)."""
-    coords = ["a", "b", "c", "d", "b_sym", "c_sym", "d_sym"]
+    coords = [*PROFILE, *SYMMETRIC_PROFILE]
     labels = ["a", "b", "c", "d", "b_S", "c_S", "d_S"]
     base = [baseline_row.get(c, np.nan) for c in coords]
     fig = go.Figure(

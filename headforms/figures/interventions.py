@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 
 from ..analyses.behaviour import CORRELATION_COLUMNS, Correlation
 from ..analyses.interventions import MEASURES
+from ..columns import PROFILE
 from .behaviour import (
     SHORT_SCORES,
     against_geometry,
@@ -35,7 +36,6 @@ from .style import (
     Selected,
 )
 
-PROFILE = ("a", "b", "c", "d")
 SATURATION_PERCENTILE = 98.0
 """A sweep heatmap's colour range: this percentile of |value| when the largest is more than
 twice it (one head carrying the model would leave every other cell white)."""

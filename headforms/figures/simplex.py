@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..columns import PROFILE, PROFILE_COLUMNS
 from .camera import (
     ASPECT_RATIO,
     AXIS_RANGES,
@@ -102,7 +103,7 @@ def simplex_figure(
     if frame not in FRAMES:
         raise FigureInputError(f"frame must be one of {tuple(FRAMES)}, got {frame!r}")
     vertices = SIMPLEX_VERTICES
-    columns = ("a", "b", "c", "d")
+    columns = PROFILE
     edges = [
         (vertices[i], vertices[j]) for i in range(4) for j in range(i + 1, 4) if (i, j) != (2, 3)
     ]
@@ -203,20 +204,7 @@ def simplex_figure(
     return fig
 
 
-PROFILE_TABLE_COLUMNS = (
-    "layer",
-    "head",
-    "parity",
-    "a",
-    "b",
-    "c",
-    "d",
-    "b_sym",
-    "c_sym",
-    "d_sym",
-    "energy",
-    "pairing",
-)
+PROFILE_TABLE_COLUMNS = ("layer", "head", "parity", *PROFILE_COLUMNS)
 
 
 def profile_table(models: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..columns import SYMMETRIC_PROFILE
 from ..forms import PARITY_TYPE_II_TEXT, PARITY_TYPE_II_THRESHOLD
 from .geometry import TRIANGLE_EDGES, TRIANGLE_LABELS, TRIANGLE_VERTICES, barycentric_points
 from .head_markers import (
@@ -46,7 +47,7 @@ def triangle_figure(
     ``baselines`` adds the Gaussian heads in grey."""
     check_color_by(color_by, next(iter(models.values()), None))
     vertices = TRIANGLE_VERTICES
-    columns = ("b_sym", "c_sym", "d_sym")
+    columns = SYMMETRIC_PROFILE
     fig = go.Figure()
     tol = PARITY_TYPE_II_THRESHOLD
     band = barycentric_points(

@@ -1,42 +1,46 @@
 """Contained computations, as a server asks for them: :func:`analyze`, :func:`sweep`,
-:func:`baseline` and :func:`forward_pass` (:func:`forward_task` for any forward-pass task) in
-workers, :func:`in_server` for a small bounded computation in the server itself.
+:func:`baseline` and :func:`forward_pass` (:func:`forward_task` for any forward-pass task,
+:func:`intervention` for an edit of heads' forms) in workers, :func:`in_server` for a small
+bounded computation in the server itself.
 
 Each answers from the result store when it can (no worker, no weights opened, no charge).
 Otherwise it checks, in the server and at no charge, everything that can be refused before any
 worker starts (the model's estimated memory, a prompt's tokens when the server holds the
-model's tokenizer, a sweep of a model without rotation), then runs the computation as a flight
-(:mod:`.flights`) at the visitor's turn, charged to the visitor's budget of its kind, and reads
-the stored result back. Every outcome is the result or one line.
+model's tokenizer, a sweep of a model without rotation), then runs the computation
+(:mod:`.runs`, on the caller's thread) at the visitor's turn, charged to the visitor's budget of
+its kind, and reads the stored result back. Every outcome is the result or one line. Nothing is
+shared here: the dashboard's gateway (``ui/gateway``) shares one computation between the
+sessions that ask for it, and lets it go when nobody waits for it any more.
 
 The limits are read once per call (:meth:`.Limits.from_env`, unless given) and handed down;
-what the server keeps between calls (budgets, slots, flights, model workers, the models it
-knows) is one :class:`Hosting` value, :data:`hosting`.
+what the server keeps between calls (budgets, slots, runs, model workers, the models it knows)
+is one :class:`Hosting` value, :data:`hosting`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from ..errors import LimitError
+from ..progress import Progress
 from ..settings import MEMORY_ENV, human_bytes, settings
-from .budgets import Budgets
-from .flights import Flights, Progress, result
+from .budgets import Budget, Budgets
 from .limits import Limits
 from .model_facts import KnownModels
 from .model_workers import ModelWorkers
 from .policy import Policy
+from .runs import Charge, Check, RunRequest, Runs, result
 from .slots import Slots
 from .tasks import (
-    AnalysisTask,
     AttentionTask,
     BaselineTask,
+    EngineTask,
+    ForwardResult,
     ForwardTask,
     HeadScoresTask,
     InterventionTask,
-    SweepTask,
 )
 from .visitors import LOCAL
 
@@ -51,23 +55,24 @@ if TYPE_CHECKING:
     from ..sweeps import PositionSweep
 
 T = TypeVar("T")
+R = TypeVar("R", bound=ForwardResult)
 
 
 @dataclass
 class Hosting:
     """What one server process keeps of its hosted work: the visitors' budgets, the slots of
-    the workers and of the server's own lane, the model workers, the flights, the models it
-    knows (declared sizes, tokenizers held)."""
+    the workers and of the server's own lane, the model workers, the runs going on, the models
+    it knows (declared sizes, tokenizers held)."""
 
     budgets: Budgets = field(default_factory=Budgets)
     slots: Slots = field(default_factory=Slots)
     server_slots: Slots = field(default_factory=Slots)
     model_workers: ModelWorkers = field(default_factory=ModelWorkers)
     known: KnownModels = field(default_factory=KnownModels)
-    flights: Flights = field(init=False)
+    runs: Runs = field(init=False)
 
     def __post_init__(self) -> None:
-        self.flights = Flights(self.budgets, self.slots, self.model_workers)
+        self.runs = Runs(self.budgets, self.slots, self.model_workers)
 
 
 hosting = Hosting()
@@ -93,7 +98,7 @@ def analyze(
     *,
     options: AnalysisOptions | None = None,
     visitor: str = LOCAL,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
     limits: Limits | None = None,
     policy: Policy | None = None,
 ) -> ModelAnalysis:
@@ -102,12 +107,12 @@ def analyze(
     ``spec``: a spec's text, located here under ``policy`` (default: this server's), or a model
     already located under it, which the worker opens as it is (never located again).
     ``options``: the analysis's options as one value (else made from ``rope_position``,
-    ``fold_qk_norm`` and ``spectra``). ``progress(done, total, message)`` relays the flight's
+    ``fold_qk_norm`` and ``spectra``). ``progress(done, total, message)`` hears the run's
     progress (its wait for a worker, then the worker's). ``check()`` is called every 0.1 s
-    while waiting: it may raise to stop waiting (a Streamlit rerun or stop; the flight then goes
-    on for :data:`.flights.ABANDON_GRACE` seconds in case someone comes back). A new
-    computation is charged to ``visitor`` (refused at once past its budget). A published table
-    holds its metrics already: it is read here, no worker needed.
+    while it runs: it may raise to stop it (the worker is stopped, nothing is stored, and the
+    exception is raised again here). A new computation is charged to ``visitor`` (refused at
+    once past its budget). A published table holds its metrics already: it is read here, no
+    worker needed.
     """
     from .. import engine
     from ..options import AnalysisOptions
@@ -117,7 +122,7 @@ def analyze(
     limits = limits or Limits.from_env()
     located = _located(spec, policy, limits)
 
-    def stored() -> Any:
+    def stored() -> ModelAnalysis | None:
         return engine.stored_analysis(located, options)
 
     hit = stored()
@@ -128,18 +133,15 @@ def analyze(
     # More spectra of a model already analysed at these options are not a new analysis (they
     # come from its stored factors, as cheap as a reread): no charge to the visitor.
     core = AnalysisOptions(options.rope_position, options.fold_qk_norm)
-    charge = core == options or engine.stored_analysis(located, core) is None
-    flight = hosting.flights.run(
-        ("analysis", located.fingerprint, options),
+    charged = core == options or engine.stored_analysis(located, core) is None
+    request = RunRequest(
+        EngineTask(located, options),
         f"the analysis of {located.spec}",
-        AnalysisTask(located, options),
         limits,
-        progress,
-        check,
         visitor,
-        charge,
+        Charge(Budget.ANALYSES) if charged else None,
     )
-    return result(flight, stored)
+    return result(hosting.runs.run(request, progress, check), stored)
 
 
 def sweep(
@@ -148,7 +150,7 @@ def sweep(
     progress: Progress | None = None,
     *,
     visitor: str = LOCAL,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
     limits: Limits | None = None,
     policy: Policy | None = None,
 ) -> PositionSweep:
@@ -161,7 +163,7 @@ def sweep(
     limits = limits or Limits.from_env()
     located = _located(spec, policy, limits)
 
-    def stored() -> Any:
+    def stored() -> PositionSweep | None:
         return engine.stored_sweep(located, options)
 
     hit = stored()
@@ -169,9 +171,8 @@ def sweep(
         return hit
     _check_sweep(located, options)
     label = f"the sweep of {located.spec} over {len(options.positions)} RoPE positions"
-    key = ("sweep", located.fingerprint, options)
-    task = SweepTask(located, options)
-    return result(hosting.flights.run(key, label, task, limits, progress, check, visitor), stored)
+    request = RunRequest(EngineTask(located, options), label, limits, visitor)
+    return result(hosting.runs.run(request, progress, check), stored)
 
 
 def _check_sweep(located: Located, options: SweepOptions) -> None:
@@ -192,30 +193,51 @@ def baseline(
     progress: Progress | None = None,
     *,
     visitor: str = LOCAL,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
     limits: Limits | None = None,
 ) -> Baseline:
     """:func:`headforms.baseline.gaussian_baseline` of ``shapes`` within the limits: read from
     the store, else computed in a worker (its size follows the model's shapes, so it is
     contained like an analysis and charged as one)."""
-    from ..baseline import baseline_key, stored_baseline
+    from ..baseline import stored_baseline
 
-    def stored() -> Any:
+    def stored() -> Baseline | None:
         return stored_baseline(shapes)
 
     hit = stored()
     if hit is not None:
         return hit
-    flight = hosting.flights.run(
-        ("baseline", baseline_key(shapes)),
-        "the Gaussian baseline",
-        BaselineTask(shapes),
-        limits or Limits.from_env(),
-        progress,
-        check,
-        visitor,
-    )
-    return result(flight, stored)
+    limits = limits or Limits.from_env()
+    request = RunRequest(BaselineTask(shapes), "the Gaussian baseline", limits, visitor)
+    return result(hosting.runs.run(request, progress, check), stored)
+
+
+@overload
+def forward_pass(
+    spec: str | Spec | Located,
+    prompt: str,
+    probe: None = None,
+    progress: Progress | None = None,
+    *,
+    visitor: str = LOCAL,
+    check: Check | None = None,
+    limits: Limits | None = None,
+    policy: Policy | None = None,
+) -> AttentionPattern: ...
+
+
+@overload
+def forward_pass(
+    spec: str | Spec | Located,
+    prompt: None = None,
+    *,
+    probe: tuple[int, int],
+    progress: Progress | None = None,
+    visitor: str = LOCAL,
+    check: Check | None = None,
+    limits: Limits | None = None,
+    policy: Policy | None = None,
+) -> HeadTypeScores: ...
 
 
 def forward_pass(
@@ -225,7 +247,7 @@ def forward_pass(
     progress: Progress | None = None,
     *,
     visitor: str = LOCAL,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
     limits: Limits | None = None,
     policy: Policy | None = None,
 ) -> AttentionPattern | HeadTypeScores:
@@ -237,43 +259,40 @@ def forward_pass(
 
     if (prompt is None) == (probe is None):
         raise ValueError("forward_pass needs a prompt or a probe")
+    limits = limits or Limits.from_env()
     if prompt is not None:
         prompt = check_prompt(prompt)
-    else:
-        probe = check_probe(*probe)  # type: ignore[misc]
-    limits = limits or Limits.from_env()
+        located = locate_runnable(spec, policy or Policy.from_limits(limits))
+        return forward_task(AttentionTask(located, prompt), progress, visitor, check, limits)
+    assert probe is not None
+    probe_length, seed = check_probe(*probe)
     located = locate_runnable(spec, policy or Policy.from_limits(limits))
-    task: ForwardTask
-    if prompt is not None:
-        task = AttentionTask(located, prompt)
-    else:
-        task = HeadScoresTask(located, *probe)  # type: ignore[misc]
-    return forward_task(task, progress, visitor=visitor, check=check, limits=limits)
+    task = HeadScoresTask(located, probe_length, seed)
+    return forward_task(task, progress, visitor, check, limits)
 
 
 def forward_task(
-    task: ForwardTask,
+    task: ForwardTask[R],
     progress: Progress | None = None,
-    *,
     visitor: str = LOCAL,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
     limits: Limits | None = None,
-) -> Any:
-    """A forward-pass task (:class:`.ForwardTask`: its located model already checked for a
-    forward pass) within the server's limits: answered from the result store when it can;
-    otherwise refused in one line, at no charge, by what the server can tell before any worker
-    starts (a model whose estimated forward-pass memory at the token cap passes the memory
-    limit; :meth:`.ForwardTask.check`), else run in the model's worker (kept loaded between
-    passes) at ``visitor``'s turn and charged as one of its new forward passes (a refusal from
-    the worker counts too: the work had begun). ``progress`` and ``check`` as in
-    :func:`analyze`."""
+) -> R:
+    """A forward-pass task's result (:class:`.ForwardTask`: its located model already checked
+    for a forward pass), within the server's limits, named after the task's model: answered from
+    the result store when it can; otherwise refused in one line, at no charge, by what the
+    server can tell before any worker starts (a model whose estimated memory for the task passes
+    the memory limit: :meth:`.ForwardTask.memory`; :meth:`.ForwardTask.check`), else run in the
+    model's worker (kept loaded between passes and tasks) at ``visitor``'s turn and charged as
+    :meth:`.ForwardTask.cost` of its new forward passes (a refusal from the worker counts too:
+    the work had begun). ``progress`` and ``check`` as in :func:`analyze`."""
     from ..behaviour.runnable import fingerprint
 
     located = task.located
     model_fingerprint = fingerprint(located)
     key = task.key(model_fingerprint)
 
-    def stored() -> Any:
+    def stored() -> R | None:
         return task.stored(key)
 
     hit = stored()
@@ -289,21 +308,18 @@ def forward_task(
                 f"({MEMORY_ENV}); the geometry views still work"
             )
         task.check(facts, limits)
-        flight = hosting.flights.run(
-            (task.kind, key),
-            task.label(),
+        request = RunRequest(
             task,
+            task.label(),
             limits,
-            progress,
-            check,
             visitor,
-            budget="forward_passes",
-            model=(model_fingerprint, need),
-            cost=task.cost(facts),
+            Charge(Budget.FORWARD_PASSES, task.cost(facts)),
+            # the model's worker, kept by the model's own size (a pass at the token cap), so
+            # that patterns, scores and interventions of one model share one warm worker
+            model=(model_fingerprint, facts.memory or need),
         )
-        hit = result(flight, stored)
-    hit.model = located.spec
-    return hit
+        hit = result(hosting.runs.run(request, progress, check), stored)
+    return task.named(hit)
 
 
 def intervention(
@@ -312,7 +328,7 @@ def intervention(
     progress: Progress | None = None,
     *,
     visitor: str = LOCAL,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
     limits: Limits | None = None,
     policy: Policy | None = None,
 ) -> InterventionResult:
@@ -329,25 +345,26 @@ def intervention(
     layers, heads = config_layers_heads(located.config)
     if isinstance(layers, int) and isinstance(heads, int):
         request.scope.check_shape(layers, heads, located.display_name)
-    task = InterventionTask(located, request)
-    return forward_task(task, progress, visitor=visitor, check=check, limits=limits)
+    return forward_task(InterventionTask(located, request), progress, visitor, check, limits)
 
 
 def in_server(
-    kind: str,
+    budget: Budget,
     build: Callable[[], T],
     *,
     visitor: str = LOCAL,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
     limits: Limits | None = None,
 ) -> T:
-    """``build()`` run in this process at ``visitor``'s turn (a slot held while it runs),
-    charged to its ``kind`` budget: for computations bounded by their inputs' sizes (a Theorem 5
-    sampling), which need no worker of their own."""
+    """``build()`` run in this process, on the caller's thread, at ``visitor``'s turn (a slot of
+    the server's own lane held while it runs), charged one of its ``budget``: for computations
+    bounded by their inputs' sizes (a Theorem 5 sampling, the lobe fits of a model at hand),
+    which need no worker of their own. ``check`` may stop the wait for the turn (nothing is
+    then charged); once ``build`` starts it runs to its end."""
     limits = limits or Limits.from_env()
-    hosting.budgets.check(visitor, kind, limits)
+    hosting.budgets.check(visitor, budget, limits)
     with hosting.server_slots.hold(visitor, limits, check, what="computations"):
-        hosting.budgets.spend(visitor, kind, limits)
+        hosting.budgets.spend(visitor, budget, limits)
         return build()
 
 

@@ -39,6 +39,7 @@ from ..settings import (
     DEFAULT_VISITOR_CONCURRENT,
     DEFAULT_VISITOR_FORWARD_PASSES,
     DEFAULT_VISITOR_SAMPLES,
+    DEFAULT_VISITOR_SUMMARIES,
     DEFAULT_WINDOW,
     HUB_CACHE_ENV,
     INTERVENTION_PASSES_ENV,
@@ -55,6 +56,7 @@ from ..settings import (
     VISITOR_CONCURRENT_ENV,
     VISITOR_FORWARD_PASSES_ENV,
     VISITOR_SAMPLES_ENV,
+    VISITOR_SUMMARIES_ENV,
     WINDOW_ENV,
     Settings,
     settings,
@@ -77,6 +79,7 @@ class Limits:
     visitor_concurrent: int = DEFAULT_VISITOR_CONCURRENT
     visitor_analyses: int = DEFAULT_VISITOR_ANALYSES
     visitor_samples: int = DEFAULT_VISITOR_SAMPLES
+    visitor_summaries: int = DEFAULT_VISITOR_SUMMARIES
     visitor_forward_passes: int = DEFAULT_VISITOR_FORWARD_PASSES
     intervention_passes: int = DEFAULT_INTERVENTION_PASSES
     window: float = DEFAULT_WINDOW
@@ -112,6 +115,7 @@ class Limits:
             visitor_samples=values.whole(
                 values.renamed(VISITOR_SAMPLES_ENV), DEFAULT_VISITOR_SAMPLES
             ),
+            visitor_summaries=values.whole(VISITOR_SUMMARIES_ENV, DEFAULT_VISITOR_SUMMARIES),
             visitor_forward_passes=values.whole(
                 VISITOR_FORWARD_PASSES_ENV, DEFAULT_VISITOR_FORWARD_PASSES
             ),

@@ -1,7 +1,7 @@
 """What a server knows of a runnable model before any worker starts, so that a forward pass it
-can refuse costs nothing: the model's heads and forward-pass memory, from declared sizes only
-(config.json, safetensors or GGUF headers), and its tokenizer once an earlier pass converted
-and stored it (:func:`headforms.behaviour.cache.load_tokenizer`).
+can refuse costs nothing: the model's heads, attention shapes, vocabulary and forward-pass
+memory, from declared sizes only (config.json, safetensors or GGUF headers), and its tokenizer
+once an earlier pass converted and stored it (:func:`headforms.behaviour.cache.load_tokenizer`).
 
 A prompt is counted only when it might be too long: ``len(prompt's UTF-8 bytes)`` plus
 :data:`~headforms.behaviour.limits.SPECIAL_TOKEN_ROOM` bounds its tokens (a token is at least one
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..architectures import Shapes
 from ..bounded import ByteLRU
 
 if TYPE_CHECKING:
@@ -40,13 +41,26 @@ class ModelFacts:
     """A model as the server knows it without loading it: its display ``name``, forward-pass
     ``fingerprint``, heads in all layers (None: not declared), the estimated peak memory of a
     pass at the token cap (None: unknown), and ``tokenizer()``, its converted tokenizer if the
-    server holds or may load one (else None)."""
+    server holds or may load one (else None); its attention ``shapes`` and ``vocab`` size when
+    declared, and ``loaded``, the estimated memory of the loaded model before any pass."""
 
     name: str
     fingerprint: str
     heads_all: int | None
     memory: int | None
     tokenizer: Callable[[], TextTokenizer | None]
+    shapes: Shapes | None = None
+    vocab: int | None = None
+    loaded: int | None = None
+
+    def pass_memory(self, tokens: int) -> int | None:
+        """The estimated peak memory of the model and one pass of ``tokens`` tokens (every
+        head's attention kept, as a pattern's), or None when not known."""
+        from ..behaviour.runnable import ATTENTION_BYTES_PER_WEIGHT
+
+        if self.loaded is None or self.heads_all is None:
+            return None
+        return self.loaded + ATTENTION_BYTES_PER_WEIGHT * self.heads_all * tokens * tokens
 
     def check_tokens(self, count: int, what: str) -> None:
         """A one-line :class:`~headforms.errors.OptionError` when ``what``, ``count`` tokens
@@ -75,7 +89,7 @@ class KnownModels:
     """Declared sizes per model and the tokenizers held, for one server process (thread-safe)."""
 
     def __init__(self) -> None:
-        self._sizes: OrderedDict[str, tuple[int, int, int] | None] = OrderedDict()
+        self._sizes: OrderedDict[str, _Declared] = OrderedDict()
         self._lock = threading.Lock()
         self.tokenizers: ByteLRU[tuple[TextTokenizer, int]] = ByteLRU(
             TOKENIZERS_MEMORY, sizer=lambda held: held[1]
@@ -87,16 +101,20 @@ class KnownModels:
         from ..behaviour.runnable import pass_memory
 
         declared = self._declared(located, fingerprint)
-        heads_all = memory = None
-        if declared is not None:
-            heads_all = declared[2]
-            memory = pass_memory(declared, located.format, tokens)
+        heads_all = memory = loaded = None
+        if declared.sizes is not None:
+            heads_all = declared.sizes[2]
+            memory = pass_memory(declared.sizes, located.format, tokens)
+            loaded = pass_memory(declared.sizes, located.format, 0)
         return ModelFacts(
             located.display_name,
             fingerprint,
             heads_all,
             memory,
             lambda: self.tokenizer(fingerprint),
+            declared.shapes,
+            declared.vocab,
+            loaded,
         )
 
     def tokenizer(self, fingerprint: str) -> TextTokenizer | None:
@@ -115,7 +133,7 @@ class KnownModels:
             self.tokenizers.put(fingerprint, (tokenizer, stored * TOKENIZER_EXPANSION))
         return tokenizer
 
-    def _declared(self, located: Located, fingerprint: str) -> tuple[int, int, int] | None:
+    def _declared(self, located: Located, fingerprint: str) -> _Declared:
         from ..behaviour.runnable import declared_size
 
         key = f"{fingerprint}:{located.format}"
@@ -123,9 +141,47 @@ class KnownModels:
             if key in self._sizes:
                 self._sizes.move_to_end(key)
                 return self._sizes[key]
-        declared = declared_size(located)
+        sizes = declared_size(located)
+        shapes, vocab = declared_shapes(located) if sizes is not None else (None, None)
+        declared = _Declared(sizes, shapes, vocab)
         with self._lock:
             self._sizes[key] = declared
             while len(self._sizes) > MAX_MODELS_KNOWN:
                 self._sizes.popitem(last=False)
         return declared
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """What a model's headers and config declare: ``(parameters, loading transient, heads in
+    all layers)``, its attention shapes and its vocabulary (None: not declared)."""
+
+    sizes: tuple[int, int, int] | None
+    shapes: Shapes | None
+    vocab: int | None
+
+
+def declared_shapes(located: Located) -> tuple[Shapes | None, int | None]:
+    """A runnable model's declared attention shapes and vocabulary size (its GGUF header, read
+    without the metadata arrays, or its config.json); None for what is not declared."""
+    from ..architectures import shapes_from_config
+    from ..errors import HeadformsError
+
+    try:
+        if located.format == "gguf":
+            if located.weights[0].path is None:  # a hub file not fetched yet
+                return None, None
+            from ..models.source import open_model
+
+            source = open_model(located, use_store=False)
+            embedding = "token_embd.weight"
+            names = source.reader.names()
+            vocab = max(source.reader.shape(embedding)) if embedding in names else None
+            return shapes_from_config(source.config), vocab
+        config = located.config or {}
+        text = config.get("text_config") or config
+        vocab = text.get("vocab_size") if isinstance(text, dict) else None
+        shapes = shapes_from_config(config)
+    except HeadformsError:
+        return None, None
+    return shapes, vocab if isinstance(vocab, int) and vocab > 0 else None

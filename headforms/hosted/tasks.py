@@ -19,30 +19,45 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from ..options import AnalysisOptions, SweepOptions
+from ..progress import Progress
 from ..sources import Located
 
 if TYPE_CHECKING:
     from ..architectures import Shapes
-    from ..interventions import InterventionRequest
-    from ..why import WhyRequest
+    from ..behaviour import AttentionPattern, HeadTypeScores
+    from ..interventions import InterventionRequest, InterventionResult
+    from ..why import WhyRequest, WhyResult
     from .limits import Limits
     from .model_facts import ModelFacts
 
-Report = Callable[[int, int, str], None]
+Report = Progress
 """``report(done, total, message)``: a task's progress, relayed to whoever waits for it."""
+
+
+class ForwardResult(Protocol):
+    """What a forward pass gives back (a frozen dataclass), named after the model asked for."""
+
+    @property
+    def model(self) -> str: ...
+
+    def named(self, model: str) -> Self:
+        """The same result named ``model`` (a copy; the arrays shared)."""
+        ...
+
+
+R = TypeVar("R", bound=ForwardResult)
 
 
 class TaskKind(Enum):
     """The kinds of task a worker runs (each the ``kind`` of one class of :data:`TASKS`)."""
 
-    ANALYSIS = "analysis"
-    SWEEP = "sweep"
+    ENGINE = "engine"
     BASELINE = "baseline"
     ATTENTION = "attention"
     HEAD_SCORES = "head_scores"
@@ -72,8 +87,10 @@ class Task(ABC):
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON (a located model as :meth:`Located.as_dict`, options as theirs)."""
+        if not is_dataclass(self):
+            raise TypeError(f"{type(self).__name__} is not a dataclass")
         out = {}
-        for field in fields(self):  # type: ignore[arg-type]
+        for field in fields(self):
             value = getattr(self, field.name)
             out[field.name] = value.as_dict() if hasattr(value, "as_dict") else value
         return out
@@ -114,39 +131,38 @@ class _OfModel:
 
 
 @dataclass(frozen=True)
-class AnalysisTask(_OfModel, Task):
-    """:func:`headforms.engine.analyze` of a located model at ``options``."""
+class EngineTask(_OfModel, Task):
+    """The engine's computation of a located model at ``options``: its analysis
+    (:func:`headforms.engine.analyze`, :class:`AnalysisOptions`) or its sweep over RoPE positions
+    (:func:`headforms.engine.sweep`, :class:`SweepOptions`); the options say which."""
 
-    kind: ClassVar[TaskKind] = TaskKind.ANALYSIS
+    kind: ClassVar[TaskKind] = TaskKind.ENGINE
     located: Located
-    options: AnalysisOptions
+    options: AnalysisOptions | SweepOptions
+
+    @property
+    def sweep(self) -> bool:
+        """Whether it is a sweep (else an analysis at one position)."""
+        return isinstance(self.options, SweepOptions)
+
+    def as_dict(self) -> dict[str, Any]:
+        what = "sweep" if self.sweep else "analysis"
+        return {"located": self.located.as_dict(), what: self.options.as_dict()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AnalysisTask:
-        return cls(Located.from_dict(data["located"]), AnalysisOptions.from_dict(data["options"]))
+    def from_dict(cls, data: Mapping[str, Any]) -> EngineTask:
+        located = Located.from_dict(data["located"])
+        if "sweep" in data:
+            return cls(located, SweepOptions.from_dict(data["sweep"]))
+        return cls(located, AnalysisOptions.from_dict(data["analysis"]))
 
     def run(self, report: Report) -> None:
         from .. import engine
 
-        engine.analyze(self.located, options=self.options, progress=report)
-
-
-@dataclass(frozen=True)
-class SweepTask(_OfModel, Task):
-    """:func:`headforms.engine.sweep` of a located model over ``options``' RoPE positions."""
-
-    kind: ClassVar[TaskKind] = TaskKind.SWEEP
-    located: Located
-    options: SweepOptions
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SweepTask:
-        return cls(Located.from_dict(data["located"]), SweepOptions.from_dict(data["options"]))
-
-    def run(self, report: Report) -> None:
-        from .. import engine
-
-        engine.sweep(self.located, options=self.options, progress=report)
+        if isinstance(self.options, SweepOptions):
+            engine.sweep(self.located, options=self.options, progress=report)
+        else:
+            engine.analyze(self.located, options=self.options, progress=report)
 
 
 @dataclass(frozen=True)
@@ -172,12 +188,14 @@ class BaselineTask(Task):
         gaussian_baseline(self.shapes)
 
 
-class ForwardTask(_OfModel, Task):
-    """A forward pass of one located model, run in its model worker (see the module doc).
+class ForwardTask(_OfModel, Task, Generic[R]):
+    """A forward pass of one located model, run in its model worker (see the module doc),
+    whose result is an ``R`` (a frozen dataclass named after its model).
 
     A subclass is a frozen dataclass whose first field is ``located`` (already checked for a
     forward pass: :func:`headforms.behaviour.locate_runnable`) and whose other fields are plain
-    JSON values, with a :class:`TaskKind` of its own."""
+    JSON values (or values with ``as_dict``/``from_dict``), with a :class:`TaskKind` of its
+    own."""
 
     located: Located
 
@@ -187,8 +205,13 @@ class ForwardTask(_OfModel, Task):
         (:func:`headforms.behaviour.runnable.fingerprint`)."""
 
     @abstractmethod
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> R | None:
         """Its stored result under ``key``, or None (read by the server: no model needed)."""
+
+    def named(self, result: R) -> R:
+        """``result`` named after this task's model (a copy: a stored or shared result is never
+        changed; its arrays are shared, not copied)."""
+        return result.named(self.located.spec)
 
     @abstractmethod
     def label(self) -> str:
@@ -218,7 +241,7 @@ class ForwardTask(_OfModel, Task):
 
 
 @dataclass(frozen=True)
-class AttentionTask(ForwardTask):
+class AttentionTask(ForwardTask["AttentionPattern"]):
     """Every head's attention on a prompt (:func:`headforms.behaviour.attention`)."""
 
     kind: ClassVar[TaskKind] = TaskKind.ATTENTION
@@ -230,7 +253,7 @@ class AttentionTask(ForwardTask):
 
         return cache.pattern_key(fingerprint, self.prompt)
 
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> AttentionPattern | None:
         from ..behaviour import cache
         from ..store import ResultStore
 
@@ -245,11 +268,11 @@ class AttentionTask(ForwardTask):
     def run(self, report: Report) -> None:
         from .. import behaviour
 
-        behaviour.attention(self.located, self.prompt, progress=lambda m: report(0, 1, m))
+        behaviour.attention(self.located, self.prompt, progress=report)
 
 
 @dataclass(frozen=True)
-class HeadScoresTask(ForwardTask):
+class HeadScoresTask(ForwardTask["HeadTypeScores"]):
     """Every head's head-type scores on the seeded repeated-token probe of ``probe_length``
     tokens per copy (:func:`headforms.behaviour.head_type_scores`)."""
 
@@ -263,7 +286,7 @@ class HeadScoresTask(ForwardTask):
 
         return cache.scores_key(fingerprint, self.probe_length, self.seed)
 
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> HeadTypeScores | None:
         from ..behaviour import cache
         from ..store import ResultStore
 
@@ -282,22 +305,31 @@ class HeadScoresTask(ForwardTask):
             self.located,
             probe_length=self.probe_length,
             seed=self.seed,
-            progress=lambda m: report(0, 1, m),
+            progress=report,
         )
 
 
 PASSES_PER_CHARGE = 10
 """Sequence passes of an intervention that count as one of the visitor's forward passes (an
 edited sequence runs from its edited layer up, so ten cost about what a few full passes do)."""
+ANATOMY_BYTES_PER_WEIGHT = 12
+"""Bytes an intervention keeps per Q/K weight of the model (every layer's factors, read as
+float32 and widened to float64 for the forms it edits)."""
+ACTIVATION_BYTES_PER_STATE = 64
+"""Bytes of one layer's working tensors per token and per unit of the model dim, for each
+sequence of an edited batch (its hidden states, projections and MLP, float32)."""
+MEASURE_LOGITS = 4
+"""Chunks of logits (:data:`headforms.interventions.measures.LOGIT_BYTES` each) alive at once
+while an edited batch is measured."""
 
 
 @dataclass(frozen=True)
-class InterventionTask(ForwardTask):
-    """An intervention on heads' forms (:func:`headforms.interventions.intervention`);
-    ``request``: the typed request, parsed once (from its JSON in :meth:`from_dict`). Bounded in
-    tokens (the request's check), sequence passes (``HEADFORMS_INTERVENTION_PASSES``, from the
-    model's declared heads before any worker) and seconds (the worker's limit); charged one
-    forward pass per :data:`PASSES_PER_CHARGE` sequence passes."""
+class InterventionTask(ForwardTask["InterventionResult"]):
+    """An intervention on heads' forms (:func:`headforms.interventions.intervention`) of a
+    checked ``request`` (parsed once: sent as its ``as_dict``, read back by ``from_dict``).
+    Bounded in tokens (the request's check), sequence passes (``HEADFORMS_INTERVENTION_PASSES``,
+    from the model's declared heads before any worker) and seconds (the worker's limit); charged
+    one forward pass per :data:`PASSES_PER_CHARGE` sequence passes."""
 
     kind: ClassVar[TaskKind] = TaskKind.INTERVENTION
     what: ClassVar[str] = "an intervention"
@@ -305,37 +337,31 @@ class InterventionTask(ForwardTask):
     request: InterventionRequest
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+    def from_dict(cls, data: Mapping[str, Any]) -> InterventionTask:
         from ..interventions import InterventionRequest
 
-        values = dict(data)
-        values["request"] = InterventionRequest.from_dict(values["request"])
-        return super().from_dict(values)
-
-    @property
-    def checked(self) -> InterventionRequest:
-        """The request (checked when it was made)."""
-        return self.request
+        located = Located.from_dict(data["located"])
+        return cls(located, InterventionRequest.from_dict(data["request"]))
 
     def key(self, fingerprint: str) -> str:
         from ..interventions import intervention_key
 
         return intervention_key(fingerprint, self.request)
 
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> InterventionResult | None:
         from ..interventions import result
         from ..store import ResultStore
 
         return result.get(ResultStore(), key)
 
     def label(self) -> str:
-        request = self.checked
+        request = self.request
         return f"the {request.edit} edit of {request.scope.label} of {self.located.spec}"
 
     def passes(self, model: ModelFacts) -> int | None:
         """Its sequence passes, from the model's declared heads (a layer or parity group edited
         head by head: counted as every head, an upper bound); None when not declared."""
-        request = self.checked
+        request = self.request
         if request.scope.kind == "heads":
             return request.passes(len(request.scope.heads))
         if not request.each:
@@ -346,7 +372,7 @@ class InterventionTask(ForwardTask):
         from ..errors import LimitError
         from ..settings import INTERVENTION_PASSES_ENV
 
-        request = self.checked
+        request = self.request
         model.check_tokens(request.max_tokens, "the text")
         if request.probe_length is not None:
             model.check_tokens(2 * request.probe_length, "the probe")
@@ -359,15 +385,27 @@ class InterventionTask(ForwardTask):
             )
 
     def memory(self, model: ModelFacts) -> int | None:
+        """The model and its unedited pass of the request's tokens (every head's attention
+        recorded, as a pattern's), the unedited passes kept, the anatomy's factors, one layer of
+        an edited batch at a time, and the measures' logits (chunks of the vocabulary, the
+        unedited next-token probabilities and their logarithm). Measured on SmolLM2 at 128
+        tokens: a peak of 1.54 GiB (one head, 8 controls, the probe) to 1.62 GiB (every head
+        alone) against 1.76 GiB here (benchmarks/README.md)."""
         from ..behaviour.runnable import ATTENTION_BYTES_PER_WEIGHT
+        from ..interventions.measures import LOGIT_BYTES
         from ..interventions.passes import BATCH, CLEAN_PASS_BYTES
 
-        if model.memory is None or model.heads_all is None:
-            return None
-        request = self.checked
+        request, shapes = self.request, model.shapes
         tokens = max(request.max_tokens, 2 * (request.probe_length or 0))
-        batch = (BATCH - 1) * ATTENTION_BYTES_PER_WEIGHT * model.heads_all * tokens * tokens
-        return model.memory + batch + CLEAN_PASS_BYTES
+        clean = model.pass_memory(tokens)
+        if clean is None or shapes is None or model.vocab is None:
+            return None
+        qk_weights = shapes.n_layers * (shapes.n_heads + shapes.n_kv_heads) * shapes.head_dim
+        anatomy = ANATOMY_BYTES_PER_WEIGHT * qk_weights * shapes.model_dim
+        attention = ATTENTION_BYTES_PER_WEIGHT * shapes.n_heads * tokens * tokens
+        states = ACTIVATION_BYTES_PER_STATE * tokens * shapes.model_dim
+        logits = MEASURE_LOGITS * LOGIT_BYTES + 3 * 4 * tokens * model.vocab
+        return clean + CLEAN_PASS_BYTES + anatomy + BATCH * (attention + states) + logits
 
     def cost(self, model: ModelFacts) -> int:
         passes = self.passes(model) or 1
@@ -380,7 +418,7 @@ class InterventionTask(ForwardTask):
         limits = Limits.from_env()
         intervention(
             self.located,
-            self.checked,
+            self.request,
             progress=report,
             limits=InterventionLimits(limits.intervention_passes, limits.seconds),
         )
@@ -392,56 +430,55 @@ few hundred ``2n x 2n`` eigenproblems at 128 tokens: thirty cost about what a fe
 
 
 @dataclass(frozen=True)
-class WhyTask(ForwardTask):
-    """A score split of heads' scores on a text (:func:`headforms.why.why`); ``request``: its
-    :meth:`~headforms.why.WhyRequest.as_dict`. Bounded in tokens (the request's check) and
-    seconds (the worker's limit); charged one forward pass per :data:`HEADS_PER_CHARGE` heads."""
+class WhyTask(ForwardTask["WhyResult"]):
+    """A score split of heads' scores on a text (:func:`headforms.why.why`) of a checked
+    ``request`` (parsed once: sent as its ``as_dict``, read back by ``from_dict``). Bounded in
+    tokens (the request's check) and seconds (the worker's limit); charged one forward pass per
+    :data:`HEADS_PER_CHARGE` heads."""
 
     kind: ClassVar[TaskKind] = TaskKind.WHY
     what: ClassVar[str] = "a score split"
     located: Located
-    request: dict
+    request: WhyRequest
 
-    @property
-    def checked(self) -> WhyRequest:
-        """The request as a checked value."""
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WhyTask:
         from ..why import WhyRequest
 
-        return WhyRequest.from_dict(self.request)
+        return cls(Located.from_dict(data["located"]), WhyRequest.from_dict(data["request"]))
 
     def key(self, fingerprint: str) -> str:
         from ..why import why_key
 
-        return why_key(fingerprint, self.checked)
+        return why_key(fingerprint, self.request)
 
-    def stored(self, key: str) -> Any | None:
+    def stored(self, key: str) -> WhyResult | None:
         from ..store import ResultStore
         from ..why import result
 
         return result.get(ResultStore(), key)
 
     def label(self) -> str:
-        return f"the score split of {self.checked.scope.label} of {self.located.spec}"
+        return f"the score split of {self.request.scope.label} of {self.located.spec}"
 
     def check(self, model: ModelFacts, limits: Limits) -> None:
-        model.check_tokens(self.checked.max_tokens, "the text")
+        model.check_tokens(self.request.max_tokens, "the text")
 
     def cost(self, model: ModelFacts) -> int:
-        scope = self.checked.scope
+        scope = self.request.scope
         heads = len(scope.heads) if scope.kind == "heads" else (model.heads_all or 1)
         return max(1, -(-heads // HEADS_PER_CHARGE))
 
     def run(self, report: Report) -> None:
         from ..why import why
 
-        why(self.located, self.checked, progress=report)
+        why(self.located, self.request, progress=report)
 
 
 TASKS: dict[TaskKind, type[Task]] = {
     cls.kind: cls
     for cls in (
-        AnalysisTask,
-        SweepTask,
+        EngineTask,
         BaselineTask,
         AttentionTask,
         HeadScoresTask,

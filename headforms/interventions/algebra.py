@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..columns import PROFILE
 from ..forms import form_batch, form_metrics
 from .edits import Edit
 
@@ -342,7 +343,7 @@ def change_rank(head: HeadFactors, edit: Edit, basis: SpanBasis | None = None) -
     return int(np.count_nonzero(singular > CHANGE_RANK_TOLERANCE * singular[0]))
 
 
-PROFILE_COLUMNS = ("a", "b", "c", "d", "parity")
+PROFILE_COLUMNS = (*PROFILE, "parity")
 """The columns of an edited form's place on the simplex (at d = 0)."""
 
 

@@ -33,6 +33,7 @@ from ..errors import NotRunnableError
 from ..factors import LayerFactors
 from ..heads import effective_factors, layer_heads
 from ..options import AnalysisOptions
+from ..readers.module import ModuleReader
 from .algebra import HeadFactors, SpanBasis, span_basis
 
 if TYPE_CHECKING:
@@ -51,28 +52,6 @@ OUTPUT_PROJECTIONS = {
     "bert": "encoder.layer.{i}.attention.output.dense",
 }
 """Per family, the module whose input is the heads' outputs side by side (``T x H n``)."""
-
-
-class StateDictReader:
-    """A :class:`headforms.readers.TensorReader` over a loaded module's state dict."""
-
-    def __init__(self, module: Any):
-        self._tensors = module.state_dict()
-
-    def names(self) -> list[str]:
-        return list(self._tensors)
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(self._tensors[name].shape)
-
-    def storage_dtype(self, name: str) -> str:
-        return str(self._tensors[name].dtype).removeprefix("torch.")
-
-    def read_exact(self, name: str) -> np.ndarray:
-        return self._tensors[name].detach().cpu().float().numpy().copy()
-
-    def read(self, name: str) -> np.ndarray:
-        return self.read_exact(name).astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -200,7 +179,7 @@ def _find(model: Runnable) -> Anatomy:
     config = config or base.config
     arch = architecture_for(str(config.model_type))
     shapes = shapes_from_config(config)
-    reader = StateDictReader(base)
+    reader = ModuleReader(base)  # the one reader of a live module's tensors
     scheme = hf_scheme(arch)
     source = ModelSource(
         spec=model.name,

@@ -28,6 +28,7 @@ from ..behaviour.scores import (
     previous_token,
 )
 from ..errors import OptionError
+from ..progress import Progress
 from ..settings import settings
 from .algebra import (
     PROFILE_COLUMNS,
@@ -50,7 +51,6 @@ from .verdict import verdict
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
 
-Progress = Callable[[int, int, str], None]
 Head = tuple[int, int]
 
 

@@ -12,7 +12,7 @@ request's limits is checked between batches.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from ..bounded import ByteLRU
 from ..errors import LimitError
+from ..progress import Progress
 from .anatomy import Anatomy
 from .changes import SequencePlan
 from .hooks import Recording, applied, recording
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
 
 BATCH = 12
 """Edited sequences run in one pass (they share the layers below their first edited layer)."""
-
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``."""
 
 
 def run_base(model: Runnable, ids: Any) -> Any:

@@ -10,8 +10,8 @@ Stored in the result store as a :class:`headforms.store.Record` (kind ``interven
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
@@ -76,7 +76,7 @@ INTEGER_COLUMNS = ("layer", "head")
 """Columns of whole numbers that may be empty (shown as nullable integers)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class InterventionResult:
     """An intervention's rows and what the dashboard draws (module doc); ``controls[m]``: each
     control's value of measure ``m`` (rows x K); ``terms[m]``: per-position terms
@@ -90,6 +90,11 @@ class InterventionResult:
     patterns: dict[str, np.ndarray] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     terms: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def named(self, model: str) -> Self:
+        """The same result named ``model`` (a copy; its arrays are shared): a stored or shared
+        result is never changed."""
+        return self if model == self.model else replace(self, model=model)
 
     @property
     def request(self) -> InterventionRequest:

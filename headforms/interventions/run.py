@@ -9,7 +9,7 @@ versions of the libraries that run the passes. A stored result needs no model an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..behaviour.cache import library_versions
@@ -17,6 +17,7 @@ from ..behaviour.limits import DEFAULT_PROBE_LENGTH
 from ..behaviour.run import ModelSpec, locate_runnable
 from ..behaviour.runnable import fingerprint, runnable
 from ..errors import OptionError
+from ..progress import Progress
 from ..sources import Policy
 from ..store import ResultStore, cache_key, key_lock
 from . import result as stored
@@ -34,9 +35,6 @@ from .text import DEFAULT_TEXT
 
 if TYPE_CHECKING:
     import pandas as pd
-
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: sequence passes done, of how many, doing what."""
 
 
 def intervention_key(model_fingerprint: str, request: InterventionRequest) -> str:
@@ -86,8 +84,7 @@ def intervention(
     key_fingerprint = fingerprint(located)
 
     def compute() -> InterventionResult:
-        say = None if progress is None else (lambda message: progress(0, 1, message))
-        model = runnable(located, say)
+        model = runnable(located, progress)
         return compute_intervention(model, request, progress, limits)
 
     if not use_cache:
@@ -102,8 +99,7 @@ def intervention(
                 if found is None:
                     found = compute()
                     stored.put(store, key, found)
-    found.model = located.spec
-    return found
+    return found.named(located.spec)
 
 
 def request_of(

@@ -12,7 +12,7 @@ detail, read its top directions out through the vocabulary (:func:`.capture.dire
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..interventions.compute import resolve_heads
 from ..interventions.hooks import check_editable
 from ..interventions.text import text_tokens
 from ..parallel import ordered_layers
+from ..progress import Progress
 from ..settings import settings
 from .capture import Captured, capturing, direct_inputs
 from .readout import top_directions, top_pairs, vocabulary_readout
@@ -44,7 +45,6 @@ from .split import Eigensolver, ScoreSplit, directions_at, split_scores
 if TYPE_CHECKING:
     from ..behaviour.runnable import Runnable
 
-Progress = Callable[[int, int, str], None]
 Head = tuple[int, int]
 
 EXACT_PATH = "layer 0: each token's attention input as the only token of a sequence"

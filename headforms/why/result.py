@@ -11,8 +11,8 @@ are assembled as DataFrames when read. Stored in the result store as a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
@@ -91,7 +91,7 @@ class HeadDetail:
     vocabulary_path: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class WhyResult:
     """A score split's rows and what the dashboard draws (module doc); ``meta``: the request,
     the tokens (``token_ids``, ``tokens``) and ``notes``."""
@@ -102,6 +102,11 @@ class WhyResult:
     pairs: dict[str, np.ndarray] = field(default_factory=dict)
     detail: HeadDetail | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def named(self, model: str) -> Self:
+        """The same result named ``model`` (a copy; its arrays are shared): a stored or shared
+        result is never changed."""
+        return self if model == self.model else replace(self, model=model)
 
     @property
     def request(self) -> WhyRequest:

@@ -9,7 +9,7 @@ libraries that run the pass. A stored result needs no model and no torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..behaviour.cache import library_versions
@@ -18,6 +18,7 @@ from ..behaviour.runnable import fingerprint, runnable
 from ..interventions.request import DEFAULT_MAX_TOKENS
 from ..interventions.run import scope_of
 from ..interventions.text import DEFAULT_TEXT
+from ..progress import Progress
 from ..sources import Policy
 from ..store import ResultStore, cache_key, key_lock
 from . import result as stored
@@ -26,9 +27,6 @@ from .result import WhyResult
 
 if TYPE_CHECKING:
     import pandas as pd
-
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: heads split, of how many, doing what."""
 
 
 def why_key(model_fingerprint: str, request: WhyRequest) -> str:
@@ -75,8 +73,7 @@ def why(
     key_fingerprint = fingerprint(located)
 
     def compute() -> WhyResult:
-        say = None if progress is None else (lambda message: progress(0, 1, message))
-        return compute_why(runnable(located, say), request, progress)
+        return compute_why(runnable(located, progress), request, progress)
 
     if not use_cache:
         found = compute()
@@ -90,8 +87,7 @@ def why(
                 if found is None:
                     found = compute()
                     stored.put(store, key, found)
-    found.model = located.spec
-    return found
+    return found.named(located.spec)
 
 
 def why_table(spec: ModelSpec, **options: object) -> pd.DataFrame:

@@ -32,12 +32,12 @@ def write_config(directory: Path, **changes: Any) -> None:
 
 def worker_pids() -> list[int]:
     """Process ids of the workers running now in this process."""
-    return api.hosting.flights.pids()
+    return api.hosting.runs.pids()
 
 
 def cancel_all() -> int:
-    """Stop every flight of this process (their waiters get one line); how many there were."""
-    in_flight = api.hosting.flights.in_flight()
+    """Stop every run of this process (their callers get one line); how many there were."""
+    in_flight = api.hosting.runs.in_flight()
     for flight in in_flight:
         flight.cancel()
     return len(in_flight)

@@ -114,12 +114,12 @@ SUBPACKAGES = sorted(
     p.name for p in (REPO / "headforms").iterdir() if (p / "__init__.py").is_file()
 )
 RELATIVE = re.compile(rf"(?<![\w./-])((?:{'|'.join(SUBPACKAGES)})(?:\.[A-Za-z_]\w*)+)")
-"""A subpackage of the library cited without ``headforms.`` (``hosted.flights``)."""
+"""A subpackage of the library cited without ``headforms.`` (``hosted.runs``)."""
 FILES = (".py", ".js", ".css", ".md", ".html", ".toml")
 
 
 BASES = ("headforms", "headforms.figures", "headforms.analyses")
-"""Where a page's short name (``hosted.flights``, ``behaviour.attention_figure`` in the list of
+"""Where a page's short name (``hosted.runs``, ``behaviour.attention_figure`` in the list of
 figure builders) may live."""
 
 
@@ -148,7 +148,7 @@ def test_every_dotted_name_a_contributor_page_cites_is_defined(page: Path) -> No
 def test_a_name_that_moved_is_caught(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
-        "`headforms.store.key_lock`, hosted.flights, behaviour.attention_figure;"
+        "`headforms.store.key_lock`, hosted.runs, behaviour.attention_figure;"
         " headforms.hosted.workers.model_workers and store.no_such_name"
     )
     assert unresolved(page) == ["headforms.hosted.workers.model_workers", "store.no_such_name"]

@@ -9,20 +9,26 @@
 3. the library's result store (read, never computed);
 4. one *job* per :attr:`~ui.gateway.computation.Computation.job_key` in its job table:
    concurrent identical requests share it, and its result goes to the cache when it ends, even
-   if every page that asked was left meanwhile.
+   if every page that asked was left meanwhile. This table is the only place where a
+   computation is shared: in hosted mode too (:mod:`headforms.hosted` runs one computation for
+   one job, on the job's thread, and shares nothing itself).
 
 The caller waits on its own thread, and its ``progress(done, total, message)`` is called there
 every :data:`POLL_S` seconds with what the job last reported (also when nothing changed: the
 caller can show for how long); an exception it raises (a Streamlit stop) stops the wait, never
 the job. How a job runs is the implementation's: :class:`ui.gateway.local.LocalGateway` (in this
 process, on a pool of threads) or :class:`ui.gateway.hosted.HostedGateway` (contained by
-:mod:`headforms.hosted`, a job nobody waits for let go). No Streamlit here.
+:mod:`headforms.hosted`; a job nobody has waited for during its grace period is let go, a rerun
+within it joins the same job). A result is answered as :meth:`Computation.answer` makes it for
+the request (a forward pass named after the model asked for: a copy, the kept one unchanged).
+No Streamlit here.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable
@@ -30,7 +36,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from headforms.hosted import LOCAL
+from headforms.hosted import LOCAL, Budget
 
 from .cache import ResultCache
 from .computation import Check, Computation, Progress
@@ -71,6 +77,7 @@ class Job(Generic[R]):
         self.future: Future[R] = Future()
         self.progress: tuple[int, int, str] = (0, 1, first_message)
         self._waiters = 0
+        self._alone_since: float | None = time.monotonic()
         self._lock = threading.Lock()
 
     def report(self, done: int, total: int, message: str) -> None:
@@ -82,13 +89,22 @@ class Job(Generic[R]):
         """Callers waiting for this job now."""
         return self._waiters
 
+    def alone_for(self) -> float:
+        """Seconds since the last caller stopped waiting (0 while someone waits)."""
+        with self._lock:
+            since = self._alone_since
+        return 0.0 if since is None else time.monotonic() - since
+
     def attach(self) -> None:
         with self._lock:
             self._waiters += 1
+            self._alone_since = None
 
     def detach(self) -> None:
         with self._lock:
             self._waiters -= 1
+            if self._waiters <= 0:
+                self._alone_since = time.monotonic()
 
 
 class Gateway(ABC):
@@ -120,20 +136,24 @@ class Gateway(ABC):
         while True:
             found = self._find(computation, visitor)
             if found is not None and computation.accepts(found):
-                return found
+                return computation.answer(found)
             request = computation if found is None else computation.widened(found)
-            job = self._join(request, visitor)
+            job, new = self._join(request, visitor)
+            if new:
+                self._start(job)
             try:
                 result = self._wait(job, progress)
             except Abandoned:  # let go just before this caller attached: start again
                 continue
-            return self.cache.put(request.key, result, visitor)
+            return computation.answer(self.cache.put(request.key, result, visitor))
 
     def peek(self, computation: Computation[R], *, visitor: str = LOCAL) -> R | None:
         """The result of ``computation`` if nothing needs computing (cached, alive, stored),
         else None."""
         found = self._find(computation, visitor)
-        return found if found is not None and computation.accepts(found) else None
+        if found is None or not computation.accepts(found):
+            return None
+        return computation.answer(found)
 
     def cached(self, key: Hashable, build: Callable[[], T], *, visitor: str = LOCAL) -> T:
         """``build()`` kept in the cache under ``key`` (which names every input, the weights'
@@ -185,7 +205,7 @@ class Gateway(ABC):
 
     def in_server(
         self,
-        budget: str,
+        budget: Budget,
         build: Callable[[], T],
         *,
         visitor: str = LOCAL,
@@ -276,20 +296,24 @@ class Gateway(ABC):
         except TypeError:  # a value without weak references (a tuple, a number): not tracked
             pass
 
-    def _join(self, computation: Computation[R], visitor: str) -> Job[R]:
-        """The job computing ``computation`` (started now if there is none), with the caller
-        attached: before a new job starts, so that it never sees nobody waiting for it."""
+    def _join(self, computation: Computation[R], visitor: str) -> tuple[Job[R], bool]:
+        """The job computing ``computation`` with the caller attached, and whether it is new
+        (then the caller starts it, :meth:`_start`): attached before a new job starts, so that
+        it never sees nobody waiting for it."""
         with self._lock:
             job = self._jobs.get(computation.job_key)
             if job is not None:
                 job.attach()
-                return job
+                return job, False
             first = self.first_message or computation.first_message
             job = Job(computation, visitor, first)
             job.attach()
             self._jobs[computation.job_key] = job
-            self._executor.submit(self._work, job)
-        return job
+        return job, True
+
+    def _start(self, job: Job[Any]) -> None:
+        """Start a new job (the caller that made it is attached): on the gateway's executor."""
+        self._executor.submit(self._work, job)
 
     def _work(self, job: Job[Any]) -> None:
         """Run ``job``; its result is kept before it leaves the job table; then its waiters

@@ -10,15 +10,13 @@ same way: its cache first, then the result store, then one shared job.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import ClassVar, Generic, TypeVar
 
-R = TypeVar("R")
+from headforms.hosted import Check
+from headforms.progress import Progress
 
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, message)``: how far a computation is and what it does now."""
-Check = Callable[[], None]
-"""``check()``: called while a hosted computation waits; raises to stop waiting."""
+R = TypeVar("R")
 
 
 class Computation(ABC, Generic[R]):
@@ -29,11 +27,16 @@ class Computation(ABC, Generic[R]):
     the library stores its results, :meth:`stored` (read, never computed). The rest has
     defaults: :attr:`job_key` (what makes two requests one job), :meth:`accepts` and
     :meth:`widened` (a cached result that answers a smaller request, or is merged into a larger
-    one), :meth:`in_store` and :meth:`prepare` (early loading on a private server).
+    one), :meth:`answer` (the shared result as this request gets it), :meth:`in_store` and
+    :meth:`prepare` (early loading on a private server).
     """
 
     first_message: ClassVar[str] = "starting"
     """What a job of this kind reports before the computation reports anything."""
+    inline: ClassVar[bool] = False
+    """Whether a private server runs it on the thread of the caller that starts it (a quick
+    computation from results at hand, :class:`~ui.gateway.derived.Derived`) rather than on its
+    pool; either way concurrent requests share its one job."""
 
     @property
     @abstractmethod
@@ -62,6 +65,12 @@ class Computation(ABC, Generic[R]):
     def in_store(self) -> bool:
         """Whether :meth:`stored` would find it (a cheap check; default: no)."""
         return False
+
+    def answer(self, result: R) -> R:
+        """``result`` (kept under :attr:`key`, shared by every request of that key) as this
+        request gets it: default itself; a forward pass's, named after the model this request
+        asked for (a copy: the kept result is never changed)."""
+        return result
 
     def prepare(self) -> None:
         """Load, quietly, what a local run of this computation will need (a model), so that

@@ -3,11 +3,15 @@
 processes, within their limits, at the visitor's fair turn, charged to its budget;
 ``in_server`` for small bounded ones), and memory bounded per visitor.
 
-A job runs on a thread of its own that waits for its worker: how many run at once is the
-workers' slots' business (fair turns between visitors, a bounded wait), never a queue here. A
-job nobody waits for any more is let go: its ``check`` raises :class:`~ui.gateway.base.Abandoned`
-and the hosted flight stops its worker after its grace period (a rerun that comes back within
-it joins the same worker). Each visitor holds at most :data:`VISITOR_BYTES` of the cache.
+A job runs on a thread of its own, which runs the contained computation (waiting for its turn,
+then for its worker): how many run at once is the workers' slots' business (fair turns between
+visitors, a bounded wait), never a queue here; one thread and (for a worker's computation) one
+process per job. The gateway's job table is the one place where a computation is shared between
+the sessions that ask for it: a job nobody has waited for during :data:`ABANDON_GRACE` seconds
+is let go (its ``check`` raises :class:`~ui.gateway.base.Abandoned`: the hosted run stops its
+worker, nothing is stored, and the visitor's charge is given back if no worker had been
+asked); a rerun of the same page within the grace period joins the same job and worker. Each
+visitor holds at most :data:`VISITOR_BYTES` of the cache.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
 from headforms import hosted
-from headforms.hosted import LOCAL
+from headforms.hosted import LOCAL, Budget
 
 from .base import Abandoned, Gateway, Job
 from .cache import ResultCache
@@ -28,6 +32,8 @@ from .local import RESULT_BYTES
 R = TypeVar("R")
 T = TypeVar("T")
 
+ABANDON_GRACE = 3.0
+"""Seconds a job goes on with nobody waiting for it (a rerun of its page joins it within this)."""
 VISITOR_BYTES = 128 * 2**20
 """Bytes of the cache one visitor holds at most: its newest result is always kept (one prompt's
 pattern takes up to :data:`headforms.behaviour.limits.MAX_PATTERN_BYTES`, 192 MiB; SmolLM2's of
@@ -60,7 +66,7 @@ class HostedGateway(Gateway):
 
     def compute(self, job: Job[R]) -> R:
         def check() -> None:
-            if job.waiters <= 0:
+            if job.alone_for() > ABANDON_GRACE:
                 raise Abandoned(f"nobody waits for {type(job.computation).__name__} any more")
 
         return job.computation.hosted(job.report, check, job.visitor)
@@ -70,7 +76,7 @@ class HostedGateway(Gateway):
 
     def in_server(
         self,
-        budget: str,
+        budget: Budget,
         build: Callable[[], T],
         *,
         visitor: str = LOCAL,

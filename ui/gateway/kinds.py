@@ -20,7 +20,7 @@ there. A new kind is one more class here (``ui/gateway/__init__.py`` says how).
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -30,9 +30,11 @@ from headforms.behaviour import attention, cache, head_type_scores, runnable
 from headforms.behaviour.limits import check_probe, check_prompt
 from headforms.demo import DEMO_SEED, DEMO_VERSION, build_demo, built_demo
 from headforms.engine import analyze, stored_analysis, stored_sweep, sweep
+from headforms.hosted import Budget, Check
 from headforms.hosted.tasks import WhyTask
 from headforms.interventions import InterventionRequest, intervention, intervention_key
 from headforms.interventions import result as intervention_store
+from headforms.progress import Progress
 from headforms.series import run_series
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
@@ -40,7 +42,7 @@ from headforms.study import StudyOptions, run_study
 from headforms.why import WhyRequest, why, why_key
 from headforms.why import result as why_store
 
-from .computation import Check, Computation, Progress
+from .computation import Computation
 
 if TYPE_CHECKING:
     from headforms import ModelAnalysis
@@ -164,7 +166,7 @@ class PromptAttention(_ForwardPass, Computation["AttentionPattern"]):
     """Every head's attention (weights and pre-softmax scores) on ``prompt`` (checked when
     made: text, not empty, within the server's cap)."""
 
-    prompt: str = field(default="")
+    prompt: str
 
     def __post_init__(self) -> None:
         check_prompt(self.prompt)
@@ -179,21 +181,20 @@ class PromptAttention(_ForwardPass, Computation["AttentionPattern"]):
         return ("attention", self.store_key)
 
     def stored(self) -> AttentionPattern | None:
-        found = cache.get_pattern(ResultStore(), self.store_key)
-        if found is not None:
-            found.model = self.located.spec
-        return found
+        return cache.get_pattern(ResultStore(), self.store_key)
+
+    def answer(self, result: AttentionPattern) -> AttentionPattern:
+        return result.named(self.located.spec)
 
     def in_store(self) -> bool:
         return self.store_key in ResultStore()
 
     def local(self, progress: Progress) -> AttentionPattern:
-        return attention(self.located, self.prompt, progress=lambda text: progress(0, 1, text))
+        return attention(self.located, self.prompt, progress=progress)
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> AttentionPattern:
-        return hosted.forward_pass(  # type: ignore[return-value]
-            self.located, prompt=self.prompt, progress=progress, check=check, visitor=visitor
-        )
+        task = hosted.AttentionTask(self.located, self.prompt)
+        return hosted.forward_task(task, progress, visitor, check)
 
 
 @dataclass(frozen=True)
@@ -201,8 +202,8 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
     """Every head's head-type scores on the repeated-token probe of ``probe_length`` seeded
     random tokens (checked when made)."""
 
-    probe_length: int = 0
-    seed: int = 0
+    probe_length: int
+    seed: int
 
     def __post_init__(self) -> None:
         check_probe(self.probe_length, self.seed)
@@ -217,10 +218,10 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
         return ("scores", self.store_key)
 
     def stored(self) -> HeadTypeScores | None:
-        found = cache.get_scores(ResultStore(), self.store_key)
-        if found is not None:
-            found.model = self.located.spec
-        return found
+        return cache.get_scores(ResultStore(), self.store_key)
+
+    def answer(self, result: HeadTypeScores) -> HeadTypeScores:
+        return result.named(self.located.spec)
 
     def in_store(self) -> bool:
         return self.store_key in ResultStore()
@@ -230,14 +231,12 @@ class ProbeScores(_ForwardPass, Computation["HeadTypeScores"]):
             self.located,
             probe_length=self.probe_length,
             seed=self.seed,
-            progress=lambda text: progress(0, 1, text),
+            progress=progress,
         )
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> HeadTypeScores:
-        probe = (self.probe_length, self.seed)
-        return hosted.forward_pass(  # type: ignore[return-value]
-            self.located, probe=probe, progress=progress, check=check, visitor=visitor
-        )
+        task = hosted.HeadScoresTask(self.located, self.probe_length, self.seed)
+        return hosted.forward_task(task, progress, visitor, check)
 
 
 @dataclass(frozen=True)
@@ -245,7 +244,7 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
     """An intervention ``request`` (edit, scope, text, controls, seed, probe; checked when
     made) on ``located``'s runnable model: its rows, controls and, for one head, its patterns."""
 
-    request: InterventionRequest = field(default=None)  # type: ignore[assignment]
+    request: InterventionRequest
     first_message = "loading the model for the edit"
 
     def __post_init__(self) -> None:
@@ -262,10 +261,10 @@ class Intervention(_ForwardPass, Computation["InterventionResult"]):
         return ("intervention", self.store_key)
 
     def stored(self) -> InterventionResult | None:
-        found = intervention_store.get(ResultStore(), self.store_key)
-        if found is not None:
-            found.model = self.located.spec
-        return found
+        return intervention_store.get(ResultStore(), self.store_key)
+
+    def answer(self, result: InterventionResult) -> InterventionResult:
+        return result.named(self.located.spec)
 
     def in_store(self) -> bool:
         return self.store_key in ResultStore()
@@ -285,7 +284,7 @@ class WhyAttends(_ForwardPass, Computation["WhyResult"]):
     ``located``'s runnable model: every head's shares, or one head in full; in hosted mode in
     the model's worker, charged as the visitor's forward passes."""
 
-    request: WhyRequest = field(default=None)  # type: ignore[assignment]
+    request: WhyRequest
     first_message = "loading the model for the split"
 
     def __post_init__(self) -> None:
@@ -303,10 +302,10 @@ class WhyAttends(_ForwardPass, Computation["WhyResult"]):
         return ("why", self.store_key)
 
     def stored(self) -> WhyResult | None:
-        found = why_store.get(ResultStore(), self.store_key)
-        if found is not None:
-            found.model = self.located.spec
-        return found
+        return why_store.get(ResultStore(), self.store_key)
+
+    def answer(self, result: WhyResult) -> WhyResult:
+        return result.named(self.located.spec)
 
     def in_store(self) -> bool:
         return self.store_key in ResultStore()
@@ -315,8 +314,7 @@ class WhyAttends(_ForwardPass, Computation["WhyResult"]):
         return why(self.located, self.request, progress=progress)
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> WhyResult:
-        task = WhyTask(self.located, self.request.as_dict())
-        return hosted.forward_task(task, progress, visitor=visitor, check=check)
+        return hosted.forward_task(WhyTask(self.located, self.request), progress, visitor, check)
 
 
 @dataclass(frozen=True)
@@ -343,7 +341,7 @@ class DemoBuild(Computation["Demo"]):
 
     def hosted(self, progress: Progress, check: Check, visitor: str) -> Demo:
         build = lambda: build_demo(self.seed, progress)  # noqa: E731
-        return hosted.in_server("analyses", build, visitor=visitor, check=check)
+        return hosted.in_server(Budget.ANALYSES, build, visitor=visitor, check=check)
 
 
 @dataclass(frozen=True)
@@ -384,7 +382,7 @@ class InterventionStudy(_ForwardPass, Computation["Study"]):
     ones; a private server runs it, a hosted one refuses it in one line (the command line
     ``headforms study`` is the way there)."""
 
-    options: StudyOptions = field(default=None)  # type: ignore[assignment]
+    options: StudyOptions
     first_message = "loading the model for the study"
 
     @property

@@ -2,8 +2,10 @@
 
 Jobs run on one pool of :data:`THREADS` threads (analyses, sweeps, baselines and forward passes
 alike); a job goes on when every page that asked for it was left, and its result is kept for
-the next one. :meth:`LocalGateway.prepare` loads a forward pass's model on a thread of its own
-while the page draws.
+the next one. A computation from results at hand (``inline``: :mod:`.derived`) runs on the
+thread of the caller that starts it; others asking meanwhile join its job.
+:meth:`LocalGateway.prepare` loads a forward pass's model on a thread of its own while the page
+draws.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ class LocalGateway(Gateway):
 
     def compute(self, job: Job[R]) -> R:
         return job.computation.local(job.report)
+
+    def _start(self, job: Job[Any]) -> None:
+        """An ``inline`` computation (from results at hand) runs on the thread of the caller
+        that starts it, as a page's own code would (no hand-over to the pool: a loaded machine
+        makes each one cost a scheduler's wait); concurrent requests still join its job."""
+        if job.computation.inline:
+            self._work(job)
+        else:
+            super()._start(job)
 
     def prepare(self, *computations: Computation[Any]) -> None:
         for computation in computations:

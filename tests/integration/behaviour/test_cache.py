@@ -137,7 +137,7 @@ def test_a_wait_for_a_load_started_elsewhere_says_what_that_load_does(
     started, finish = threading.Event(), threading.Event()
 
     def slow_load(located, progress=None):  # noqa: ANN001
-        progress("reading and dequantizing the weights")
+        progress(0, 1, "reading and dequantizing the weights")
         started.set()
         finish.wait(10)
         return SimpleNamespace(nbytes=1)  # what the LRU keeps of a model: its size
@@ -148,7 +148,7 @@ def test_a_wait_for_a_load_started_elsewhere_says_what_that_load_does(
     assert started.wait(10)
     heard: list[str] = []
 
-    def waiting(message: str) -> None:
+    def waiting(done: int, total: int, message: str) -> None:
         heard.append(message)
         finish.set()  # heard once: let the load end
 

@@ -121,3 +121,24 @@ def test_seeds_are_checked() -> None:
     for bad in (-1, 2**31, 1.5, "0", True):
         with pytest.raises(OptionError):
             demo_directory(bad)  # type: ignore[arg-type]
+
+
+def test_the_gateways_demo_kind_reads_the_built_demo(demo: Demo) -> None:
+    """The dashboard's DemoBuild kind answers from the built demo (no second build)."""
+    from ui.gateway import DemoBuild, LocalGateway
+
+    assert DemoBuild().in_store()
+    assert LocalGateway().run(DemoBuild()) == demo
+
+
+def test_the_gateways_run_records_kind_reads_the_demos_run_store(demo: Demo) -> None:
+    """The dashboard's RunRecords kind is the run store's series (read, never computed)."""
+    from headforms.run_store import run_state
+    from headforms.series import run_series
+    from ui.gateway import LocalGateway, RunRecords
+
+    state = run_state(demo.run)
+    found = LocalGateway().run(RunRecords(state))
+    want = run_series(state, spectra=False)
+    assert found.values == want.values
+    assert found.table.equals(want.table)

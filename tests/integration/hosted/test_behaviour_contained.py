@@ -7,22 +7,18 @@ measured peaks."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
+import memory_peaks
 import numpy as np
 import pandas as pd
 import psutil
 import pytest
 import tiny_runnable
 from page_runner import run_app
-from repo import REPO as ROOT
+from processes import gone
 
 from headforms import hosted
 from headforms.behaviour import attention, cache, head_type_scores
@@ -31,12 +27,9 @@ from headforms.errors import LimitError, NotAllowedError, OptionError
 from headforms.hosted import LOCAL, Limits, api, model_facts, process
 from headforms.hosted.messages import OutcomeKind
 from headforms.settings import (
-    ALLOWLIST_ENV,
-    HOSTED_ENV,
     MEMORY_ENV,
     MODEL_IDLE_ENV,
     MODELS_MEMORY_ENV,
-    ROOTS_ENV,
     VISITOR_FORWARD_PASSES_ENV,
     settings,
 )
@@ -55,36 +48,6 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-@pytest.fixture
-def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path, tmp_path: Path) -> Iterator[Path]:
-    """Hosted mode under ``root``, an empty cache, fresh budgets, turns and model workers; none
-    left after."""
-    monkeypatch.setenv(HOSTED_ENV, "1")
-    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv(ROOTS_ENV, str(root))
-    monkeypatch.setenv("HEADFORMS_THREADS", "1")
-    for name in (ALLOWLIST_ENV, MEMORY_ENV, MODELS_MEMORY_ENV, MODEL_IDLE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(api, "hosting", api.Hosting())
-    yield root
-    pids = api.hosting.model_workers.pids()
-    api.hosting.model_workers.stop_all()
-    assert not api.hosting.flights.in_flight()
-    assert all(_gone(pid) for pid in pids), "a model worker outlived its test"
-
-
-def _gone(pid: int) -> bool:
-    deadline = time.monotonic() + HANG_GUARD
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_a_worker_computes_the_pass_and_the_server_reads_it(hosted_env: Path) -> None:
     """The pass runs in the model's worker; the next pass of the model (the probe) runs in the
     same worker, with the model still loaded; no slot is held between them."""
@@ -93,7 +56,7 @@ def test_a_worker_computes_the_pass_and_the_server_reads_it(hosted_env: Path) ->
     messages: list[str] = []
     pattern = hosted.forward_pass(spec, prompt=text, progress=lambda d, t, m: messages.append(m))
     assert messages  # the worker's progress reached the server
-    assert not api.hosting.flights.in_flight() and api.hosting.slots.running() == 0
+    assert not api.hosting.runs.in_flight() and api.hosting.slots.running() == 0
     kept = hosted.model_worker_pids()
     assert len(kept) == 1 and psutil.pid_exists(kept[0])
     want = attention(spec, text, use_cache=False)  # computed again here, not the worker's entry
@@ -214,11 +177,11 @@ def test_model_workers_are_stopped_when_idle_and_past_their_memory(
     hosted.forward_pass(other, prompt="w3 w4 w5")
     second = hosted.model_worker_pids()
     assert len(first) == len(second) == 1 and first != second
-    assert _gone(first[0])
+    assert gone(first[0])
     monkeypatch.setenv(MODEL_IDLE_ENV, "1")
     hosted.forward_pass(other, prompt="w6 w7 w8")  # its worker is kept, then idles
     assert hosted.model_worker_pids() == second
-    assert _gone(second[0]) and hosted.model_worker_pids() == []
+    assert gone(second[0]) and hosted.model_worker_pids() == []
 
 
 def test_a_prompt_the_server_can_count_is_refused_before_any_worker(
@@ -268,17 +231,19 @@ def test_a_refusal_from_the_worker_counts_keeps_it_and_a_stopped_pass_stops_it(
 
     other = str(hosted_env / "other")  # no worker yet: its first pass loads the model
 
+    runs: list = []
+
     def leave() -> None:  # the visitor's page goes away while the model loads
-        raise Left
+        runs.extend(run for run in api.hosting.runs.in_flight() if run.pid is not None)
+        if runs:
+            raise Left
 
     with pytest.raises(Left):
         hosted.forward_pass(other, prompt="w5 w6 w7", check=leave)
-    flights = api.hosting.flights.in_flight()
-    assert len(flights) == 1 and flights[0].pid is not None
-    pid = flights[0].pid
-    flights[0].cancel()
-    assert flights[0].done.wait(HANG_GUARD) and flights[0].outcome.kind is OutcomeKind.CANCELLED
-    assert _gone(pid) and hosted.model_worker_pids() == kept  # the other model's worker stays
+    assert len(runs) == 1 and runs[0].pid is not None
+    pid = runs[0].pid
+    assert runs[0].done.wait(HANG_GUARD) and runs[0].outcome.kind is OutcomeKind.ABANDONED
+    assert gone(pid) and hosted.model_worker_pids() == kept  # the other model's worker stays
     key = cache.pattern_key(fingerprint(locate(other)), "w5 w6 w7")
     assert cache.get_pattern(ResultStore(), key) is None
 
@@ -287,19 +252,10 @@ class Left(Exception):
     """A visitor left (what a Streamlit rerun or stop raises while the page waits)."""
 
 
-PEAK_SCRIPT = """
-import json, re, sys, threading, time
-def vm_data():
-    return int(re.search(r"VmData:\\s+(\\d+)", open("/proc/self/status").read())[1]) * 1024
-peak = [0]
-def watch():
-    while True:
-        peak[0] = max(peak[0], vm_data()); time.sleep(0.005)
-threading.Thread(target=watch, daemon=True).start()
+PASS = """
 from headforms.behaviour import attention
 pattern = attention(sys.argv[1], "word " * int(sys.argv[2]), use_cache=False)
-time.sleep(0.05)
-print(json.dumps({"peak": peak[0], "tokens": len(pattern.token_ids)}))
+out["tokens"] = len(pattern.token_ids)
 """
 
 
@@ -308,14 +264,6 @@ print(json.dumps({"peak": peak[0], "tokens": len(pattern.token_ids)}))
 def test_the_estimate_bounds_the_measured_peak(spec: str, root: Path) -> None:
     """VmData is what RLIMIT_DATA (the workers' memory limit) counts."""
     spec = str(root / "tiny") if spec == "tiny" else spec
-    out = subprocess.run(
-        [sys.executable, "-c", PEAK_SCRIPT, spec, "200"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        check=True,
-    )
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    measured = memory_peaks.measured(PASS, spec, "200", timeout=600)
     estimate = forward_memory(locate(spec), measured["tokens"])
     assert measured["peak"] <= estimate

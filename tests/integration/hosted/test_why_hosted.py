@@ -5,12 +5,9 @@ nothing and is one line."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 import tiny_runnable
 
@@ -19,14 +16,6 @@ from headforms.behaviour.run import locate_runnable
 from headforms.errors import LimitError, NotRunnableError
 from headforms.hosted import LOCAL, Limits, Policy, api, process
 from headforms.hosted.tasks import WhyTask
-from headforms.settings import (
-    ALLOWLIST_ENV,
-    HOSTED_ENV,
-    MEMORY_ENV,
-    MODEL_IDLE_ENV,
-    MODELS_MEMORY_ENV,
-    ROOTS_ENV,
-)
 from headforms.why import why
 from headforms.why.run import request_of
 
@@ -41,37 +30,13 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-@pytest.fixture
-def hosted_env(monkeypatch: pytest.MonkeyPatch, root: Path, tmp_path: Path) -> Iterator[Path]:
-    monkeypatch.setenv(HOSTED_ENV, "1")
-    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv(ROOTS_ENV, str(root))
-    monkeypatch.setenv("HEADFORMS_THREADS", "1")
-    for name in (ALLOWLIST_ENV, MEMORY_ENV, MODELS_MEMORY_ENV, MODEL_IDLE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(api, "hosting", api.Hosting())
-    yield root
-    pids = api.hosting.model_workers.pids()
-    api.hosting.model_workers.stop_all()
-    assert not api.hosting.flights.in_flight()
-    for pid in pids:
-        deadline = time.monotonic() + HANG_GUARD
-        while psutil.pid_exists(pid) and time.monotonic() < deadline:
-            try:
-                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                    break
-            except psutil.NoSuchProcess:
-                break
-            time.sleep(0.05)
-
-
 def charged() -> int:
     return len(api.hosting.budgets._starts.get((LOCAL, "forward_passes"), ()))
 
 
 def task(spec: str, **options: object) -> WhyTask:
     located = locate_runnable(spec, Policy.from_limits(Limits.from_env()))
-    return WhyTask(located, request_of(text=TEXT, **options).as_dict())  # type: ignore[arg-type]
+    return WhyTask(located, request_of(text=TEXT, **options))
 
 
 def test_a_split_runs_in_the_models_worker_and_is_read_back(hosted_env: Path) -> None:
@@ -111,7 +76,7 @@ def test_the_charge_follows_the_heads() -> None:
 
     facts = ModelFacts("m", "f", heads_all=270, memory=None, tokenizer=lambda: None)
     located = None
-    every = WhyTask(located, request_of().as_dict())  # type: ignore[arg-type]
+    every = WhyTask(located, request_of())
     assert every.cost(facts) == 9
-    one = WhyTask(located, request_of(heads="1.1", detail=True).as_dict())  # type: ignore[arg-type]
+    one = WhyTask(located, request_of(heads="1.1", detail=True))
     assert one.cost(facts) == 1

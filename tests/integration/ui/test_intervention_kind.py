@@ -24,12 +24,6 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-@pytest.fixture(autouse=True)
-def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("HEADFORMS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HEADFORMS_THREADS", "1")
-
-
 def test_the_kind_gives_the_librarys_result_kept_by_content(
     model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,7 +27,7 @@ from page_runner import plain
 
 from headforms.errors import LimitError
 from headforms.hosted import client_address, visitor_key
-from headforms.hosted.budgets import KINDS, Budgets
+from headforms.hosted.budgets import Budget, Budgets
 from headforms.hosted.limits import Limits
 from headforms.hosted.slots import MAX_WAITING_PER_VISITOR, Slots
 
@@ -102,34 +102,34 @@ def test_budgets_count_per_visitor_over_a_sliding_window(monkeypatch: pytest.Mon
     monkeypatch.setattr("headforms.hosted.budgets.time.monotonic", lambda: clock[0])
     limits = Limits(visitor_analyses=2, window=60.0)
     budgets = Budgets()
-    budgets.spend("1.2.3.4", "analyses", limits)
+    budgets.spend("1.2.3.4", Budget.ANALYSES, limits)
     clock[0] += 10
-    budgets.spend("1.2.3.4", "analyses", limits)
+    budgets.spend("1.2.3.4", Budget.ANALYSES, limits)
     with pytest.raises(LimitError) as refused:
-        budgets.spend("1.2.3.4", "analyses", limits)
+        budgets.spend("1.2.3.4", Budget.ANALYSES, limits)
     assert str(refused.value) == (
         "you have started 2 new analyses (models or RoPE positions) within 1 minutes, the most "
         "one visitor may start on this server (HEADFORMS_VISITOR_ANALYSES); results already "
         "computed still open, and a new one may start in about 1 min"
     )
     with pytest.raises(LimitError):
-        budgets.check("1.2.3.4", "analyses", limits)
-    budgets.spend("5.6.7.8", "analyses", limits)  # another visitor: its own count
-    budgets.spend("1.2.3.4", "samples", Limits(visitor_samples=1))  # another kind
+        budgets.check("1.2.3.4", Budget.ANALYSES, limits)
+    budgets.spend("5.6.7.8", Budget.ANALYSES, limits)  # another visitor: its own count
+    budgets.spend("1.2.3.4", Budget.SAMPLES, Limits(visitor_samples=1))  # another kind
     clock[0] += 51  # the first start left the window
-    budgets.spend("1.2.3.4", "analyses", limits)
+    budgets.spend("1.2.3.4", Budget.ANALYSES, limits)
     with pytest.raises(LimitError):
-        budgets.spend("1.2.3.4", "analyses", limits)
-    budgets.refund("1.2.3.4", "analyses")
-    budgets.spend("1.2.3.4", "analyses", limits)
+        budgets.spend("1.2.3.4", Budget.ANALYSES, limits)
+    budgets.refund("1.2.3.4", Budget.ANALYSES)
+    budgets.spend("1.2.3.4", Budget.ANALYSES, limits)
 
 
 def test_budgets_remember_a_bounded_number_of_visitors() -> None:
     budgets = Budgets(max_visitors=100)
     limits = Limits(visitor_analyses=1)
     for i in range(1000):
-        budgets.spend(f"10.0.{i // 256}.{i % 256}", "analyses", limits)
-    assert len(budgets._starts) <= 100 * len(KINDS)
+        budgets.spend(f"10.0.{i // 256}.{i % 256}", Budget.ANALYSES, limits)
+    assert len(budgets._starts) <= 100 * len(Budget)
 
 
 # --- turns ----------------------------------------------------------------------------------------

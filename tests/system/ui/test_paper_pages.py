@@ -250,21 +250,24 @@ def test_spectra_figures_follow_the_requested_k(tiny_gpt2, monkeypatch):
 
 
 def test_fits_and_compare_share_one_definition_of_the_fit_errors(monkeypatch):
-    """Both pages get a model's average fit errors from ui.fits.lobe_fit_errors (one cache
-    entry, one computation), and the compare page says a size it cannot place is unknown for
-    its source (not only for partly opened shards)."""
+    """Both pages get a model's average fit errors from the gateway's Observation3Fits kind
+    (one cache entry, one computation), and the compare page says a size it cannot place is
+    unknown for its source (not only for partly opened shards)."""
     import copy
     import dataclasses
 
-    from ui import fits as ui_fits
-    from ui import loading
+    from ui import compute, loading
+    from ui.gateway import Observation3Fits
 
     calls = []
-    real = ui_fits.lobe_fit_errors
+    computed = []
+    real = compute.derive
+    real_compute = Observation3Fits.compute
 
-    def counted(spec, rope_position, analysis):
-        calls.append(spec)
-        return real(spec, rope_position, analysis)
+    def counted(computation, *args, **kwargs):
+        if isinstance(computation, Observation3Fits):
+            calls.append(computation.analysis.card.spec)
+        return real(computation, *args, **kwargs)
 
     def sizeless(*args, **kwargs):
         analyses = real_load(*args, **kwargs)
@@ -274,13 +277,18 @@ def test_fits_and_compare_share_one_definition_of_the_fit_errors(monkeypatch):
         return analyses
 
     real_load = loading.load_models
-    monkeypatch.setattr(ui_fits, "lobe_fit_errors", counted)
+    compute.gateway().clear()  # the model's fits computed here, once
+    monkeypatch.setattr(compute, "derive", counted)
+    monkeypatch.setattr(
+        Observation3Fits, "compute", lambda self: computed.append(1) or real_compute(self)
+    )
     monkeypatch.setattr(loading, "load_models", sizeless)
     fits_page = _run_page("fits")
     compare_page = _run_page("compare")
     for at in (fits_page, compare_page):
         assert not at.exception, [e.message for e in at.exception]
     assert calls[0] == MODEL and MODEL in calls[1:]  # the fits page, then every compared model
+    assert len(computed) == len(set(calls))  # one computation per model, shared by both pages
     assert any(
         f"parameter count unknown for this source: {MODEL}" in c.value for c in compare_page.caption
     )

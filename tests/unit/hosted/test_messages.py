@@ -12,11 +12,10 @@ from headforms.architectures import Shapes
 from headforms.hosted.messages import MessageKind, Outcome, OutcomeKind, WorkerMessage, WorkerSetup
 from headforms.hosted.tasks import (
     TASKS,
-    AnalysisTask,
     AttentionTask,
     BaselineTask,
+    EngineTask,
     HeadScoresTask,
-    SweepTask,
     TaskKind,
     WhyTask,
     decode_task,
@@ -49,14 +48,14 @@ LOCATED = Located(
 @pytest.mark.parametrize(
     "task",
     [
-        AnalysisTask(LOCATED, AnalysisOptions(3, False, ("sv_a",))),
-        SweepTask(LOCATED, SweepOptions("0:16")),
+        EngineTask(LOCATED, AnalysisOptions(3, False, ("sv_a",))),
+        EngineTask(LOCATED, SweepOptions("0:16")),
         BaselineTask(Shapes(n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, model_dim=32)),
         AttentionTask(LOCATED, "The cat sat.\nThe cat sat."),
         HeadScoresTask(LOCATED, 50, 7),
         WhyTask(
             LOCATED,
-            WhyRequest(Scope("heads", ((1, 2),)), "a text", 20, pairs=3, detail=True).as_dict(),
+            WhyRequest(Scope("heads", ((1, 2),)), "a text", 20, pairs=3, detail=True),
         ),
     ],
 )
@@ -77,7 +76,7 @@ def test_a_model_task_says_what_its_worker_downloads_and_maps() -> None:
     assert LOCATED.forward_bytes == 1000 + 3 * 2**30 + 9
     binary = LOCATED.with_files(format="bin")
     assert AttentionTask(binary, "x").mapped_bytes == binary.forward_bytes  # every shard
-    assert AnalysisTask(binary, AnalysisOptions()).mapped_bytes == 1000  # the chosen shard
+    assert EngineTask(binary, AnalysisOptions()).mapped_bytes == 1000  # the chosen shard
 
 
 @pytest.mark.parametrize(

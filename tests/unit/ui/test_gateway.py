@@ -1,8 +1,9 @@
 """The computation gateway with fake computations: one job for identical concurrent requests,
 progress relayed to each waiter, a finished result kept for the next page, failures not kept,
-a hosted job nobody waits for let go (and a new one never before its first caller waits), a
-cached result widened, a result still in use never read a second time, and a core that imports
-no Streamlit."""
+a hosted job nobody waits for let go after its grace period (a rerun within it joins the same
+job; a new one is never let go before its first caller waits), a cached result widened and
+answered per request without being changed, a result still in use never read a second time,
+and a core that imports no Streamlit."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ui.gateway import (
     ResultCache,
     base,
 )
+from ui.gateway import hosted as hosted_gateway
 from ui.gateway.hosted import ThreadPerJob
 
 HANG_GUARD = 30.0
@@ -122,9 +124,13 @@ class Watched:
             job.future.exception(HANG_GUARD)
 
 
+GRACE = 0.2
+
+
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "POLL_S", 0.01)
+    monkeypatch.setattr(hosted_gateway, "ABANDON_GRACE", GRACE)
 
 
 class Left(Exception):
@@ -177,19 +183,25 @@ def test_a_failed_job_is_not_kept() -> None:
     assert log.calls == ["local []", "local []"]
 
 
-def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
-    """The job's ``check`` raises once its last waiter left: the hosted call stops (its worker
-    is stopped by headforms.hosted after its grace period), nothing is kept; the next request
-    starts again, for its own visitor."""
-    log = Log()
-    watched = Watched(HostedGateway())
+def leaving(log: Log) -> Any:
+    """A page's ``progress`` whose visitor leaves once the computation has started."""
 
     def leave(done: int, total: int, message: str) -> None:
         assert log.started.wait(HANG_GUARD)
         raise Left
 
+    return leave
+
+
+def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
+    """The job's ``check`` raises once its last waiter left and nobody came back within the
+    grace period: the hosted call stops (headforms.hosted stops its worker), nothing is kept;
+    the next request starts again, for its own visitor."""
+    log = Log()
+    watched = Watched(HostedGateway())
+
     with pytest.raises(Left):
-        watched.gateway.run(Fake("m", log), leave, visitor="a")
+        watched.gateway.run(Fake("m", log), leaving(log), visitor="a")
     watched.finished()
     assert isinstance(watched.jobs[0].future.exception(), Abandoned)
     assert log.calls == ["hosted for a", "let go"]
@@ -197,6 +209,44 @@ def test_a_hosted_job_nobody_waits_for_is_let_go() -> None:
     log.gate.set()
     assert watched.gateway.run(Fake("m", log), visitor="b").name == "m"
     assert log.calls[-1] == "hosted for b"
+
+
+def test_a_hosted_job_is_kept_through_its_grace_period() -> None:
+    """A rerun of the page that left comes back within the grace period: it joins the same job
+    (one hosted call), which ends for it."""
+    log = Log()
+    watched = Watched(HostedGateway())
+
+    with pytest.raises(Left):
+        watched.gateway.run(Fake("m", log), leaving(log), visitor="a")
+    opened = threading.Timer(GRACE / 2, log.gate.set)  # after the second caller attached
+    opened.start()
+    assert watched.gateway.run(Fake("m", log), visitor="a").name == "m"
+    opened.join()
+    assert log.calls == ["hosted for a"]
+    assert len(watched.jobs) == 1
+
+
+@dataclass(frozen=True, eq=False)
+class Named(Fake):
+    """A computation whose result each request gets under its own name (a copy)."""
+
+    label: str = ""
+
+    def answer(self, result: Result) -> Result:
+        return Result(self.label, result.parts, result.size)
+
+
+def test_a_shared_result_is_answered_per_request_and_never_changed() -> None:
+    log = Log()
+    log.gate.set()
+    gateway = LocalGateway()
+    first = gateway.run(Named("m", log, label="first"))
+    second = gateway.run(Named("m", log, label="second"))
+    assert (first.name, second.name) == ("first", "second")
+    assert gateway.cache.get(("fake", "m"), "local").name == "m"  # the kept one as computed
+    assert log.calls == ["local []"]
+    assert gateway.peek(Named("m", log, label="third")).name == "third"
 
 
 @dataclass(frozen=True, eq=False)
@@ -384,3 +434,38 @@ def test_the_gateway_core_imports_no_streamlit_nor_the_rest_of_the_dashboard(pat
         elif isinstance(node, ast.ImportFrom) and not node.level:
             imported.add(node.module or "")
     assert not {name for name in imported if name.split(".")[0] in ("streamlit", "ui")}
+
+
+@dataclass(frozen=True, eq=False)
+class Inline(Fake):
+    """A quick computation from results at hand: a private server runs it on the caller's
+    thread."""
+
+    inline = True
+
+    def local(self, progress: Any) -> Result:
+        self.log.calls.append(f"local on {threading.current_thread().name}")
+        self.log.started.set()
+        assert self.log.gate.wait(HANG_GUARD)
+        return Result(self.name, self.parts)
+
+
+def test_an_inline_computation_runs_on_its_callers_thread_and_is_still_shared() -> None:
+    log = Log()
+    gateway = LocalGateway()
+    results: list[Result] = []
+    first = threading.Thread(
+        target=lambda: results.append(gateway.run(Inline("m", log))), name="page-a"
+    )
+    first.start()
+    assert log.started.wait(HANG_GUARD)
+    second = threading.Thread(
+        target=lambda: results.append(gateway.run(Inline("m", log))), name="page-b"
+    )
+    second.start()
+    time.sleep(0.05)  # page b asks while page a computes (a join, not a second computation)
+    log.gate.set()
+    first.join(HANG_GUARD)
+    second.join(HANG_GUARD)
+    assert log.calls == ["local on page-a"]
+    assert len(results) == 2 and results[0] is results[1]

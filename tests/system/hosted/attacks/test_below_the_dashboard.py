@@ -39,12 +39,13 @@ from hosted_attacks import (
     rss,
     worker_pids,
 )
+from processes import gone
 from repo import REPO
 
 from headforms import hosted, sources
 from headforms.columns import ALL_SPECTRA
 from headforms.errors import CorruptFileError, HeadformsError, LimitError, NotAllowedError
-from headforms.hosted import api, flights, limits, process
+from headforms.hosted import api, limits, process
 from headforms.hosted.messages import OutcomeKind
 from headforms.options import AnalysisOptions
 from headforms.settings import (
@@ -61,6 +62,8 @@ from headforms.settings import (
     WINDOW_ENV,
 )
 from headforms.store import key_lock, metrics_key
+from ui.gateway import Analysis, HostedGateway
+from ui.gateway import hosted as hosted_gateway
 
 # --- lying configs ------------------------------------------------------------------------------
 
@@ -254,18 +257,6 @@ def _wait_for_worker(timeout: float = 60.0) -> int:
     return worker_pids()[0]
 
 
-def _gone(pid: int, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 class Left(Exception):
     """The visitor left (what a Streamlit stop raises in the waiting script)."""
 
@@ -286,14 +277,14 @@ def blocked(spec: str) -> Iterator[None]:
 def test_a_visitor_leaving_stops_the_worker(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """When the only waiter leaves, its worker is killed after the grace period: the slot is
-    free again and nothing is cached."""
-    monkeypatch.setattr(flights, "ABANDON_GRACE", 0.2)
+    """When its caller leaves (its ``check`` raises), a run's worker is killed: the slot is
+    free again and nothing is cached (the gateway calls it so once nobody has waited for the
+    job during its grace period)."""
     spec = str(hosted_env["root"] / "tiny")
     seen: list[Any] = []
 
     def check() -> None:
-        seen.extend(api.hosting.flights.in_flight())
+        seen.extend(api.hosting.runs.in_flight())
         raise Left
 
     with blocked(spec):
@@ -301,26 +292,38 @@ def test_a_visitor_leaving_stops_the_worker(
         assert isinstance(error, Left) and len(seen) == 1
         assert seen[0].done.wait(30), "the abandoned worker was not stopped"
     assert seen[0].outcome.kind is OutcomeKind.ABANDONED
-    assert _gone(seen[0].pid)
+    assert gone(seen[0].pid)
     assert nothing_stored(spec)
+
+
+def analysis_of(spec: str, options: AnalysisOptions | None = None) -> Analysis:
+    """The gateway's request for ``spec``'s analysis, located under the server's policy."""
+    return Analysis(sources.locate(spec, hosted.policy_in_force()), options or AnalysisOptions())
+
+
+def left(done: int, total: int, message: str) -> None:
+    """A page's ``progress`` while its visitor has gone (a Streamlit stop raises there)."""
+    raise Left
 
 
 @pytest.mark.slow
 def test_a_rerun_within_the_grace_period_keeps_the_worker(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A waiter that leaves and one that comes back at once share one worker to the end."""
+    """A waiter that leaves and one that comes back at once share one worker to the end (the
+    gateway's job, kept through its grace period)."""
     spec = str(hosted_env["root"] / "tiny")
     starts = _count_starts(monkeypatch)
+    gateway = HostedGateway()
     with blocked(spec):
-        _, error = answer(lambda: hosted.analyze(spec, check=leave))
+        _, error = answer(lambda: gateway.run(analysis_of(spec), left))
         assert isinstance(error, Left)
         back: dict[str, Any] = {}
         waiter = threading.Thread(
-            target=lambda: back.update(out=answer(lambda: hosted.analyze(spec)))
+            target=lambda: back.update(out=answer(lambda: gateway.run(analysis_of(spec))))
         )
         waiter.start()
-        time.sleep(flights.ABANDON_GRACE + 1)  # past the grace period, still blocked
+        time.sleep(hosted_gateway.ABANDON_GRACE + 1)  # past the grace period, still blocked
         assert len(worker_pids()) == 1
     waiter.join(HANG_GUARD + 10)
     result, error = back["out"]
@@ -337,9 +340,9 @@ def test_a_dead_server_leaves_no_worker(hosted_env: dict[str, Any], tmp_path: Pa
         "from headforms import hosted\n"
         "from headforms.hosted import api\n"
         "threading.Thread(target=hosted.analyze, args=(sys.argv[1],), daemon=True).start()\n"
-        "while not api.hosting.flights.pids():\n"
+        "while not api.hosting.runs.pids():\n"
         "    time.sleep(0.05)\n"
-        "print(api.hosting.flights.pids()[0], flush=True)\n"
+        "print(api.hosting.runs.pids()[0], flush=True)\n"
         "time.sleep(600)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -354,7 +357,7 @@ def test_a_dead_server_leaves_no_worker(hosted_env: dict[str, Any], tmp_path: Pa
             assert psutil.pid_exists(worker)
             server.send_signal(signal.SIGKILL)
             server.wait(timeout=30)
-            assert _gone(worker), "the worker outlived its server"
+            assert gone(worker), "the worker outlived its server"
         finally:
             server.kill()
             server.wait(timeout=30)
@@ -378,15 +381,17 @@ def _count_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_concurrent_requests_share_one_worker(
     hosted_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Four requests for one uncached analysis at once: one worker, four equal results."""
+    """Four requests for one uncached analysis at once (through the gateway, the one layer that
+    shares a computation): one worker, four equal results."""
     spec = str(hosted_env["root"] / "tiny")
     starts = _count_starts(monkeypatch)
     barrier = threading.Barrier(4)
     results: list[Any] = []
+    gateway = HostedGateway()
 
     def one() -> Any:
         barrier.wait(timeout=60)
-        return hosted.analyze(spec, spectra=ALL_SPECTRA)
+        return gateway.run(analysis_of(spec, AnalysisOptions(spectra=ALL_SPECTRA)))
 
     threads = [threading.Thread(target=lambda: results.append(answer(one))) for _ in range(4)]
     for thread in threads:
@@ -405,14 +410,15 @@ def test_the_server_wide_limit_refuses_after_a_bounded_wait(
 ) -> None:
     """With the one slot taken by a running worker, a new analysis waits its turn for at most
     HEADFORMS_QUEUE_SECONDS, then is refused with one line (it never ran: nothing spent); a
-    request for the running one joins it, and cancelling frees the slot."""
+    request for the running one joins it (the gateway's job), and cancelling frees the slot."""
     monkeypatch.setenv(CONCURRENT_ENV, "1")
     monkeypatch.setenv(QUEUE_ENV, "1")
     spec = str(hosted_env["root"] / "tiny")
     first: dict[str, Any] = {}
+    gateway = HostedGateway()
     with blocked(spec):
         runner = threading.Thread(
-            target=lambda: first.update(out=answer(lambda: hosted.analyze(spec)))
+            target=lambda: first.update(out=answer(lambda: gateway.run(analysis_of(spec))))
         )
         runner.start()
         pid = _wait_for_worker()
@@ -426,13 +432,13 @@ def test_the_server_wide_limit_refuses_after_a_bounded_wait(
             r"\(HEADFORMS_QUEUE_SECONDS\)",
         )
         assert api.hosting.budgets._starts[(hosted.LOCAL, "analyses")] == deque([ANY])
-        _, error = answer(lambda: hosted.analyze(spec, check=leave))
+        _, error = answer(lambda: gateway.run(analysis_of(spec), left))
         assert isinstance(error, Left)  # it joined the running worker (no second slot needed)
         assert worker_pids() == [pid]
         assert cancel_all() == 1
         runner.join(HANG_GUARD)
     one_line(first["out"][1], LimitError, r"was cancelled; nothing was cached")
-    assert _gone(pid)
+    assert gone(pid)
     assert nothing_stored(spec)
 
 
@@ -488,22 +494,21 @@ def test_workers_run_below_the_server(hosted_env: dict[str, Any]) -> None:
     expected = min(os.nice(0) + limits.DEFAULT_NICE, 19)
     server_group = Path("/proc/self/autogroup")
     grouped = server_group.exists()
-    seen: list[tuple[int, str, int]] = []
+    seen: list[tuple[int, str, int, int]] = []
 
     def check() -> None:
         for pid in worker_pids():
             with contextlib.suppress(psutil.NoSuchProcess, OSError):
                 group = Path(f"/proc/{pid}/autogroup").read_text() if grouped else ""
-                seen.append((psutil.Process(pid).nice(), group, os.getpgid(pid)))
-        if any(n == expected for n, _, _ in seen) or len(seen) > 3000:
-            raise Left
+                seen.append((psutil.Process(pid).nice(), group, os.getpgid(pid), pid))
+        if any(n == expected for n, _, _, _ in seen) or len(seen) > 3000:
+            raise Left  # the run stops its worker
 
     with blocked(spec):
         _, error = answer(lambda: hosted.analyze(spec, check=check))
         assert isinstance(error, Left)
-        nice, group, process_group = seen[-1]
-        pid = worker_pids()[0]
+        nice, group, process_group, pid = seen[-1]
         assert nice == expected, seen[-5:]
         assert group == (server_group.read_text() if grouped else ""), (group, seen[-5:])
         assert process_group == pid != os.getpgid(0)  # its own group, killed whole
-        cancel_all()
+        assert gone(pid)
