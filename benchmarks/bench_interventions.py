@@ -186,7 +186,8 @@ def study(args: argparse.Namespace) -> None:
     from headforms.interventions.measures import measure_batch
     from headforms.interventions.passes import clean_pass, run_base
     from headforms.interventions.text import DEFAULT_TEXT, text_tokens
-    from headforms.study import StudyOptions, run_study
+    from headforms.study import run_study
+    from headforms.study_options import StudyOptions
     from headforms.study_report import summary_text
 
     limit_threads(args.threads)

@@ -24,7 +24,6 @@ loaded model (:func:`headforms.interventions.compute.compute_intervention`).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,94 +31,16 @@ import numpy as np
 import pandas as pd
 
 from .analyses.behaviour import GEOMETRY_COLUMNS, geometry_frame, rank_correlation
-from .errors import OptionError
-from .interventions.edits import EDITS, FORM_EDITS, edit_named
-from .interventions.text import TEXTS, check_text, text_label
+from .interventions.text import text_label
 from .interventions.verdict import VERDICT_FIELDS, verdict
 from .progress import Progress
+from .study_options import StudyOptions, controlled
 
-WHOLE_MODEL_EDITS = (*FORM_EDITS, "output_zero", "output_mean")
-"""The whole-model edits of a study by default (identity: the machinery's check)."""
-SWEEP_EDITS = ("zero", "symmetric", "flip")
-"""The per-head sweeps of a study by default."""
-DEFAULT_STUDY_CONTROLS = 32
-"""K of the whole-model edits by default."""
-HEAD_CONTROLS = 1
-"""Scores-matched controls per head, sweep edit and text (the dose-response's points)."""
 DOSE_NEIGHBOURS = 50
 """Controls read as the null of one head's edit (nearest its score RMS, log scale)."""
 SIZE_COLUMN = {"norm_l": "the form's size ‖L‖ (Frobenius)"}
 CORRELATED = {**GEOMETRY_COLUMNS, **SIZE_COLUMN}
 """What a head's cost is correlated with: its geometry and the size of its form."""
-
-
-@dataclass(frozen=True)
-class StudyOptions:
-    """What a study runs (module doc): ``texts`` by name (shipped) or as ``(label, text)``."""
-
-    texts: tuple[tuple[str, str], ...] = tuple((name, t.text) for name, t in TEXTS.items())
-    max_tokens: int = 128
-    controls: int = DEFAULT_STUDY_CONTROLS
-    seed: int = 0
-    match: str = "scores"
-    whole_edits: tuple[str, ...] = WHOLE_MODEL_EDITS
-    sweep_edits: tuple[str, ...] = SWEEP_EDITS
-    head_controls: int = HEAD_CONTROLS
-
-    def __post_init__(self) -> None:
-        if not self.texts:
-            raise OptionError("a study needs at least one text")
-        if not self.whole_edits and not self.sweep_edits:
-            raise OptionError("a study needs whole-model edits, per-head sweeps or both")
-        for _, text in self.texts:
-            check_text(text)
-        for name in (*self.whole_edits, *self.sweep_edits):
-            edit_named(name)
-        if not all(edit_named(e).edits_form for e in self.sweep_edits):
-            raise OptionError("a per-head sweep edits the form: " + ", ".join(FORM_EDITS))
-
-    def command(self, spec: str) -> str:
-        """The command line that runs this study (``DIR`` for the output directory)."""
-        import shlex
-
-        texts = ",".join(label for label, _ in self.texts)
-        return "headforms " + shlex.join(
-            [
-                "study", str(spec), "--texts", texts, "--max-tokens", str(self.max_tokens),
-                "--controls", str(self.controls), "--head-controls", str(self.head_controls),
-                "--edits", ",".join(self.whole_edits), "--sweeps", ",".join(self.sweep_edits),
-                "--match", self.match, "--seed", str(self.seed), "--out", "DIR",
-            ]
-        )  # fmt: skip
-
-    def passes(self, heads: int) -> int:
-        """Sequence passes of the whole study (each one sequence from its edited layer up)."""
-        whole = sum(1 + (self.controls if _controlled(e) else 0) for e in self.whole_edits)
-        sweeps = len(self.sweep_edits) * heads * (1 + self.head_controls)
-        return len(self.texts) * (whole + sweeps)
-
-
-def _controlled(edit: str) -> bool:
-    return EDITS[edit].edits_form and edit != "identity"
-
-
-def texts_named(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """Shipped texts by name, or UTF-8 files by path, as ``(label, text)``."""
-    from pathlib import Path
-
-    from .interventions.text import read_text_file
-
-    found = []
-    for name in names:
-        if name in TEXTS:
-            found.append((name, TEXTS[name].text))
-        elif Path(name).exists():
-            found.append((Path(name).name, read_text_file(Path(name))))
-        else:
-            raise OptionError(
-                f"--texts {name!r}: neither a shipped text ({', '.join(TEXTS)}) nor a file"
-            )
-    return tuple(found)
 
 
 @dataclass
@@ -189,7 +110,7 @@ def run_study(spec: str, options: StudyOptions, progress: Progress | None = None
                 edit,
                 text=text,
                 max_tokens=options.max_tokens,
-                controls=options.controls if _controlled(edit) else 0,
+                controls=options.controls if controlled(edit) else 0,
                 seed=options.seed,
                 match=options.match,
             )

@@ -407,7 +407,7 @@ def _show_result(
 
 def study_request(spec: str) -> Any:
     """The Experiments page's study of ``spec`` (the study's defaults: the three shipped texts)."""
-    from headforms.study import StudyOptions
+    from headforms.study_options import StudyOptions
 
     from .behaviour import runnable_model
     from .gateway import InterventionStudy

@@ -15,7 +15,8 @@ REPORT = "report.html"
 
 
 def cmd_study(args: argparse.Namespace) -> int:
-    from ..study import StudyOptions, run_study, texts_named
+    from ..study import run_study
+    from ..study_options import StudyOptions, texts_named
     from ..study_report import TABLES, report_html, summary_text
 
     out = Path(args.out)
@@ -55,7 +56,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     """The ``study`` subcommand."""
     from ..interventions.controls import MATCHES
     from ..interventions.text import TEXTS
-    from ..study import DEFAULT_STUDY_CONTROLS, HEAD_CONTROLS, SWEEP_EDITS, WHOLE_MODEL_EDITS
+    from ..study_options import (
+        DEFAULT_STUDY_CONTROLS,
+        HEAD_CONTROLS,
+        SWEEP_EDITS,
+        WHOLE_MODEL_EDITS,
+    )
 
     p = sub.add_parser(
         "study",

@@ -38,7 +38,8 @@ from headforms.progress import Progress
 from headforms.series import run_series
 from headforms.sources import TABLE_FORMAT
 from headforms.store import ResultStore
-from headforms.study import StudyOptions, run_study
+from headforms.study import run_study
+from headforms.study_options import StudyOptions
 from headforms.why import WhyRequest, why, why_key
 from headforms.why import result as why_store
 

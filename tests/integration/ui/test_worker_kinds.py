@@ -108,7 +108,8 @@ def test_a_study_is_the_librarys_and_a_hosted_server_refuses_it_in_one_line(
     model_dir: Path,
 ) -> None:
     from headforms.errors import LimitError
-    from headforms.study import StudyOptions, run_study
+    from headforms.study import run_study
+    from headforms.study_options import StudyOptions
     from ui.gateway import InterventionStudy
 
     located = locate_runnable(str(model_dir))

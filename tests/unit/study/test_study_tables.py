@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from headforms.errors import OptionError
-from headforms.study import DOSE_NEIGHBOURS, StudyOptions, dose_response
+from headforms.study import DOSE_NEIGHBOURS, dose_response
+from headforms.study_options import StudyOptions
 
 
 def sweeps(rng: np.random.Generator) -> pd.DataFrame:
