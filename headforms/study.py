@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .analyses.behaviour import GEOMETRY_COLUMNS, geometry_frame, rank_correlation
+from .analyses.behaviour import GEOMETRY_COLUMNS, correlation_table, geometry_frame
 from .interventions.text import text_label
 from .interventions.verdict import VERDICT_FIELDS, verdict
 from .progress import Progress
@@ -138,7 +138,7 @@ def run_study(spec: str, options: StudyOptions, progress: Progress | None = None
     if sweeps:
         sweep_table = pd.concat(sweeps, ignore_index=True)
         head_table, dose = dose_response(sweep_table, measure_of(sweep_table))
-        correlations = correlation_table(head_table, heads, options.seed)
+        correlations = study_correlations(head_table, heads, options.seed)
     else:  # a study of whole-model edits only
         sweep_table, head_table, dose, correlations = (pd.DataFrame() for _ in range(4))
     meta = {
@@ -274,41 +274,21 @@ def dose_response(sweeps: pd.DataFrame, measure: str) -> tuple[pd.DataFrame, pd.
     return grouped, points.reset_index(drop=True)
 
 
-def correlation_table(head_table: pd.DataFrame, heads: pd.DataFrame, seed: int) -> pd.DataFrame:
+def study_correlations(head_table: pd.DataFrame, heads: pd.DataFrame, seed: int) -> pd.DataFrame:
     """Spearman's rho of each sweep edit's ``cost`` and ``excess`` with every column of
-    :data:`CORRELATED`: rho, its 95% bootstrap interval over heads, scipy's p-value, n."""
-    from scipy.stats import spearmanr
-
+    :data:`CORRELATED`: rho, its 95% bootstrap interval over heads, scipy's p-value, n (the
+    library's one :func:`~headforms.analyses.behaviour.correlation_table`, per edit and measure)."""
     geometry = geometry_frame(heads)
     geometry["norm_l"] = heads["norm_l"].to_numpy(float)
     geometry["layer"] = geometry["layer"].astype(int)
     geometry["head"] = geometry["head"].astype(int)
-    rows = []
+    tables = []
     for edit, part in head_table.groupby("edit", sort=False):
         part = part.assign(layer=part["layer"].astype(int), head=part["head"].astype(int))
         joined = part.drop(columns=["parity"]).merge(geometry, on=["layer", "head"], how="left")
         for measure in ("cost", "excess"):
-            for column, title in CORRELATED.items():
-                x = joined[column].to_numpy(float)
-                y = joined[measure].to_numpy(float)
-                found = rank_correlation(x, y, seed=seed)
-                keep = np.isfinite(x) & np.isfinite(y)
-                p = (
-                    float(spearmanr(x[keep], y[keep]).pvalue)
-                    if np.isfinite(found.rho)
-                    else float("nan")
-                )
-                rows.append(
-                    {
-                        "edit": edit,
-                        "measure": measure,
-                        "column": column,
-                        "geometry": title,
-                        "rho": found.rho,
-                        "low": found.low,
-                        "high": found.high,
-                        "p_value": p,
-                        "heads": found.n,
-                    }
-                )
-    return pd.DataFrame(rows)
+            table = correlation_table(joined, measure, seed=seed, against=CORRELATED)
+            table.insert(0, "measure", measure)
+            table.insert(0, "edit", edit)
+            tables.append(table)
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()

@@ -100,7 +100,9 @@ st.dataframe(
         "rho": st.column_config.NumberColumn("Spearman ρ", format="%+.3f"),
         "low": st.column_config.NumberColumn("95% interval, low", format="%+.3f"),
         "high": st.column_config.NumberColumn("95% interval, high", format="%+.3f"),
+        "p_value": st.column_config.NumberColumn("p (scipy)", format="%.3g"),
         "heads": st.column_config.NumberColumn("heads", format="%d"),
+        "column": None,  # the title says it
     },
 )
 st.caption(

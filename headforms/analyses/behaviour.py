@@ -141,18 +141,33 @@ def rank_correlation(
     return Correlation(rho, float(low), float(high), n)
 
 
-def correlation_table(frame: pd.DataFrame, column: str, seed: int = 0) -> pd.DataFrame:
-    """Rho and its interval (seeded by ``seed``) of every geometric column against ``column``
-    (a head-type score, an intervention's measure), one row each: the one such table."""
+def correlation_table(
+    frame: pd.DataFrame,
+    column: str,
+    seed: int = 0,
+    against: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """Rho, its interval (seeded by ``seed``) and scipy's p-value of every column of ``against``
+    (by name: its title; default :data:`GEOMETRY_COLUMNS`) against ``column`` (a head-type
+    score, an intervention's measure), one row each: the one such table. Its columns:
+    ``column`` (the name), ``geometry`` (the title), ``rho, low, high, p_value, heads``."""
+    from scipy.stats import spearmanr
+
     rows = []
-    for geometry, title in GEOMETRY_COLUMNS.items():
-        found = rank_correlation(frame[geometry].to_numpy(), frame[column].to_numpy(), seed=seed)
+    y = frame[column].to_numpy(float)
+    for name, title in (GEOMETRY_COLUMNS if against is None else against).items():
+        x = frame[name].to_numpy(float)
+        found = rank_correlation(x, y, seed=seed)
+        keep = np.isfinite(x) & np.isfinite(y)
+        p = float(spearmanr(x[keep], y[keep]).pvalue) if np.isfinite(found.rho) else np.nan
         rows.append(
             {
+                "column": name,
                 "geometry": title,
                 "rho": found.rho,
                 "low": found.low,
                 "high": found.high,
+                "p_value": p,
                 "heads": found.n,
             }
         )
