@@ -63,12 +63,14 @@ SCRIPTS = (
     "plot_labels.js",
     "plot_legend.js",
     "plot_keep.js",
+    "plot_title.js",
     "plot.js",
 )
 """The component's browser code, joined into one module in this order: the wheel that scrolls
 the page, the chooser's ring, the labels of a 3D scene kept inside the plot and apart, the
-legend's hidden entries, a rerun's unchanged plot kept as drawn, then the component (the only
-one with ``export default``, which calls the functions of the others)."""
+legend's hidden entries, a rerun's unchanged plot kept as drawn, a title fitted to the plot's
+width, then the component (the only one with ``export default``, which calls the functions of
+the others)."""
 
 WHEEL_ZOOM_TEXT = "Zoom: Ctrl + scroll (⌘ on a Mac) or pinch; the wheel alone scrolls the page."
 """What a plot that zooms says in its caption (ui/plot_wheel.js: the wheel scrolls the page)."""

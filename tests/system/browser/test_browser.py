@@ -223,11 +223,19 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     choices = page.locator(".hf-chooser .hf-choice")
     expect(choices.nth(2)).to_be_attached()  # at least three listed (drawn in one go)
     # each listed head told apart by its coordinates, nearest to the pointer first
-    coordinates = choices.locator(".hf-choice-coords").all_inner_texts()
+    count = choices.count()
+    coordinates = eventually(
+        lambda: choices.locator(".hf-choice-coords").all_inner_texts(),
+        lambda texts: len(texts) == count and all(texts),
+        what="every listed head's coordinates",
+    )
     assert len(set(coordinates)) == len(coordinates), coordinates
-    distances = [
-        float(t.split()[0]) for t in choices.locator(".hf-choice-distance").all_inner_texts()
-    ]
+    texts = eventually(
+        lambda: choices.locator(".hf-choice-distance").all_inner_texts(),
+        lambda texts: len(texts) == count and all(texts),
+        what="every listed head's distance",
+    )
+    distances = [float(t.split()[0]) for t in texts]
     assert distances == sorted(distances) and distances[-1] <= PICK_RADIUS_PX
     # plotly's hover label, drawn at the pointer, does not cover the list
     expect(page.locator(".hf-plot g.hovertext:visible")).to_have_count(0)

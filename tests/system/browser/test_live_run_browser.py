@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import tiny_models as tm
+from playwright.sync_api import expect
 from servers import free_port, serving
 from waiting import eventually
 
@@ -79,7 +80,7 @@ def test_a_growing_run_is_followed_and_keeps_the_view(
     page.goto(f"{server}/training?run={store}&layer=1&head=2")
     line = page.get_by_text("last record at step 2", exact=False)
     line.wait_for(timeout=PLOT_MS)
-    assert "live" in page.get_by_text("last record at step", exact=False).inner_text()
+    expect(page.get_by_text("last record at step", exact=False)).to_contain_text("live")
     plot = page.locator('div[data-hf-plot="series_simplex"]')
     plot.locator("canvas").first.wait_for(timeout=PLOT_MS)
     state = eventually(
@@ -139,4 +140,4 @@ def test_a_growing_run_is_followed_and_keeps_the_view(
 
     recorder.finish(6)  # the run ends: the page says so and stops looking
     page.get_by_text("the run ended at step 6", exact=False).wait_for(timeout=PLOT_MS)
-    assert page.get_by_text("last record at step", exact=False).count() == 0
+    expect(page.get_by_text("last record at step", exact=False)).to_have_count(0)
