@@ -25,6 +25,7 @@ from pathlib import Path
 from ..errors import HeadformsError
 from ..settings import MEMORY_ENV, SECONDS_ENV, human_bytes, settings
 from .limits import Limits
+from .process import WORKER_MALLOC
 
 _SIGNALS = {int(s) for s in signal.Signals}
 
@@ -40,6 +41,7 @@ def run_contained(argv: list[str]) -> int:
     env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parents[2])  # this headforms, wherever it runs
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    env.update(WORKER_MALLOC)
     child = subprocess.Popen(  # headforms.cli.contained: the command line within the limits
         [sys.executable, "-m", "headforms.cli.contained", *argv], env=env, process_group=0
     )

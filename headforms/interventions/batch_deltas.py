@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class LayerTensors:
-    """One layer's factors as float64 tensors (kept per loaded model): folded ``q`` (``N, H n``)
-    and ``k`` (``N, H_kv n``), raw ones and biases for QK-norm's RMS, RoPE frequencies, and the
-    heads' span bases (``H, N, r``) once a control asks for them."""
+    """One layer's factors as float64 tensors (kept per loaded model, views of the anatomy's
+    arrays): folded ``q`` (``N, H n``) and ``k`` (``N, H_kv n``), raw ones (under QK-norm) and
+    biases for QK-norm's RMS, RoPE frequencies."""
 
     n_heads: int
     head_dim: int
@@ -58,7 +58,6 @@ class LayerTensors:
     eps: float | None
     scale: float
     causal: bool
-    spans: Any | None = None
     _angles: dict[int, tuple[Any, Any]] = field(default_factory=dict)
 
     def rotations(self, length: int) -> tuple[Any, Any] | None:
@@ -86,22 +85,23 @@ def layer_tensors(anatomy: Anatomy, layer: int) -> LayerTensors:
     factors = part.factors
     shapes = anatomy.shapes
 
-    def flat(array: np.ndarray) -> Any:  # (heads, n, N) -> (N, heads n)
-        value = np.asarray(array, np.float64)
-        return torch.from_numpy(np.ascontiguousarray(value.reshape(-1, value.shape[-1]).T))
+    def flat(array: np.ndarray) -> Any:  # (heads, n, N) -> (N, heads n): a view, no copy
+        value = np.asarray(array, np.float64)  # the folded factors are float64 already
+        return torch.from_numpy(value.reshape(-1, value.shape[-1])).T
 
     def bias(array: np.ndarray | None) -> Any | None:
         return None if array is None else torch.from_numpy(np.asarray(array, np.float64).ravel())
 
     rotary = factors.inv_freq is not None and len(factors.inv_freq) > 0
+    qk_norm = part.qk_norm_eps is not None
     found = LayerTensors(
         n_heads=shapes.n_heads,
         head_dim=shapes.head_dim,
         kv_of_head=torch.as_tensor(np.asarray(shapes.kv_of_head, np.int64)),
         q=flat(q),
         k=flat(k),
-        q_raw=flat(factors.q),
-        k_raw=flat(factors.k),
+        q_raw=flat(factors.q) if qk_norm else None,  # only QK-norm's RMS reads them
+        k_raw=flat(factors.k) if qk_norm else None,
         q_bias=bias(factors.q_bias),
         k_bias=bias(factors.k_bias),
         inv_freq=torch.from_numpy(np.asarray(factors.inv_freq, np.float64)) if rotary else None,
@@ -114,13 +114,13 @@ def layer_tensors(anatomy: Anatomy, layer: int) -> LayerTensors:
 
 
 def _spans(anatomy: Anatomy, layer: int, tensors: LayerTensors) -> Any:
-    """The heads' span bases ``(H, N, r)`` (all of one width ``r``: a QR of ``N x 2n``)."""
+    """The heads' span bases ``(H, N, r)`` (all of one width ``r``: a QR of ``N x 2n``), stacked
+    for the call from the anatomy's (kept there once: a second copy of every layer's would add
+    about 160 MB on SmolLM2 to an intervention's peak)."""
     import torch
 
-    if tensors.spans is None:
-        bases = [anatomy.span(layer, head).w for head in range(tensors.n_heads)]
-        tensors.spans = torch.from_numpy(np.ascontiguousarray(np.stack(bases)))
-    return tensors.spans
+    bases = [anatomy.span(layer, head).w for head in range(tensors.n_heads)]
+    return torch.from_numpy(np.stack(bases))
 
 
 def _rotate(vectors: Any, rotation: tuple[Any, Any] | None, sign: float) -> Any:
@@ -228,7 +228,9 @@ def _control_raw(
 
     seeds = [c.seed for _, c in changes]
     inside = seeds[0].basis is not None
-    width = _spans(anatomy, changes[0][1].layer, tensors).shape[-1] if inside else x.shape[-1]
+    layer = changes[0][1].layer
+    spans = _spans(anatomy, layer, tensors) if inside else None  # (H, N, r)
+    width = spans.shape[-1] if spans is not None else x.shape[-1]
     rank = max(seed.rank for seed in seeds)
     p = np.zeros((len(seeds), rank, width))
     o = np.zeros((len(seeds), rank, width))
@@ -237,10 +239,9 @@ def _control_raw(
         p[index, : seed.rank], o[index, : seed.rank] = drawn
     p_t, o_t = torch.from_numpy(p), torch.from_numpy(o)
     batch = torch.as_tensor([b for b, _ in changes])
-    if inside:
+    if spans is not None:
         heads = torch.as_tensor([c.head for _, c in changes])
         chosen, where = np.unique(batch.numpy(), return_inverse=True)
-        spans = _spans(anatomy, changes[0][1].layer, tensors)  # (H, N, r)
         stacked = spans.permute(1, 0, 2).reshape(x.shape[-1], -1)  # (N, H r)
         y = (x[torch.as_tensor(chosen)] @ stacked).reshape(len(chosen), x.shape[1], -1, width)
         y = y[torch.as_tensor(where), :, heads]

@@ -4,11 +4,14 @@ code runs in a fresh interpreter: what the tests of hosted mode's memory estimat
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
 
 from repo import REPO
+
+from headforms.hosted.process import WORKER_MALLOC
 
 PRELUDE = """
 import json, re, sys, threading, time
@@ -24,7 +27,8 @@ threading.Thread(target=watch, daemon=True).start()
 
 def measured(body: str, *args: str, timeout: float = 900) -> dict[str, Any]:
     """Run ``body`` (Python, ``sys.argv[1:]`` = ``args``; it may set a dict ``out`` of more
-    figures) in a fresh interpreter sampling ``VmData`` every 2 ms: ``{"peak": bytes, ...}``."""
+    figures) in a fresh interpreter sampling ``VmData`` every 2 ms, its allocator set as a
+    worker's (:data:`headforms.hosted.process.WORKER_MALLOC`): ``{"peak": bytes, ...}``."""
     script = (
         PRELUDE
         + "out = {}\n"
@@ -36,6 +40,7 @@ def measured(body: str, *args: str, timeout: float = 900) -> dict[str, Any]:
         capture_output=True,
         text=True,
         cwd=REPO,
+        env={**os.environ, **WORKER_MALLOC},
         timeout=timeout,
         check=True,
     )
