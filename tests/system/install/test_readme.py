@@ -45,8 +45,10 @@ def quick_start() -> str:
 
 
 def indented_lines(section: str) -> list[str]:
-    """The lines of the section's indented code blocks (a continued line joined)."""
-    lines = [line[4:] for line in section.splitlines() if line.startswith("    ")]
+    """The lines of the section's indented code blocks (a continued line joined; an indented
+    line inside a fenced block is that block's)."""
+    unfenced = re.sub(r"^```.*?^```", "", section, flags=re.DOTALL | re.MULTILINE)
+    lines = [line[4:] for line in unfenced.splitlines() if line.startswith("    ")]
     joined: list[str] = []
     for line in lines:
         if joined and joined[-1].endswith("\\"):
