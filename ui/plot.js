@@ -455,6 +455,13 @@ async function keepFrame(gd, Plotly, figure, data) {
     frame: { duration: 0, redraw: true },
     transition: { duration: 0 },
   });
+  // plotly.js moves a slider along an animation it did not start only while its steps are the
+  // ones it bound: a figure that gained a step (a run that records) keeps its own start there
+  const index = slider ? slider.steps.findIndex((s) => s.label === String(name)) : -1;
+  const shown = gd._fullLayout.sliders && gd._fullLayout.sliders[0];
+  if (index >= 0 && shown && shown.active !== index) {
+    await Plotly.relayout(gd, { "sliders[0].active": index });
+  }
 }
 
 // The frame shown, sent as the state value "frame" FRAME_REPORT_MS after the last step of the

@@ -88,6 +88,16 @@ def centre(locator, top: float = 0.5) -> tuple[float, float]:
     return box["x"] + box["width"] / 2, box["y"] + box["height"] * top
 
 
+def near_the_top(page, plot) -> float:
+    """Scroll the page so that ``plot`` starts 100 px below the window's top (a plot below the
+    first screen is brought into view; the page can still scroll further down): the page's
+    scroll position then."""
+    top = plot.evaluate(SCROLL_TOP_JS, None) + plot.bounding_box()["y"] - 100
+    plot.evaluate(SCROLL_TOP_JS, max(0.0, top))
+    page.wait_for_timeout(300)
+    return plot.evaluate(SCROLL_TOP_JS, None)
+
+
 def wheel_at(page, at: tuple[float, float], dy: float, modifier: str | None = None) -> None:
     page.mouse.move(*at)
     page.wait_for_timeout(200)
@@ -103,13 +113,12 @@ def wheel_at(page, at: tuple[float, float], dy: float, modifier: str | None = No
 def test_the_wheel_over_a_plot_scrolls_the_page_and_leaves_the_plot(page, server: str) -> None:
     simplex, triangle = open_simplex(page, server)
     for plot, state_js in ((simplex, SCENE_VIEW_JS), (triangle, AXES_JS)):
-        plot.evaluate(SCROLL_TOP_JS, 0)
-        page.wait_for_timeout(300)
+        start = near_the_top(page, plot)
         before = plot.evaluate(state_js)
         wheel_at(page, centre(plot, 0.4), 240)
         eventually(
             lambda plot=plot: plot.evaluate(SCROLL_TOP_JS, None),
-            lambda top: top > 100,
+            lambda top, start=start: top > start + 100,
             what="the page's scroll by the wheel",
         )
         assert plot.evaluate(state_js) == before, "the wheel changed the plot"
@@ -120,8 +129,7 @@ def test_the_wheel_over_a_plot_scrolls_the_page_and_leaves_the_plot(page, server
 def test_ctrl_and_the_wheel_zoom_the_plot_and_leave_the_page(page, server: str) -> None:
     simplex, triangle = open_simplex(page, server)
     for plot, state_js in ((simplex, SCENE_VIEW_JS), (triangle, AXES_JS)):
-        plot.evaluate(SCROLL_TOP_JS, 0)
-        page.wait_for_timeout(300)
+        start = near_the_top(page, plot)
         before = plot.evaluate(state_js)
         wheel_at(page, centre(plot, 0.4), -240, modifier="Control")
         eventually(
@@ -129,7 +137,7 @@ def test_ctrl_and_the_wheel_zoom_the_plot_and_leave_the_page(page, server: str) 
             lambda now, before=before: now != before,
             what="the plot's zoom by Ctrl + wheel",
         )
-        assert plot.evaluate(SCROLL_TOP_JS, None) == 0, "Ctrl + wheel scrolled the page"
+        assert plot.evaluate(SCROLL_TOP_JS, None) == start, "Ctrl + wheel scrolled the page"
 
 
 def test_every_head_of_the_simplex_is_on_the_first_screen(page, server: str) -> None:
@@ -215,9 +223,12 @@ def test_the_chooser_leaves_the_scene_drawn_and_rings_the_entry_under_the_pointe
 
 
 def test_a_wrapped_title_sits_below_the_toolbar(page, server: str) -> None:
-    """The triangle's title, wrapped to two lines at 1280 x 800 (ui/plot.js fitTitle), starts
-    below the toolbar shown on hover, not under it (plotly.js lifts a title's added lines)."""
+    """The triangle's title, wrapped to two lines in a window 1000 px wide (ui/plot.js
+    fitTitle; at 1280 it fits on one), starts below the toolbar shown on hover, not under it
+    (plotly.js lifts a title's added lines)."""
+    page.set_viewport_size({"width": 1000, "height": 800})
     _, triangle = open_simplex(page, server + "/")
+    near_the_top(page, triangle)
     page.mouse.move(*centre(triangle))
     toolbar = triangle.locator(".modebar").first
     toolbar.wait_for(state="visible", timeout=PLOT_MS)
