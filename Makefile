@@ -35,16 +35,17 @@ lint: install-dev
 UNIT := $(PY) -m pytest tests/unit -q
 
 # The whole suite in three runs: the unit tests alone, then everything else but the browser and
-# the Docker image on two xdist workers (whole files each, as the fast lane), then those two
-# serially (Chromium's software WebGL and the image build each want the machine to themselves).
-# The slowest tests are listed.
+# the Docker image on two xdist workers (whole files each, as the fast lane), then those two on
+# two workers of their own (their tests mostly wait on a server, a browser or Docker: together
+# they take about half the time they take one after the other; every browser assertion waits
+# for its condition). The slowest tests are listed.
 HEAVY := browser or image
 test: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui headforms/gallery
 	$(UNIT)
 	$(PY) -m pytest -m "not ($(HEAVY))" --ignore=tests/unit -n 2 --dist loadfile --durations=20
-	$(PY) -m pytest -m "$(HEAVY)" --durations=10
+	$(PY) -m pytest -m "$(HEAVY)" -n 2 --dist loadfile --durations=10
 
 # The fast lane: lint, the unit tests alone (without model packages), then every other test
 # without the heavy markers (pyproject.toml): no browser, Docker image, wheel build, install run,
