@@ -145,7 +145,7 @@ def _metric(column: Any, title: str, value: float, row: Any, prefix: str, help: 
         title,
         _shown(value),
         delta=(
-            f"controls' median {_shown(row[prefix + 'control_median'])}; p = {_shown(p)}"
+            f"p = {_shown(p)} · median {_shown(row[prefix + 'control_median'])}"
             if controls and np.isfinite(p)
             else "no controls"
         ),
@@ -163,8 +163,8 @@ def _metrics(result: InterventionResult) -> None:
     if measure == "delta_ce":
         _metric(
             cols[0], "ΔCE on the text (nats)", row["delta_ce"], row, "",
-            "Mean next-token cross-entropy on the text, edited minus unedited; p: the share of "
-            "controls at or above it, (count + 1) / (K + 1).",
+            "Mean next-token cross-entropy on the text, edited minus unedited. Below it, p: the "
+            "share of controls at or above it, (count + 1) / (K + 1), and the controls' median.",
         )  # fmt: skip
         _metric(
             cols[1], "KL (nats)", row["kl"], row, "kl_",
