@@ -20,6 +20,21 @@ import numpy as np
 
 from .split import LOBES
 
+PAIR_FIELDS = (
+    "lobe",
+    "rank",
+    "eigenvalue",
+    "place",
+    "query_position",
+    "key_position",
+    "distance",
+    "query_token",
+    "key_token",
+    "contribution",
+    "score",
+)
+"""A top pair's columns as this module finds them (a result's table adds ``layer, head``)."""
+
 
 def top_directions(eigenvalues: np.ndarray, count: int) -> list[tuple[int, int, int]]:
     """``(lobe, rank, column)`` of the top ``count`` directions of each lobe: the largest
@@ -49,22 +64,7 @@ def top_pairs(
     ``distance``, tokens, ``contribution``, ``score``) of the ``count`` pairs of largest
     |contribution| of each direction (``ranked``: ``(2, J, T, T)``, NaN where masked;
     ``total``: the pair's whole score)."""
-    columns: dict[str, list] = {
-        name: []
-        for name in (
-            "lobe",
-            "rank",
-            "eigenvalue",
-            "place",
-            "query_position",
-            "key_position",
-            "distance",
-            "query_token",
-            "key_token",
-            "contribution",
-            "score",
-        )
-    }
+    columns: dict[str, list] = {name: [] for name in PAIR_FIELDS}
     length = ranked.shape[-1]
     for lobe, rank, column in directions:
         values = ranked[lobe, rank]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from ..store import Record, ResultStore
+from .readout import PAIR_FIELDS
 from .request import WhyRequest
 from .shares import MARGIN_COLUMNS, SHARE_COLUMNS, WEIGHT_COLUMNS
 
@@ -39,21 +40,7 @@ HEAD_COLUMNS = (
 bilinear part, the rest), its weight shares at d = 0, how much each part lifts the first key
 above the others (``first_margin_*``, the model's units) and ``split_error``, the largest gap
 between the parts' sum and the model's own score over the largest score."""
-PAIR_COLUMNS = (
-    "layer",
-    "head",
-    "lobe",
-    "rank",
-    "eigenvalue",
-    "place",
-    "query_position",
-    "key_position",
-    "distance",
-    "query_token",
-    "key_token",
-    "contribution",
-    "score",
-)
+PAIR_COLUMNS = ("layer", "head", *PAIR_FIELDS)
 """One row per top pair of a lobe direction: the direction (``lobe`` positive or negative,
 ``rank`` 1 for the largest |lambda|, its ``eigenvalue`` at d = 0), the pair's ``place`` (1: the
 largest |contribution|), its positions and tokens, the direction's contribution at the pair's
