@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser_diagnostics import watch_contexts
 from chromium_launch import BROWSER_TEST_URL_ENV, CHROMIUM, CHROMIUM_ARGS
 from ci_env import IN_CI
 from run_selection import run_in_the_container_only
+from waiting import DEADLINE_MS
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -45,9 +47,11 @@ def gguf_parsed_once() -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Under CI=true a skipped test is a failed test: nothing may be skipped silently."""
+    """Under CI=true a skipped test is a failed test: nothing may be skipped silently. Each
+    phase's report is kept on the item (``item.rep_call``) for the fixtures' teardown."""
     outcome = yield
     report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)  # a fixture's teardown reads whether it failed
     if IN_CI and report.skipped:
         report.outcome = "failed"
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
@@ -76,8 +80,11 @@ def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
+        from playwright.sync_api import expect
+
+        expect.set_options(timeout=DEADLINE_MS)  # every wait is a hang guard (helpers/waiting.py)
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
+        yield watch_contexts(chromium, DEADLINE_MS)  # a failure prints what its pages showed
         chromium.close()
 
 

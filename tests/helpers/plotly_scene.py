@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from waiting import DEADLINE_S
+
 SCENE_POINTS_JS = """
 (gd, role) => {
   role = role || "heads";
@@ -62,7 +64,7 @@ SCRIPT_RUNNING_JS = """
 """
 
 
-def settled_points(page, plot, role: str = "heads", timeout_s: float = 60.0) -> list[dict]:
+def settled_points(page, plot, role: str = "heads", timeout_s: float = DEADLINE_S) -> list[dict]:
     """The markers' screen positions (:data:`SCENE_POINTS_JS`) once the page's script has
     finished and they are the same in two readings 300 ms apart: a scene can be read before its
     first frame has set the camera, or before the rest of the page arrives and moves or resizes

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from browser_diagnostics import server_log
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -70,6 +72,7 @@ def serving(
     proc = start_server(port, env, log)
     try:
         wait_healthy(port, proc, timeout)
-        yield proc
+        with server_log(log):  # a failed browser test shows its tail
+            yield proc
     finally:
         stop_server(proc)

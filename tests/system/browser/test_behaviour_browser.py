@@ -18,7 +18,6 @@ from headforms.figures.behaviour import token_label
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 120_000  # the first forward pass loads torch, transformers and the model
 PROMPT = "Alice gave Bob a red apple. Alice gave Bob a red apple."
 
 POINTS_JS = """
@@ -56,9 +55,9 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 def test_a_typed_prompt_draws_the_heads_heatmap_with_its_tokens(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=18&head=6")
-    page.locator("h1", has_text="Layer 18 · Head 6").wait_for(timeout=PLOT_MS)
+    page.locator("h1", has_text="Layer 18 · Head 6").wait_for()
     box = page.get_by_role("textbox", name="Prompt")
-    box.wait_for(timeout=PLOT_MS)
+    box.wait_for()
     box.fill(PROMPT)
     box.press("Control+Enter")
     want = [f"{token_label(t)} ·{i}" for i, t in enumerate(attention(DEFAULT_MODEL, PROMPT).tokens)]
@@ -70,7 +69,6 @@ def test_a_typed_prompt_draws_the_heads_heatmap_with_its_tokens(page, server: st
           return Boolean(ticks) && JSON.stringify(ticks) === JSON.stringify(want);
         }""",
         arg=want,
-        timeout=PLOT_MS,
     )
     title = plot.evaluate("(gd) => gd._fullLayout.title.text")
     assert title.startswith("Layer 18 · Head 6: attention weights on")
@@ -86,7 +84,6 @@ def test_clicking_a_point_of_geometry_against_behaviour_opens_that_head(page, se
           const gd = document.querySelector('div[data-hf-plot="behaviour_scatter"]');
           return Boolean(gd && gd._fullData && gd._fullData.length);
         }""",
-        timeout=PLOT_MS,
     )
     points = scatter.evaluate(POINTS_JS)
     assert len(points) == 270  # every head of SmolLM2
@@ -100,5 +97,5 @@ def test_clicking_a_point_of_geometry_against_behaviour_opens_that_head(page, se
     page.wait_for_timeout(300)
     page.mouse.click(lonely["x"], lonely["y"], delay=100)
     heading = f"Layer {lonely['layer']} · Head {lonely['head']}"
-    page.locator("h1", has_text=heading).wait_for(timeout=PLOT_MS)
+    page.locator("h1", has_text=heading).wait_for()
     assert f"layer={lonely['layer']}&head={lonely['head']}" in page.url

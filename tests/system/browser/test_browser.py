@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pandas as pd
 import pytest
+from browser_diagnostics import failed, report, server_log
 from browser_scripts import (
     CELL_POINTS_JS,
     MARKER_PROBES_JS,
@@ -56,7 +57,7 @@ from plotly_scene import (
     settled_points,
 )
 from repo import REPO as ROOT
-from waiting import eventually
+from waiting import DEADLINE_MS, DEADLINE_S, eventually
 
 from headforms import DEFAULT_MODEL, analyze
 from ui.plot import PICK_RADIUS_PX
@@ -65,8 +66,6 @@ pytestmark = pytest.mark.browser
 
 SIDEBAR = 'section[data-testid="stSidebar"]'
 SERVER_START_S = 90
-PLOT_APPEAR_MS = 60_000  # a headless 3D scene takes 8-11 s; the first run also loads the model
-HEAD_PAGE_MS = 30_000
 
 SCENE_READY_JS = scene_ready_js("simplex")
 
@@ -121,7 +120,8 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
             if process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.3)
-        yield url
+        with server_log(log):
+            yield url
     finally:
         process.terminate()
         try:
@@ -131,25 +131,27 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture
-def page(browser, server: str):
+def page(request: pytest.FixtureRequest, browser, server: str):
     """A fresh page (1500 x 1100) of the app (the other browser tests' pages are 1280 x 800)."""
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     page = context.new_page()
     yield page
+    if failed(request.node):
+        report(context, "the test failed")
     context.close()
 
 
 def wait_for_head(page, layer: int, head: int) -> None:
     """Wait until the head page's title names this head."""
     title = page.locator("h1", has_text=f"Layer {layer} · Head {head}")
-    title.wait_for(timeout=HEAD_PAGE_MS)
+    title.wait_for()
 
 
 def open_simplex(page, url: str) -> object:
     """Open ``url`` and wait for the simplex's 3D scene; its plot element."""
     page.goto(url)
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
-    page.wait_for_function(SCENE_READY_JS, timeout=PLOT_APPEAR_MS)
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for()
+    page.wait_for_function(SCENE_READY_JS)
     return page.locator('div[data-hf-plot="simplex"]')
 
 
@@ -169,7 +171,7 @@ def test_a_shared_link_opens_the_head(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&rope=0&layer=7&head=4")
     wait_for_head(page, 7, 4)
     expect(page.get_by_role("link", name="Simplex")).to_have_count(1)  # app.py's navigation
-    page.wait_for_function("() => document.title.includes('L7·H4')", timeout=HEAD_PAGE_MS)
+    page.wait_for_function("() => document.title.includes('L7·H4')")
     assert DEFAULT_MODEL in page.title()  # the tab names the model and the head
 
 
@@ -192,7 +194,7 @@ def test_clicking_a_simplex_marker_opens_its_head_on_the_first_click(page, serve
             if (p["layer"], p["head"]) == (target["layer"], target["head"])
         ]
         raise AssertionError(
-            f"a click at {target} opened nothing in {HEAD_PAGE_MS / 1000:.0f} s; the marker is "
+            f"a click at {target} opened nothing in {DEADLINE_MS / 1000:.0f} s; the marker is "
             f"drawn at {now}; url {page.url}; page text: {page.inner_text('body')[:400]!r}"
         ) from error
     assert f"layer={target['layer']}&head={target['head']}" in page.url
@@ -219,7 +221,7 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     assert neighbours(target, points, PICK_RADIUS_PX - 1) >= 2  # it is inside a crowd
     click(page, target)
     chooser = page.locator(".hf-chooser")
-    chooser.wait_for(timeout=HEAD_PAGE_MS)
+    chooser.wait_for()
     choices = page.locator(".hf-chooser .hf-choice")
     expect(choices.nth(2)).to_be_attached()  # at least three listed (drawn in one go)
     # each listed head told apart by its coordinates, nearest to the pointer first
@@ -256,7 +258,7 @@ column."""
 def test_picking_a_row_of_the_heads_table_opens_that_head(page, server: str) -> None:
     page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
     grid = page.locator('[data-testid="stDataFrame"]')
-    grid.wait_for(timeout=PLOT_APPEAR_MS)
+    grid.wait_for()
     page.wait_for_timeout(1000)
     box = grid.bounding_box()
     row = 9 + 4  # layer-major: the row of layer 1, head 4
@@ -278,12 +280,12 @@ def expect_shown(page, count: int) -> None:
     """Wait until the heads table's caption says it shows ``count`` heads ("N of M heads
     shown"): after a filter's change the caption is redrawn by the rerun."""
     caption = page.get_by_text(re.compile(rf"^{count} of \d+ heads shown"))
-    expect(caption).to_be_visible(timeout=HEAD_PAGE_MS)
+    expect(caption).to_be_visible()
 
 
 def wait_for_url(page, part: str) -> None:
     """Wait until the page's URL holds ``part`` (the run that wrote it has finished)."""
-    page.wait_for_function(f"() => document.location.href.includes({part!r})", timeout=HEAD_PAGE_MS)
+    page.wait_for_function(f"() => document.location.href.includes({part!r})")
 
 
 @pytest.mark.container
@@ -291,7 +293,7 @@ def test_a_change_of_the_table_filters_stays_on_the_table(page, server: str) -> 
     """With "Open head on click" on, a parity pill and the layer slider filter the table; only
     selecting a row opens a head (each filter change once opened the selected head's page)."""
     page.goto(f"{server}/table?model={DEFAULT_MODEL}&layer=0&head=0")
-    page.locator('[data-testid="stDataFrame"]').wait_for(timeout=PLOT_APPEAR_MS)
+    page.locator('[data-testid="stDataFrame"]').wait_for()
     heads = analyze(DEFAULT_MODEL).heads
     expect_shown(page, len(heads))
     page.get_by_role("button", name="II", exact=True).click()  # II off: I+ and I- remain
@@ -333,11 +335,11 @@ def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, serve
 
         sender.goto(f"{server}/table?model={DEFAULT_MODEL}&range=energy~0.5~&sort=-pairing")
         # the table is the page's last grid (the selected head's row may be repeated above it)
-        sender.locator('[data-testid="stDataFrame"]').last.wait_for(timeout=PLOT_APPEAR_MS)
+        sender.locator('[data-testid="stDataFrame"]').last.wait_for()
         sender.get_by_role("button", name="I+", exact=True).click()
         wait_for_url(sender, "parity=")
         receiver.goto(sender.url)
-        receiver.locator('[data-testid="stDataFrame"]').last.wait_for(timeout=PLOT_APPEAR_MS)
+        receiver.locator('[data-testid="stDataFrame"]').last.wait_for()
         heads = analyze(DEFAULT_MODEL).heads
         kept = heads[(heads["energy"] >= 0.5) & (heads["parity"] != "I+")]
         assert len(kept) > 0
@@ -356,10 +358,10 @@ def test_a_shared_link_reproduces_overlays_filters_and_the_camera(browser, serve
 def test_a_bad_link_value_shows_its_notice(page, server: str) -> None:
     page.goto(f"{server}/?model={DEFAULT_MODEL}&head=-3&layer=abc")
     notice = page.get_by_text(f"The link's head=-3 is not a head of {DEFAULT_MODEL}")
-    notice.wait_for(timeout=PLOT_APPEAR_MS)
+    notice.wait_for()
     expect(notice).to_contain_text("showing head 0")
     expect(page.get_by_text("The link's layer=abc is not a layer")).to_have_count(1)
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for()
     link = parse_qs(urlparse(page.url).query)
     assert (link["layer"], link["head"]) == (["0"], ["0"])  # in the link's own order
 
@@ -369,7 +371,7 @@ def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -
     """A name typed in the model picker that is no model here: one line saying so, the page and
     the sidebar stay (on the model shown before)."""
     page.goto(f"{server}/overview?model=minilm-l6")
-    page.locator("h1", has_text="Model overview").wait_for(timeout=PLOT_APPEAR_MS)
+    page.locator("h1", has_text="Model overview").wait_for()
     picker = page.locator(SIDEBAR).locator('[data-testid="stSelectbox"]').first
     picker.click()
     page.keyboard.type("no-such-model-anywhere")
@@ -382,7 +384,7 @@ def test_a_bad_model_leaves_the_page_and_the_sidebar_usable(page, server: str) -
             r"|hub model 'no-such-model-anywhere' is not allowed on this server"
         )
     )
-    line.wait_for(timeout=HEAD_PAGE_MS)
+    line.wait_for()
     expect(line).to_contain_text("(showing minilm-l6 instead)")
     expect(line).not_to_contain_text("cannot reach the Hugging Face hub")
     expect(page.locator("h1").first).to_have_text("Model overview")
@@ -396,9 +398,9 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=2&head=5")
     wait_for_head(page, 2, 5)
     plot = page.locator("div[data-hf-plot]").first
-    plot.locator(".main-svg").first.wait_for(timeout=PLOT_APPEAR_MS)
+    plot.locator(".main-svg").first.wait_for()
     plot.hover()
-    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+    with page.expect_download() as download:
         plot.locator('.modebar-btn[data-title="Download SVG (vector)"]').click()
     svg = Path(download.value.path()).read_text()
     assert svg.lstrip().startswith("<svg") and "Eigenvalues of S" in svg
@@ -406,8 +408,8 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
     assert download.value.suggested_filename.endswith(".svg")
 
     page.goto(f"{server}/?model={DEFAULT_MODEL}")
-    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
-    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+    page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for()
+    with page.expect_download() as download:
         # the simplex's own CSV (ui/plot.py keys it "<plot key>__csv"; the swarm beside it has one)
         page.locator(".st-key-simplex__csv").get_by_role("button", name="CSV").click()
     table = pd.read_csv(io.StringIO(Path(download.value.path()).read_text()))
@@ -422,9 +424,7 @@ def test_figures_export_as_svg_and_their_data_as_csv(page, server: str) -> None:
 def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     page.goto(f"{server}/heatmaps")
     plot = page.locator('div[data-hf-plot="heatmap_energy"]')
-    page.locator('div[data-hf-plot="heatmap_energy"] .scatterlayer .point').first.wait_for(
-        timeout=PLOT_APPEAR_MS
-    )
+    page.locator('div[data-hf-plot="heatmap_energy"] .scatterlayer .point').first.wait_for()
     points = plot.evaluate(CELL_POINTS_JS)
     target = next(p for p in points if (p["layer"], p["head"]) == (2, 3))
     click(page, target)
@@ -437,7 +437,7 @@ DRAWN_STABLE_POLLS = 6
 """A page is drawn when its state holds over 6 polls 250 ms apart (1.5 s)."""
 
 
-def wait_until_drawn(page, timeout_s: float = 180.0) -> int:
+def wait_until_drawn(page, timeout_s: float = DEADLINE_S) -> int:
     """Wait until the page's script has finished and every figure it made has drawn its text,
     unchanged for 1.5 s (a script's first redraw can come after the page's title); the number
     of figures."""
@@ -472,7 +472,7 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
     with_figures = 0
     try:
         page.goto(server)
-        page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for(timeout=PLOT_APPEAR_MS)
+        page.locator('div[data-hf-plot="simplex"] canvas').first.wait_for()
         more = page.get_by_text(re.compile(r"^View \d+ more$"))
         nav = page.locator('[data-testid="stSidebarNav"] a')
 
@@ -486,12 +486,10 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
         paths = eventually(listed, lambda found: len(found) >= 15, what="the navigation")
         for path in paths:
             page.goto(f"{server}{path}")
-            page.locator("h1").first.wait_for(timeout=PLOT_APPEAR_MS)
+            page.locator("h1").first.wait_for()
             # the page's script has finished (no run left behind to slow the next page)
-            page.locator('[data-testid="stStatusWidget"]').wait_for(
-                state="hidden", timeout=3 * PLOT_APPEAR_MS
-            )
-            page.wait_for_load_state("networkidle", timeout=PLOT_APPEAR_MS)
+            page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden")
+            page.wait_for_load_state("networkidle")
             figures = wait_until_drawn(page)
             sizes = page.evaluate(SMALLEST_TEXT_JS)
             assert bool(sizes) == bool(figures), path
@@ -510,7 +508,7 @@ def test_every_page_stays_on_loopback_and_draws_no_text_below_11_px(browser, ser
     assert not small, small
 
 
-def redrawn(plot, before: bytes, timeout_s: float = 60.0) -> bytes:
+def redrawn(plot, before: bytes, timeout_s: float = DEADLINE_S) -> bytes:
     """The plot's picture once the scene has redrawn after a change: unlike ``before`` (the
     picture before the change) and the same in two shots 300 ms apart."""
     last: list[bytes] = [before]
@@ -593,7 +591,7 @@ def test_the_3d_figure_exports_a_high_resolution_png_and_no_svg(page, server: st
     button = plot.locator('.modebar-btn[data-title="Download PNG (high resolution, 4×)"]')
     expect(button).to_be_visible()  # the toolbar is drawn: it has no SVG button
     expect(plot.locator('.modebar-btn[data-title^="Download SVG"]')).to_have_count(0)
-    with page.expect_download(timeout=HEAD_PAGE_MS) as download:
+    with page.expect_download() as download:
         button.click()
     width, height = Image.open(download.value.path()).size
     box = plot.bounding_box()

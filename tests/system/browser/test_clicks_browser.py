@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 from servers import free_port, serving
+from waiting import DEADLINE_MS
 
 from headforms.sources import BUNDLED_MODELS
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 240_000  # a model is analysed on its first visit; a headless 3D scene takes 8-11 s
 VIEWPORT = {"width": 1280, "height": 800}
 SHARE_ONE_CLICK = 0.8
 MIN_SPAN_PX = 40
@@ -97,7 +97,7 @@ def server(isolated_cache: Path, tmp_path_factory) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
 
 
-def settled_markers(page, count: int, timeout_ms: int = PLOT_MS) -> list[dict]:
+def settled_markers(page, count: int, timeout_ms: int = DEADLINE_MS) -> list[dict]:
     """Every head marker once the page's plots show ``count`` heads' markers or more (the 3D
     scene drawn) and two readings 500 ms apart agree (the page has stopped moving)."""
     page.wait_for_function(
@@ -148,7 +148,7 @@ def click_outcome(page, marker: dict) -> tuple[list, bool]:
         page.wait_for_timeout(50)
     if outcome["chooser"]:
         page.keyboard.press("Escape")
-        page.wait_for_function("() => !document.querySelector('.hf-chooser')", timeout=5_000)
+        page.wait_for_function("() => !document.querySelector('.hf-chooser')")
     return outcome["sent"], outcome["chooser"]
 
 
@@ -200,5 +200,5 @@ def test_a_click_in_the_crowd_opens_its_head(page, server: str) -> None:
     page.mouse.down()
     page.mouse.up()
     name = f"Layer {target['layer']} · Head {target['head']}"
-    page.get_by_role("heading", name=name).wait_for(timeout=60_000)
+    page.get_by_role("heading", name=name).wait_for()
     assert "/head" in page.url

@@ -25,7 +25,6 @@ from headforms.engine import sweep
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 180_000  # a headless 3D scene takes 8-11 s; a model is analysed on its first visit
 
 PARITY_HUES = {"I+": (25, 55), "II": (140, 178), "I-": (185, 215)}
 """Hue ranges (degrees) of the parity colours as the 3D scene shades them (Okabe-Ito orange,
@@ -109,8 +108,8 @@ def server(isolated_cache: Path, tmp_path_factory) -> Iterator[str]:
 
 def drawn(page, key: str) -> object:
     """Wait until the 3D scene of plot ``key`` is drawn; returns the plot."""
-    page.locator(f'div[data-hf-plot="{key}"] canvas').first.wait_for(timeout=PLOT_MS)
-    page.wait_for_function(scene_ready_js(key), timeout=PLOT_MS)
+    page.locator(f'div[data-hf-plot="{key}"] canvas').first.wait_for()
+    page.wait_for_function(scene_ready_js(key))
     return page.locator(f'div[data-hf-plot="{key}"]')
 
 
@@ -188,7 +187,7 @@ def test_a_hidden_legend_entry_is_kept_in_the_link(page, server: str) -> None:
     plot = drawn(page, "simplex")
     settled_points(page, plot)
     plot.locator("g.traces", has_text="Type I−").locator("rect.legendtoggle").click()
-    page.wait_for_function("() => location.search.includes('hide=')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('hide=')")
     assert parse_qs(urlparse(page.url).query)["hide"] == ["Type I−"]
     page.goto(page.url)
     plot = drawn(page, "simplex")

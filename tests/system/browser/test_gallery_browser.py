@@ -61,7 +61,7 @@ def open_gallery(page, path: Path) -> list[str]:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(path.as_uri())
-    page.wait_for_function("window.headformsGallery !== undefined", timeout=60_000)
+    page.wait_for_function("window.headformsGallery !== undefined")
     page.evaluate("window.headformsGallery.ready")
     return errors
 

@@ -19,7 +19,6 @@ from headforms import DEFAULT_MODEL
 
 pytestmark = pytest.mark.browser
 
-PAGE_MS = 240_000
 
 PAGE_FILES = {p.stem for p in (Path(__file__).resolve().parents[3] / "pages").glob("*.py")}
 """The pages/ folder's file names: what Streamlit's pages-directory mode would list."""
@@ -95,7 +94,7 @@ def overlaps(a: dict, b: dict, slack: float = 0.5) -> bool:
 
 def settled(page) -> None:
     """Wait until the page's script has finished."""
-    page.wait_for_function(f"() => !({SCRIPT_RUNNING_JS})()", timeout=PAGE_MS)
+    page.wait_for_function(f"() => !({SCRIPT_RUNNING_JS})()")
     page.wait_for_timeout(1000)
 
 
@@ -105,8 +104,8 @@ def test_a_new_servers_first_page_lists_no_page_files(page, server: str) -> None
     app's own menu."""
     page.add_init_script(f"({NAV_JS})()")
     page.goto(f"{server}/?model={DEFAULT_MODEL}")
-    page.get_by_role("heading", name="Profiles on the simplex").wait_for(timeout=PAGE_MS)
-    page.get_by_role("link", name="Geometry vs behaviour").wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Profiles on the simplex").wait_for()
+    page.get_by_role("link", name="Geometry vs behaviour").wait_for()
     seen = set(page.evaluate("() => Array.from(window.hfNavSeen)"))
     assert any(text.endswith("Geometry vs behaviour") for text in seen), seen
     assert not seen & (PAGE_FILES | {"app"}), seen & (PAGE_FILES | {"app"})
@@ -115,11 +114,10 @@ def test_a_new_servers_first_page_lists_no_page_files(page, server: str) -> None
 def test_compare_draws_every_models_cells_one_size_and_its_ticks_apart(page, server: str) -> None:
     page.goto(f"{server}/compare?model={DEFAULT_MODEL}&models=minilm-l6")
     plot = page.locator('div[data-hf-plot="compare_heatmaps"]')
-    plot.wait_for(timeout=PAGE_MS)
+    plot.wait_for()
     page.wait_for_function(
         """() => { const gd = document.querySelector('div[data-hf-plot="compare_heatmaps"]');
                    return Boolean(gd && gd._fullLayout && gd._fullLayout.xaxis4); }""",
-        timeout=PAGE_MS,
     )
     settled(page)
     plot.scroll_into_view_if_needed()
@@ -144,7 +142,7 @@ def test_spectra_titles_are_whole_clear_of_the_ticks_and_the_lines_explained(
 ) -> None:
     page.goto(f"{server}/spectra?model={DEFAULT_MODEL}")
     page.wait_for_function(  # every figure of the page has arrived (six)
-        "() => document.querySelectorAll('div.hf-plot').length >= 6", timeout=PAGE_MS
+        "() => document.querySelectorAll('div.hf-plot').length >= 6"
     )
     settled(page)
     plots = page.locator("div.hf-plot")
@@ -152,7 +150,7 @@ def test_spectra_titles_are_whole_clear_of_the_ticks_and_the_lines_explained(
     for index in range(plots.count()):
         plot = plots.nth(index)
         plot.scroll_into_view_if_needed()
-        plot.locator(".main-svg").first.wait_for(timeout=PAGE_MS)  # drawn
+        plot.locator(".main-svg").first.wait_for()  # drawn
         page.wait_for_timeout(300)
         drawn = plot.evaluate(ANNOTATIONS_JS)
         for note in drawn["notes"]:
@@ -182,7 +180,6 @@ def test_the_gallerys_animated_simplex_shows_its_whole_legend(browser, tmp_path:
         page.goto(path.as_uri())
         page.wait_for_function(
             "() => document.querySelectorAll('.js-plotly-plot .legend').length >= 2",
-            timeout=PAGE_MS,
         )
         first = page.locator(".js-plotly-plot").first
         legend = first.evaluate(
@@ -266,7 +263,6 @@ def test_zoomed_labels_name_what_is_there_and_hints_sit_at_the_edge(
         f"""() => {{ const gd = document.querySelector('div[data-hf-plot="{key}"]');
                     const s = gd && gd._fullLayout && gd._fullLayout.scene;
                     return Boolean(s && s._scene && s._scene.glplot); }}""",
-        timeout=PAGE_MS,
     )
     settled(page)
     plot.scroll_into_view_if_needed()

@@ -22,7 +22,6 @@ from headforms import DEFAULT_MODEL, analyze
 
 pytestmark = pytest.mark.browser
 
-RUN_MS = 120_000  # a first run analyses nothing (warm), but the machine may be busy
 TOLERANCE = "Type II tolerance"
 
 
@@ -49,21 +48,19 @@ def link_holds(page, **wanted: list[str] | None) -> dict[str, list[str]]:
     def holds(link: dict[str, list[str]]) -> bool:
         return all(link.get(name) == values for name, values in wanted.items())
 
-    return eventually(lambda: query(page), holds, RUN_MS / 1000, f"the link's {wanted}")
+    return eventually(lambda: query(page), holds, what=f"the link's {wanted}")
 
 
 def settled(page) -> None:
     """Wait until the script run the last action started has finished."""
     page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=RUN_MS
-    )
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
     page.wait_for_timeout(500)
 
 
 def open_page(page, url: str, title: str) -> None:
     page.goto(url)
-    page.locator("h1", has_text=title).wait_for(timeout=RUN_MS)
+    page.locator("h1", has_text=title).wait_for()
     settled(page)
 
 
@@ -84,7 +81,7 @@ def in_menu(page, name: str, title: str) -> None:
     if not link.is_visible():
         more.click()
     link.click()
-    page.locator("h1", has_text=title).wait_for(timeout=RUN_MS)
+    page.locator("h1", has_text=title).wait_for()
     settled(page)
 
 
@@ -119,7 +116,7 @@ def test_a_parity_chosen_on_the_table_is_in_its_link(browser, page, server: str)
     link_holds(page, parity=["I+", "I-"])
     other = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     open_page(other, page.url, "Heads table")
-    other.get_by_text(f"{kept} of {len(heads)} heads shown").wait_for(timeout=RUN_MS)
+    other.get_by_text(f"{kept} of {len(heads)} heads shown").wait_for()
     other.context.close()
 
 
@@ -138,6 +135,4 @@ def test_a_links_bad_values_are_corrected_in_the_page_and_the_url(page, server: 
     link_holds(page, mu=["-0.01"], tol=["1"], seed=None, color=None)
     # the corrected value reaches the widget on the run the correction restarts, which can
     # begin after the first run's status has gone on a loaded machine
-    expect(page.get_by_role("spinbutton", name="μ (negative lobe)")).to_have_value(
-        "-0.01", timeout=RUN_MS
-    )
+    expect(page.get_by_role("spinbutton", name="μ (negative lobe)")).to_have_value("-0.01")

@@ -22,7 +22,6 @@ from headforms.integrations import Recorder
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 120_000
 STEPS = (0, 2, 4, 6)
 
 SLIDER_JS = """
@@ -79,10 +78,10 @@ def test_a_growing_run_is_followed_and_keeps_the_view(
         recorded(recorder, folder, step)
     page.goto(f"{server}/training?run={store}&layer=1&head=2")
     line = page.get_by_text("last record at step 2", exact=False)
-    line.wait_for(timeout=PLOT_MS)
+    line.wait_for()
     expect(page.get_by_text("last record at step", exact=False)).to_contain_text("live")
     plot = page.locator('div[data-hf-plot="series_simplex"]')
-    plot.locator("canvas").first.wait_for(timeout=PLOT_MS)
+    plot.locator("canvas").first.wait_for()
     state = eventually(
         lambda: plot.evaluate(SLIDER_JS),
         lambda s: s["steps"] == ["0", "2"] and (s["shown"] or "").endswith("= 2"),
@@ -107,14 +106,13 @@ def test_a_growing_run_is_followed_and_keeps_the_view(
     )
 
     recorded(recorder, checkpoints[2], STEPS[2])  # a record arrives
-    page.get_by_text("last record at step 4", exact=False).wait_for(timeout=PLOT_MS)
+    page.get_by_text("last record at step 4", exact=False).wait_for()
     state = eventually(
         lambda: plot.evaluate(SLIDER_JS),
         # the visitor's point is kept: drawn at the new last step, the plot goes back to it
         lambda s: (
             s["steps"] == ["0", "2", "4"] and s["path"] == 4 and (s["shown"] or "").endswith("= 0")
         ),
-        timeout_s=PLOT_MS / 1000,
         what="the new record on the slider and the path, the slider kept at step 0",
     )
     assert state["eye"] == pytest.approx([2.1, -0.4, 0.6], abs=1e-6)  # and the camera
@@ -134,12 +132,11 @@ def test_a_growing_run_is_followed_and_keeps_the_view(
     state = eventually(
         lambda: plot.evaluate(SLIDER_JS),
         lambda s: s["steps"] == ["0", "2", "4", "6"] and (s["shown"] or "").endswith("= 6"),
-        timeout_s=PLOT_MS / 1000,
         what="the slider following the new last step",
     )
-    page.get_by_text("last record at step 6", exact=False).wait_for(timeout=PLOT_MS)
+    page.get_by_text("last record at step 6", exact=False).wait_for()
     shot(page, "live-four-records.png")
 
     recorder.finish(6)  # the run ends: the page says so and stops looking
-    page.get_by_text("the run ended at step 6", exact=False).wait_for(timeout=PLOT_MS)
+    page.get_by_text("the run ended at step 6", exact=False).wait_for()
     expect(page.get_by_text("last record at step", exact=False)).to_have_count(0)

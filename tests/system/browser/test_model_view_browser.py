@@ -16,7 +16,6 @@ from headforms import DEFAULT_MODEL
 
 pytestmark = pytest.mark.browser
 
-PAGE_MS = 240_000  # the first forward pass loads the model
 
 THUMBNAIL_JS = """
 (gd, [layer, head]) => {
@@ -59,7 +58,6 @@ def grid(page) -> object:
           return Boolean(gd && gd._fullData && gd._fullData.some(
             (t) => t.meta && t.meta.role === "thumbnails"));
         }""",
-        timeout=PAGE_MS,
     )
     return page.locator('div[data-hf-plot="model_view"]')
 
@@ -71,18 +69,16 @@ def test_a_click_on_a_thumbnail_opens_that_head(page, server: str) -> None:
     page.wait_for_function(
         "(gd) => JSON.stringify((" + FRAMED_JS + ")(gd)) === '[3,2]'",
         arg=plot.element_handle(),
-        timeout=30_000,
     )
-    page.wait_for_function(f"() => !({SCRIPT_RUNNING_JS})()", timeout=PAGE_MS)  # page done
+    page.wait_for_function(f"() => !({SCRIPT_RUNNING_JS})()")  # page done
     page.wait_for_timeout(500)
     at = plot.evaluate(THUMBNAIL_JS, [21, 7])
     page.mouse.move(at["x"], at["y"])
     page.wait_for_timeout(300)  # plotly.js finds the point under a pointer that has hovered
     page.mouse.click(at["x"], at["y"], delay=50)
-    page.get_by_role("heading", name="Layer 21 · Head 7").wait_for(timeout=PAGE_MS)
+    page.get_by_role("heading", name="Layer 21 · Head 7").wait_for()
     plot = grid(page)
     page.wait_for_function(
         "(gd) => JSON.stringify((" + FRAMED_JS + ")(gd)) === '[21,7]'",
         arg=plot.element_handle(),
-        timeout=PAGE_MS,
     )

@@ -24,8 +24,6 @@ from headforms.model_analysis import model_baseline
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 120_000  # a headless 3D scene takes 8-11 s; a series first analyses its checkpoints
-HEAD_PAGE_MS = 30_000
 
 HEADS_JS = """
 (gd) => {
@@ -72,8 +70,8 @@ def server(isolated_cache: Path, run, tmp_path_factory) -> Iterator[str]:
 
 def drawn(page, key: str) -> object:
     """Wait until the 3D scene of plot ``key`` is drawn; returns the plot."""
-    page.locator(f'div[data-hf-plot="{key}"] canvas').first.wait_for(timeout=PLOT_MS)
-    page.wait_for_function(scene_ready_js(key), timeout=PLOT_MS)
+    page.locator(f'div[data-hf-plot="{key}"] canvas').first.wait_for()
+    page.wait_for_function(scene_ready_js(key))
     return page.locator(f'div[data-hf-plot="{key}"]')
 
 
@@ -119,7 +117,6 @@ def test_the_position_slider_moves_every_marker(page, server: str) -> None:
     page.wait_for_function(
         """() => document.querySelector('div[data-hf-plot="motion_simplex"]')
                  ._fullLayout.sliders[0].active === 128""",
-        timeout=10_000,
     )
     # the frame is drawn when the slider's transition ends: wait for the markers to arrive
     after = eventually(lambda: plot.evaluate(HEADS_JS), moved_there, what="the frame d = 128")
@@ -139,7 +136,7 @@ def test_a_path_is_drawn_for_the_selected_head(page, server: str, run: list[Path
     profile at each checkpoint in step order."""
     page.goto(f"{server}/training?model={DEFAULT_MODEL}&layer=1&head=2")
     box = page.get_by_label("Checkpoints", exact=True)
-    box.wait_for(timeout=HEAD_PAGE_MS)
+    box.wait_for()
     box.fill(str(run[0].parent))
     box.press("Control+Enter")
     plot = drawn(page, "series_simplex")
@@ -161,7 +158,7 @@ def test_clicking_a_diff_arrow_opens_that_head(page, server: str, run: list[Path
     first, last = run[0], run[-1]
     page.goto(f"{server}/diff?model={first}&layer=0&head=0")
     picker = page.get_by_label("B: the model to compare", exact=True)
-    picker.wait_for(timeout=HEAD_PAGE_MS)
+    picker.wait_for()
     picker.fill(str(last))
     picker.press("Enter")
     plot = drawn(page, "diff_simplex")
@@ -169,6 +166,6 @@ def test_clicking_a_diff_arrow_opens_that_head(page, server: str, run: list[Path
     target = most_isolated([p for p in points if (p["layer"], p["head"]) != (0, 0)])
     click(page, target)
     title = page.locator("h1", has_text=f"Layer {target['layer']} · Head {target['head']}")
-    title.wait_for(timeout=HEAD_PAGE_MS)
+    title.wait_for()
     assert f"layer={target['layer']}&head={target['head']}" in page.url
     assert "checkpoint-4" in page.url  # B's head, not A's

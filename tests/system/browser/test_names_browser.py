@@ -19,7 +19,6 @@ from ui.guard import WORD_JOINER
 
 NAME = "https://evil.example/x www.evil.example evil@evil.example"
 SIDEBAR = 'section[data-testid="stSidebar"]'
-PAGE_MS = 60_000
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +39,7 @@ def test_a_table_model_named_like_a_url_is_no_link_in_the_sidebar(
     head_rows(1, layers=2, heads=2, name=NAME).to_csv(table, index=False)
     page.goto(f"{server}/overview?model={quote(f'{table}::{NAME}')}")
     caption = page.locator(SIDEBAR).get_by_text("2 layers × 2 heads")
-    caption.wait_for(timeout=PAGE_MS)
+    caption.wait_for()
     expect(caption.locator("a")).to_have_count(0)
     eventually(
         lambda: caption.inner_text().replace(WORD_JOINER, ""),

@@ -31,7 +31,6 @@ from ui.plot import PICK_RADIUS_PX, WHEEL_ZOOM_TEXT
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 90_000  # a headless 3D scene takes 8-11 s; the first run also loads the model
 VIEWPORT_HEIGHT = 800
 HOVER_LABEL_PX = 40
 """Room below a head's marker for its hover label, on the first screen."""
@@ -76,8 +75,8 @@ TRIANGLE_READY_JS = """() => {
 def open_simplex(page, url: str) -> tuple[object, object]:
     """The Simplex page with both plots drawn and the page settled: (simplex, triangle)."""
     page.goto(url)
-    page.wait_for_function(scene_ready_js("simplex"), timeout=PLOT_MS)
-    page.wait_for_function(TRIANGLE_READY_JS, timeout=PLOT_MS)
+    page.wait_for_function(scene_ready_js("simplex"))
+    page.wait_for_function(TRIANGLE_READY_JS)
     simplex = page.locator('div[data-hf-plot="simplex"]')
     settled_points(page, simplex)
     return simplex, page.locator('div[data-hf-plot="triangle"]')
@@ -187,7 +186,7 @@ def test_the_chooser_leaves_the_scene_drawn_and_rings_the_entry_under_the_pointe
     assert neighbours(target, points) >= 2
     click(page, target)
     chooser = page.locator(".hf-chooser")
-    chooser.wait_for(timeout=30_000)
+    chooser.wait_for()
     # the plot's pixels outside the chooser (and its shadow) are the same with it shown or not
     shown = settled_grey(page)
     chooser.evaluate("(box) => { box.style.visibility = 'hidden'; }")
@@ -231,7 +230,7 @@ def test_a_wrapped_title_sits_below_the_toolbar(page, server: str) -> None:
     near_the_top(page, triangle)
     page.mouse.move(*centre(triangle))
     toolbar = triangle.locator(".modebar").first
-    toolbar.wait_for(state="visible", timeout=PLOT_MS)
+    toolbar.wait_for(state="visible")
     title = triangle.locator(".gtitle").first.bounding_box()
     bar = toolbar.bounding_box()
     assert title["height"] > 30, title  # two lines: what this test is about
@@ -248,9 +247,9 @@ def marks(page, kind: str, key: str) -> int:
 
 def wait_for_mark(page, kind: str, key: str, more_than: int) -> None:
     """Until the plot ``key`` is drawn or kept again, and the page has settled after it."""
-    page.wait_for_function(f"() => ({MARKS_JS})('hf:{kind}:{key}') > {more_than}", timeout=PLOT_MS)
+    page.wait_for_function(f"() => ({MARKS_JS})('hf:{kind}:{key}') > {more_than}")
     page.wait_for_timeout(1500)
-    page.wait_for_function(f"() => !({SCRIPT_RUNNING_JS})()", timeout=PLOT_MS)
+    page.wait_for_function(f"() => !({SCRIPT_RUNNING_JS})()")
     page.wait_for_timeout(500)
 
 
@@ -276,7 +275,7 @@ def test_a_rerun_that_leaves_a_figure_unchanged_does_not_draw_it(page, server: s
     target = most_isolated([p for p in settled_points(page, simplex) if p["inView"]])
     click(page, target)
     heading = page.get_by_role("heading", name=f"Layer {target['layer']} · Head {target['head']}")
-    heading.wait_for(timeout=PLOT_MS)
+    heading.wait_for()
 
 
 SCENE_TAG_JS = """(gd) => {

@@ -13,8 +13,6 @@ from servers import free_port, serving
 
 pytestmark = pytest.mark.browser
 
-LOAD_MS = 120_000
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -28,7 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_a_cold_first_page_says_what_it_is_doing(page, server: str) -> None:
     page.goto(server)
     main = page.locator("[data-testid=stMain]")
-    main.get_by_text("Starting headforms: loading its libraries").wait_for(timeout=LOAD_MS)
-    main.get_by_text("Analysing the heads of").wait_for(timeout=LOAD_MS)  # the model's layers
-    page.locator("h1", has_text="Profiles on the simplex").wait_for(timeout=LOAD_MS)
+    main.get_by_text("Starting headforms: loading its libraries").wait_for()
+    main.get_by_text("Analysing the heads of").wait_for()  # the model's layers
+    page.locator("h1", has_text="Profiles on the simplex").wait_for()
     expect(main.get_by_text("Starting headforms")).to_have_count(0)  # gone once it is drawn

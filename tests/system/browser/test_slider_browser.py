@@ -19,7 +19,6 @@ from headforms import DEFAULT_MODEL
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 180_000  # the first visit computes the sweep (or analyses the checkpoints)
 POSITIONS = "0:16"
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -83,7 +82,6 @@ def plot_of(page, key: str) -> object:
                          && gd._fullLayout.sliders.length && gd._transitionData
                          && gd._transitionData._frames.length);
         }}""",
-        timeout=PLOT_MS,
     )
     return page.locator(f'div[data-hf-plot="{key}"]')
 
@@ -97,7 +95,6 @@ def move_slider(page, plot, step: int, steps: int) -> None:
     page.wait_for_function(
         """([gd, step]) => gd._fullLayout.sliders[0].active === step""",
         arg=[plot.element_handle(), step],
-        timeout=30_000,
     )
 
 
@@ -106,7 +103,6 @@ def at_in_url(page, value: str) -> None:
     page.wait_for_function(
         "(value) => new URLSearchParams(location.search).get('at') === value",
         arg=value,
-        timeout=60_000,
     )
 
 
@@ -123,12 +119,10 @@ def test_a_moved_slider_survives_the_triangle(page, server: str) -> None:
         """(gd) => (gd._fullData || []).length > 0
                    && gd._fullData.every((t) => t.type === "scatter")""",
         arg=plot.element_handle(),
-        timeout=PLOT_MS,
     )
     page.wait_for_function(
         "(gd) => gd._fullLayout.sliders[0].active === 5 && gd._transitionData._frames.length",
         arg=plot.element_handle(),
-        timeout=30_000,
     )
     state = plot.evaluate(SLIDER_JS)
     assert state["frames"] == 17 and not state["failed"], state
@@ -154,7 +148,6 @@ def test_the_slider_position_is_in_the_link(page, browser, server: str) -> None:
         other.wait_for_function(
             "(gd) => gd._fullLayout.sliders[0].active === 12",
             arg=shown.element_handle(),
-            timeout=60_000,
         )
         assert shown.evaluate(SLIDER_JS)["shown"].endswith("= 12")
     finally:
@@ -201,7 +194,6 @@ def test_the_training_run_slider_is_in_the_link_and_on_the_first_screen(
         other.wait_for_function(
             "(gd) => gd._fullLayout.sliders[0].active === 1",
             arg=shown.element_handle(),
-            timeout=60_000,
         )
     finally:
         other.context.close()

@@ -17,7 +17,6 @@ from headforms import DEFAULT_MODEL
 
 pytestmark = pytest.mark.browser
 
-PLOT_MS = 180_000  # the first forward pass loads torch, transformers and the model
 
 MARKERS_JS = """
 (gd) => {
@@ -54,7 +53,7 @@ def server(isolated_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 def test_a_click_on_a_direction_shows_its_readout(page, server: str) -> None:
     page.goto(f"{server}/head?model={DEFAULT_MODEL}&layer=18&head=8&split=1")
-    page.get_by_text("Direction λ₊1").wait_for(timeout=PLOT_MS)
+    page.get_by_text("Direction λ₊1").wait_for()
     parts = page.locator('div[data-hf-plot="why_parts"]')
     assert parts.evaluate("(gd) => gd._fullData.filter((t) => t.type === 'heatmap').length") == 4
     spectrum = page.locator('div[data-hf-plot="why_spectrum"]')
@@ -65,6 +64,6 @@ def test_a_click_on_a_direction_shows_its_readout(page, server: str) -> None:
     page.mouse.move(target["x"], target["y"])
     page.wait_for_timeout(300)
     page.mouse.click(target["x"], target["y"], delay=100)
-    page.get_by_text("Direction λ₋3").wait_for(timeout=PLOT_MS)
-    page.wait_for_function("() => window.location.search.includes('direction=n3')", timeout=PLOT_MS)
+    page.get_by_text("Direction λ₋3").wait_for()
+    page.wait_for_function("() => window.location.search.includes('direction=n3')")
     assert parse_qs(urlparse(page.url).query)["direction"] == ["n3"]

@@ -359,7 +359,7 @@ def test_hosted_refusals_in_the_page(app: str, browser, spec: str, message: str)
     try:
         page.goto(f"{url_of(app)}/?model={quote(spec)}")
         error = page.get_by_text(message).first
-        error.wait_for(timeout=60_000)
+        error.wait_for()
         expect(error).to_have_text(re.compile(r"^[^\n]*$"))  # one line
         expect(page.locator('[data-testid="stException"]')).to_have_count(0)
         expect(page.locator("body")).not_to_contain_text("Traceback")
@@ -386,7 +386,7 @@ def test_the_first_visit_computes_nothing(image: str, browser) -> None:
     try:
         page.goto(url_of(name))
         sidebar = page.locator('section[data-testid="stSidebar"]')
-        sidebar.get_by_text(re.compile(r"\d+ layers × \d+ heads")).first.wait_for(timeout=120_000)
+        sidebar.get_by_text(re.compile(r"\d+ layers × \d+ heads")).first.wait_for()
     finally:
         context.close()
     assert stored(name) == before
