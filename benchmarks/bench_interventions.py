@@ -28,6 +28,7 @@ sequences and scaled to all of them (printed as an estimate).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -46,6 +47,8 @@ def main() -> None:
     parser.add_argument("--study", action="store_true", help="time the study (module doc)")
     parser.add_argument("--naive-sample", type=int, default=20, help="naive passes timed")
     args = parser.parse_args()
+    # the library's forward passes take their threads from here (Settings.forward_threads)
+    os.environ["HEADFORMS_THREADS"] = str(args.threads)
     if args.study:
         study(args)
         return

@@ -13,6 +13,12 @@ In one process, the model loaded once, thread counts pinned:
   readout through the direct path), median over ``--heads`` heads; and the next head on the
   same text (the pass kept in memory, as the Head page's Next finds it).
 
+``--solvers``: instead, the eigensolvers available for the ``2n x 2n`` problems, on one head's
+reduced forms at every distance (``--tokens`` of them), CPU ms per eigenproblem on one thread:
+torch's batched ``eigh`` (MKL's, the library's), numpy's, scipy's ``evd`` and ``evr`` drivers,
+and ``evr`` asked for the positive eigenpairs only (all the lobe needs, the negative lobe being
+the symmetric part minus it).
+
 Wall and CPU seconds of the process are printed (CPU seconds move less with the load of other
 jobs). Run: ``.venv/bin/python benchmarks/bench_why.py [--model smollm2-135m] [--tokens 128]``.
 """
@@ -43,7 +49,11 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="only the pass, every head and one head in full"
     )
+    parser.add_argument("--solvers", action="store_true", help="time the eigensolvers only")
     args = parser.parse_args()
+    if args.solvers:
+        solvers(args)
+        return
 
     import torch
 
@@ -147,6 +157,60 @@ def main() -> None:
             f"one head, dense N x N route: {wall:.1f} s wall, {cpu:.1f} s CPU; reduced: "
             f"{reduced_wall:.2f} s, {reduced_cpu:.2f} s CPU ({cpu / reduced_cpu:.0f}x CPU)"
         )
+
+
+def solvers(args: argparse.Namespace) -> None:
+    """CPU ms per eigenproblem of each solver on one head's reduced forms (module doc)."""
+    import scipy.linalg
+    import torch
+
+    from headforms.behaviour.run import locate_runnable
+    from headforms.behaviour.runnable import runnable
+    from headforms.interventions.algebra import span_basis
+    from headforms.interventions.anatomy import anatomy_of
+    from headforms.why.split import form_terms
+
+    limit_threads(1)
+    torch.set_num_threads(1)
+    print(machine_line(1))
+    anatomy = anatomy_of(runnable(locate_runnable(args.model)))
+    layer = anatomy.shapes.n_layers // 2
+    factors = anatomy.head_logit(layer, 0).factors
+    forms = form_terms(factors, span_basis(factors)).at(np.arange(args.tokens), np.float32)
+
+    def each(solve):  # noqa: ANN001, ANN202
+        return lambda: [solve(form) for form in forms]
+
+    routes = {
+        "torch.linalg.eigh, batched (the library's)": lambda: torch.linalg.eigh(
+            torch.from_numpy(forms)
+        ),
+        "numpy.linalg.eigh, batched": lambda: np.linalg.eigh(forms),
+        "scipy.linalg.eigh, driver evd": each(
+            lambda m: scipy.linalg.eigh(m, driver="evd", check_finite=False)
+        ),
+        "scipy.linalg.eigh, driver evr": each(
+            lambda m: scipy.linalg.eigh(m, driver="evr", check_finite=False)
+        ),
+        "scipy.linalg.eigh, driver evr, positive eigenpairs only": each(
+            lambda m: scipy.linalg.eigh(
+                m, driver="evr", subset_by_value=(0.0, np.inf), check_finite=False
+            )
+        ),
+    }
+    best = {name: float("inf") for name in routes}
+    for repeat in range(5):  # interleaved, order alternating; the best of five
+        names = list(routes) if repeat % 2 == 0 else list(reversed(routes))
+        for name in names:
+            best[name] = min(best[name], timed(routes[name])[1])
+    print_table(
+        f"eigensolvers, {len(forms)} float32 problems of {forms.shape[1]} x {forms.shape[2]} "
+        f"(layer {layer}, head 0), best of 5",
+        [
+            {"solver": name, "CPU ms each": f"{1000 * cpu / len(forms):.3f}"}
+            for name, cpu in best.items()
+        ],
+    )
 
 
 def _dense_lobes(factors, x: np.ndarray) -> np.ndarray:  # noqa: ANN001
