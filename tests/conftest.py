@@ -17,7 +17,7 @@ import pytest
 from browser_diagnostics import watch_contexts
 from chromium_launch import BROWSER_TEST_URL_ENV, CHROMIUM, CHROMIUM_ARGS
 from ci_env import IN_CI
-from run_selection import run_in_the_container_only
+from run_selection import longest_files_first, run_in_the_container_only
 from waiting import DEADLINE_MS
 
 
@@ -61,7 +61,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 @pytest.hookimpl(trylast=True)  # after -m and -k: the container run must really be in this run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under CI=true, in a run that also tests the Docker image, the browser tests marked
-    ``container`` run once, against the image's container (helpers/run_selection.py)."""
+    ``container`` run once, against the image's container; the files of minutes start first
+    (helpers/run_selection.py)."""
     moved = run_in_the_container_only(
         items, IN_CI, url_given=bool(os.environ.get(BROWSER_TEST_URL_ENV))
     )
@@ -69,6 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=moved)
         left = set(map(id, moved))
         items[:] = [item for item in items if id(item) not in left]
+    items[:] = longest_files_first(items)  # whole files of minutes start first (xdist loadfile)
 
 
 @pytest.fixture(scope="module")

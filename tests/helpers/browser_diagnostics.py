@@ -37,7 +37,7 @@ PLOTS_JS = """
 
 NOTICES_JS = """
 () => [...document.querySelectorAll(
-  '[data-testid="stException"], [data-testid="stAlert"], [data-testid="stNotification"]'
+  '[data-testid="stException"], [data-testid="stAlert"], [data-testid="stToast"]'
 )].map((el) => el.innerText.slice(0, 400))
 """
 

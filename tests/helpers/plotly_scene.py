@@ -64,6 +64,19 @@ SCRIPT_RUNNING_JS = """
 """
 
 
+def wait_clickable(page, key: str) -> None:
+    """Wait until the page's script has finished and the plot ``data-hf-plot=key`` takes clicks
+    (ui/plot.js binds its click handler once the plot is drawn: ``gd.hfBound``). A click aimed as
+    soon as the first point shows can land while the page is still running or the plot still
+    drawing, and be lost (the container's run of the heatmap click once was)."""
+    page.wait_for_function(
+        f"""() => {{
+  const gd = document.querySelector('div[data-hf-plot="{key}"]');
+  return Boolean(gd && gd.hfBound) && !({SCRIPT_RUNNING_JS})();
+}}"""
+    )
+
+
 def settled_points(page, plot, role: str = "heads", timeout_s: float = DEADLINE_S) -> list[dict]:
     """The markers' screen positions (:data:`SCENE_POINTS_JS`) once the page's script has
     finished and they are the same in two readings 300 ms apart: a scene can be read before its

@@ -1,4 +1,5 @@
-"""Which collected tests a run leaves out because another test of the same run covers them.
+"""Which collected tests a run leaves out because another test of the same run covers them, and
+in which order the files start.
 
 The browser tests marked ``container`` (tests/system/browser/test_browser.py) are also run by the
 image test against the Docker image's container. Under CI=true that image test cannot be skipped
@@ -29,3 +30,21 @@ def run_in_the_container_only(items: Sequence[Item], in_ci: bool, url_given: boo
     if not in_ci or url_given or not any(item.nodeid == CONTAINER_RUN for item in items):
         return []
     return [item for item in items if item.get_closest_marker("container") is not None]
+
+
+LONGEST = ("package", "image")
+"""Markers of the tests that take minutes (a fresh install, the Docker image and its container's
+browser run)."""
+
+
+def longest_files_first(items: Sequence[Item]) -> list[Item]:
+    """``items`` with every file holding a test marked one of :data:`LONGEST` moved to the front,
+    the order otherwise kept. xdist's ``--dist loadfile`` hands out whole files in this order: a
+    file of minutes started last keeps one worker busy while the other has nothing left (the
+    README's fresh install, 220 s, had been the last file of the run's first stage)."""
+    long = {
+        item.nodeid.split("::")[0]
+        for item in items
+        if any(item.get_closest_marker(name) is not None for name in LONGEST)
+    }
+    return sorted(items, key=lambda item: item.nodeid.split("::")[0] not in long)

@@ -1,11 +1,11 @@
 """A run leaves out only the local runs of browser tests its container run covers, and only
-where that container run cannot be skipped (CI=true)."""
+where that container run cannot be skipped (CI=true); the files of minutes start first."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from run_selection import CONTAINER_RUN, run_in_the_container_only
+from run_selection import CONTAINER_RUN, longest_files_first, run_in_the_container_only
 
 
 @dataclass
@@ -36,3 +36,12 @@ def test_nothing_is_left_out_outside_ci_or_without_the_container_run() -> None:
 def test_the_container_run_of_the_browser_tests_keeps_them() -> None:
     """Inside the image test, the browser tests point at the container and must all run."""
     assert run_in_the_container_only([CLICK, IMAGE], in_ci=True, url_given=True) == []
+
+
+def test_a_file_with_a_test_of_minutes_starts_first_whole_and_the_rest_keep_their_order() -> None:
+    install = Item("tests/system/install/test_install.py::test_scripts_parse", ())
+    fresh = Item("tests/system/install/test_install.py::test_fresh_install", ("package",))
+    readme = Item("tests/system/install/test_readme.py::test_quick_start", ("package",))
+    items = [OTHER, CLICK, install, DRAWN, fresh, IMAGE, readme]
+    ordered = longest_files_first(items)
+    assert ordered == [install, fresh, IMAGE, readme, OTHER, CLICK, DRAWN]

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from plotly_scene import wait_clickable
 from servers import free_port, serving
 
 from headforms import DEFAULT_MODEL
@@ -85,6 +86,7 @@ def test_clicking_a_point_of_geometry_against_behaviour_opens_that_head(page, se
           return Boolean(gd && gd._fullData && gd._fullData.length);
         }""",
     )
+    wait_clickable(page, "behaviour_scatter")
     points = scatter.evaluate(POINTS_JS)
     assert len(points) == 270  # every head of SmolLM2
     lonely = max(

@@ -55,6 +55,7 @@ from plotly_scene import (
     most_isolated,
     scene_ready_js,
     settled_points,
+    wait_clickable,
 )
 from repo import REPO as ROOT
 from waiting import DEADLINE_MS, DEADLINE_S, eventually
@@ -425,6 +426,7 @@ def test_clicking_a_heatmap_cell_opens_its_head(page, server: str) -> None:
     page.goto(f"{server}/heatmaps")
     plot = page.locator('div[data-hf-plot="heatmap_energy"]')
     page.locator('div[data-hf-plot="heatmap_energy"] .scatterlayer .point').first.wait_for()
+    wait_clickable(page, "heatmap_energy")
     points = plot.evaluate(CELL_POINTS_JS)
     target = next(p for p in points if (p["layer"], p["head"]) == (2, 3))
     click(page, target)

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from plotly_scene import wait_clickable
 from servers import free_port, serving
 
 from headforms import DEFAULT_MODEL
@@ -58,6 +59,7 @@ def test_a_click_on_a_direction_shows_its_readout(page, server: str) -> None:
     assert parts.evaluate("(gd) => gd._fullData.filter((t) => t.type === 'heatmap').length") == 4
     spectrum = page.locator('div[data-hf-plot="why_spectrum"]')
     spectrum.scroll_into_view_if_needed()
+    wait_clickable(page, "why_spectrum")
     markers = spectrum.evaluate(MARKERS_JS)
     assert {(m["lobe"], m["rank"]) for m in markers} >= {("negative", 1), ("positive", 8)}
     (target,) = [m for m in markers if (m["lobe"], m["rank"]) == ("negative", 3)]
