@@ -40,12 +40,15 @@ UNIT := $(PY) -m pytest tests/unit -q
 # they take about half the time they take one after the other; every browser assertion waits
 # for its condition). The slowest tests are listed.
 HEAVY := browser or image
+# Two workers, each taking whole files, in the order tests/conftest.py gives them: the files of
+# minutes first, then the others by their number of tests (helpers/run_selection.py).
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 test: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui headforms/gallery
 	$(UNIT)
-	$(PY) -m pytest -m "not ($(HEAVY))" --ignore=tests/unit -n 2 --dist loadfile --durations=20
-	$(PY) -m pytest -m "$(HEAVY)" -n 2 --dist loadfile --durations=10
+	$(PY) -m pytest -m "not ($(HEAVY))" --ignore=tests/unit $(XDIST) --durations=20
+	$(PY) -m pytest -m "$(HEAVY)" $(XDIST) --durations=10
 
 # The fast lane: lint, the unit tests alone (without model packages), then every other test
 # without the heavy markers (pyproject.toml): no browser, Docker image, wheel build, install run,
@@ -56,7 +59,7 @@ check: install-dev
 	$(PY) -m ruff check .
 	$(ESLINT) ui headforms/gallery
 	$(UNIT)
-	$(PY) -m pytest -m "$(FAST)" --ignore=tests/unit -n 2 --dist loadfile $(CHECK_ARGS)
+	$(PY) -m pytest -m "$(FAST)" --ignore=tests/unit $(XDIST) $(CHECK_ARGS)
 
 # Unit tests only: pure functions on synthetic data, run without model packages.
 unit: install-dev

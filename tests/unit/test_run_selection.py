@@ -38,10 +38,10 @@ def test_the_container_run_of_the_browser_tests_keeps_them() -> None:
     assert run_in_the_container_only([CLICK, IMAGE], in_ci=True, url_given=True) == []
 
 
-def test_a_file_with_a_test_of_minutes_starts_first_whole_and_the_rest_keep_their_order() -> None:
+def test_files_of_minutes_start_first_then_the_others_by_their_number_of_tests() -> None:
     install = Item("tests/system/install/test_install.py::test_scripts_parse", ())
     fresh = Item("tests/system/install/test_install.py::test_fresh_install", ("package",))
     readme = Item("tests/system/install/test_readme.py::test_quick_start", ("package",))
     items = [OTHER, CLICK, install, DRAWN, fresh, IMAGE, readme]
     ordered = longest_files_first(items)
-    assert ordered == [install, fresh, IMAGE, readme, OTHER, CLICK, DRAWN]
+    assert ordered == [install, fresh, IMAGE, readme, CLICK, DRAWN, OTHER]
