@@ -94,6 +94,7 @@ def watched(context: object) -> object:
         page.on("pageerror", lambda error: keep(f"pageerror: {str(error)[:300]}"))
 
     context.on("page", on_page)
+    context.on("page", reload_after_a_network_change)
     plain_close = context.close
 
     def close(*args, **kwargs):
@@ -103,6 +104,40 @@ def watched(context: object) -> object:
 
     context.close = close
     return context
+
+
+NETWORK_CHANGED = "ERR_NETWORK_CHANGED"
+LOADS = 3
+
+
+def reload_after_a_network_change(page: object) -> None:
+    """Make ``page.goto`` load the page again (up to :data:`LOADS` times) when Chromium cut one of
+    its requests because the host's network changed during the load: Chromium cancels every
+    request in flight, loopback ones included, when an interface appears or goes, and the Docker
+    image tests on the other worker start and stop containers (each a veth interface). A page
+    whose own scripts were cut that way stays blank (it happened in a CI run); a person would
+    load it again, and so does the test, saying so on stderr."""
+    cut: list[str] = []
+    page.on(
+        "requestfailed",
+        lambda request: NETWORK_CHANGED in (request.failure or "") and cut.append(request.url),
+    )
+    plain_goto = page.goto
+
+    def goto(url: str, **kwargs):
+        for load in range(1, LOADS + 1):
+            cut.clear()
+            response = plain_goto(url, **kwargs)  # the page's own scripts loaded, or cut
+            if not cut or load == LOADS:
+                return response
+            print(
+                f"the host's network changed while {url} loaded ({len(cut)} requests cut, "
+                f"e.g. {cut[0]}): loading it again",
+                file=sys.stderr,
+            )
+        return response
+
+    page.goto = goto
 
 
 def failed(node: object) -> bool:
