@@ -5,7 +5,9 @@ under the failure), so a failure on a CI machine says more than "the canvas neve
 
 :func:`watch_contexts` makes a browser's new contexts record their console and report when they
 are closed while a test's exception is in flight (``finally: context.close()``); a fixture that
-closes its context in teardown calls :func:`report` itself when the test failed.
+closes its context in teardown calls :func:`report` itself when the test failed. Their pages
+also load a page again when the host's network changed under the load
+(:func:`reload_after_a_network_change`).
 """
 
 from __future__ import annotations
