@@ -9,7 +9,9 @@
 # CONTEXT/wheels/ and the build takes torch from it alone (LOCAL_TORCH=0: never); otherwise from
 # the CPU index alone (TORCH_INDEX_URL, if set, names another one).
 # Builder: BuildKit, through `docker buildx` or else a docker CLI that has it built in (before
-# Docker 23, e.g. Debian 12's docker.io, with DOCKER_BUILDKIT=1).
+# Docker 23, e.g. Debian 12's docker.io, with DOCKER_BUILDKIT=1). BUILD_NETWORK, if set, is the
+# network of the build's RUN steps (`--network`, e.g. host: the image test's, so that no step adds
+# an interface to the host while browsers run beside it).
 # Engine: the running Docker daemon; with none, and as root, dockerd is started for the build
 # and stopped by its PID at the end.
 set -euo pipefail
@@ -137,6 +139,9 @@ began=$(date +%s)
 args=(--progress=plain --build-arg BASE_IMAGE="$base" -t "$TAG")
 if [ -n "${TORCH_INDEX_URL:-}" ]; then
   args+=(--build-arg TORCH_INDEX_URL="$TORCH_INDEX_URL")
+fi
+if [ -n "${BUILD_NETWORK:-}" ]; then
+  args+=(--network "$BUILD_NETWORK")
 fi
 buildkit_build "${args[@]}" "$CONTEXT"
 size=$(docker image inspect -f '{{.Size}}' "$TAG")

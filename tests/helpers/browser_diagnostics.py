@@ -115,10 +115,12 @@ LOADS = 3
 def reload_after_a_network_change(page: object) -> None:
     """Make ``page.goto`` load the page again (up to :data:`LOADS` times) when Chromium cut one of
     its requests because the host's network changed during the load: Chromium cancels every
-    request in flight, loopback ones included, when an interface appears or goes, and the Docker
-    image tests on the other worker start and stop containers (each a veth interface). A page
-    whose own scripts were cut that way stays blank (it happened in a CI run); a person would
-    load it again, and so does the test, saying so on stderr."""
+    request in flight, loopback ones included, when an interface appears or goes. The Docker
+    image tests once did that on the other worker (each container a veth interface: a page whose
+    own scripts were cut stayed blank in a CI run); they add no interface now
+    (tests/system/image/test_image.py), but other jobs of a shared machine may (a Docker engine
+    with its bridge, a VPN). A person would load the page again, and so does the test, saying so
+    on stderr."""
     cut: list[str] = []
     page.on(
         "requestfailed",

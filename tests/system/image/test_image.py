@@ -11,8 +11,16 @@ container with one log line, or turns it unhealthy.
 
 Needs a Docker engine: the running one; else, under CI=true or with HEADFORMS_IMAGE_TEST=1, and
 as root with Debian's docker.io (``make install-dev`` installs it as root), dockerd is started
-here and stopped by its PID at the end. Otherwise it is skipped with the reason, which under
-CI=true is a failure. By hand: ``HEADFORMS_IMAGE_TEST=1 .venv/bin/python -m pytest -m image``.
+here (without a bridge) and stopped by its PID at the end. Otherwise it is skipped with the
+reason, which under CI=true is a failure. By hand: ``HEADFORMS_IMAGE_TEST=1 .venv/bin/python -m
+pytest -m image``.
+
+No container, build step or probe adds a network interface to the host: the containers share
+the host's network, each on a port of its own, the build's RUN steps too, and the probes have
+none; starting a container that added one fails. Each interface Docker adds (a container's veth
+on its bridge, the bridge itself) is a network change to the browsers that the other worker's
+tests drive at the same time, and Chromium cancels its requests in flight at such a change
+(``net::ERR_NETWORK_CHANGED``, even on loopback: a page stayed blank in a CI run).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -48,6 +57,12 @@ START_ENV = "HEADFORMS_IMAGE_TEST"
 """=1: start dockerd for this test outside CI (under CI=true it is started anyway)."""
 BASE: dict[str, str] = {}
 """The base image each tag was built from (python:3.11-slim, or the local equivalent)."""
+BUILD_ENV = {"BUILD_NETWORK": "host"}
+"""The build's RUN steps on the host's network (module doc: no interface added)."""
+PROBE = ("run", "--rm", "--network", "none")
+"""``docker run`` of a one-off command in the image: no network (module doc)."""
+PORTS: dict[str, int] = {}
+"""The host port each started container serves on (host network: module doc)."""
 
 
 def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -67,10 +82,26 @@ def engine_answers() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode == 0
 
 
+HOST_INTERFACES: set[str] = set()
+"""The host's network interfaces once the engine answers (module doc: none may be added)."""
+
+
+def interfaces() -> set[str]:
+    """The host's network interfaces, by name."""
+    return set(os.listdir("/sys/class/net"))
+
+
+def check_no_interface_added(after: str) -> None:
+    """Fail when the host has an interface it did not have when the engine started."""
+    added = interfaces() - HOST_INTERFACES
+    assert not added, f"{after} added {sorted(added)} to the host (module doc: none may be)"
+
+
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A Docker engine: the running one, else dockerd started here and stopped by its PID."""
     if engine_answers():
+        HOST_INTERFACES.update(interfaces())
         yield
         return
     if not (IN_CI or os.environ.get(START_ENV) == "1"):
@@ -84,14 +115,15 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             "(make install-dev installs it as root)"
         )
     log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
-    with log.open("w") as out:
-        process = subprocess.Popen([dockerd], stdout=out, stderr=subprocess.STDOUT)
+    with log.open("w") as out:  # no docker0 (module doc): every run names its network
+        process = subprocess.Popen([dockerd, "--bridge=none"], stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while not engine_answers():
             if process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"dockerd did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.3)
+        HOST_INTERFACES.update(interfaces())
         yield
     finally:
         process.terminate()
@@ -110,6 +142,7 @@ def image(engine: None, tmp_path_factory: pytest.TempPathFactory, request) -> It
     with log.open("w") as out:
         built = subprocess.run(
             ["bash", str(REPO / "scripts" / "build-image.sh"), TAG],
+            env={**os.environ, **BUILD_ENV},
             stdout=out,
             stderr=subprocess.STDOUT,
             timeout=BUILD_TIMEOUT_S,
@@ -156,11 +189,22 @@ def start(
     name."""
     name = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
     cache = f"{volume}:/app/cache{cache_options}"
-    args = ["run", "-d", "--name", name, "-p", "127.0.0.1::8501", "-v", cache, *options]
+    PORTS[name] = port = free_port()
+    args = ["run", "-d", "--name", name, "--network", "host", "-e", f"PORT={port}"]
+    args += ["-v", cache, *options]
     for mount in mounts:
         args += ["-v", mount]
     docker(*args, image)
+    check_no_interface_added(f"starting {name}")
     return name
+
+
+def free_port() -> int:
+    """A TCP port free on every host address now (the container binds 0.0.0.0, as the image's
+    default does)."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
 
 
 def state(name: str) -> dict:
@@ -185,8 +229,7 @@ def wait_health(name: str, wanted: str) -> float:
 
 def url_of(name: str) -> str:
     """The container's app URL on the loopback interface."""
-    address = docker("port", name, "8501/tcp").stdout.split()[0]
-    return f"http://{address}"
+    return f"http://127.0.0.1:{PORTS[name]}"
 
 
 def analyze_in(name: str, spec: str) -> subprocess.CompletedProcess:
@@ -228,10 +271,10 @@ def test_torch_is_the_cpu_build_and_no_build_leftovers_are_inside(image: str) ->
         "[d.metadata['Name'] for d in m.distributions() "
         "if d.metadata['Name'].lower().startswith('nvidia')]]))"
     )
-    out = docker("run", "--rm", image, "python", "-c", probe, timeout=300).stdout
+    out = docker(*PROBE, image, "python", "-c", probe, timeout=300).stdout
     assert json.loads(out) == [None, []]
     listing = docker(
-        "run", "--rm", image, "sh", "-c", "ls -A /app; find /app /opt/venv /tmp -name '*.whl'"
+        *PROBE, image, "sh", "-c", "ls -A /app; find /app /opt/venv /tmp -name '*.whl'"
     ).stdout.split()
     assert set(listing) == {
         ".streamlit",
@@ -246,7 +289,7 @@ def test_torch_is_the_cpu_build_and_no_build_leftovers_are_inside(image: str) ->
         "static",
         "ui",
     }
-    scripts = docker("run", "--rm", image, "ls", "/app/scripts").stdout.split()
+    scripts = docker(*PROBE, image, "ls", "/app/scripts").stdout.split()
     assert "start.sh" in scripts and "build-image.sh" not in scripts
 
 
@@ -271,8 +314,9 @@ def test_build_fails_without_a_wheel_when_the_torch_index_is_unreachable(
             (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, tmp_path / name)
     assert not list((tmp_path / "wheels").glob("*.whl"))
-    index = "http://127.0.0.1:9/simple"  # the build container's own loopback: refused
-    env = {**os.environ, "BASE_IMAGE": BASE[image], "LOCAL_TORCH": "0", "TORCH_INDEX_URL": index}
+    index = "http://127.0.0.1:9/simple"  # port 9 (discard) on loopback, served by nothing: refused
+    env = {**os.environ, **BUILD_ENV, "BASE_IMAGE": BASE[image], "LOCAL_TORCH": "0"}
+    env["TORCH_INDEX_URL"] = index
     built = subprocess.run(
         ["bash", str(REPO / "scripts" / "build-image.sh"), f"{PREFIX}-no-torch", str(tmp_path)],
         cwd=REPO,
