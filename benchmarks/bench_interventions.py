@@ -20,7 +20,8 @@ to float32 rounding (printed). Run:
 
 ``--study``: instead, the whole study (:func:`headforms.study.run_study`: the three shipped texts,
 ``--tokens`` each, whole-model edits with K = 32, per-head sweeps of zero, symmetric and flip with
-one control per head), timed, beside the naive loop: one full forward pass per sequence of the
+one control per head; on ``--jobs`` worker processes of ``--threads`` threads each), timed (its
+CPU seconds with its workers'), beside the naive loop: one full forward pass per sequence of the
 study (no prefix reused, one sequence a pass), timed on ``--naive-sample`` of the study's
 sequences and scaled to all of them (printed as an estimate).
 """
@@ -46,6 +47,9 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=5, help="single-head edits timed")
     parser.add_argument("--study", action="store_true", help="time the study (module doc)")
     parser.add_argument("--naive-sample", type=int, default=20, help="naive passes timed")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="the study's worker processes (--threads each)"
+    )
     args = parser.parse_args()
     # the library's forward passes take their threads from here (Settings.forward_threads)
     os.environ["HEADFORMS_THREADS"] = str(args.threads)
@@ -176,6 +180,12 @@ def main() -> None:
     print(machine_line(args.threads))
 
 
+def all_cpu() -> float:
+    """CPU seconds of this process and of its children that ended (the study's workers)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def study(args: argparse.Namespace) -> None:
     """The study, and the naive loop's estimate (module doc)."""
     import torch
@@ -189,6 +199,7 @@ def study(args: argparse.Namespace) -> None:
     from headforms.interventions.measures import measure_batch
     from headforms.interventions.passes import clean_pass, run_base
     from headforms.interventions.text import DEFAULT_TEXT, text_tokens
+    from headforms.settings import usable_cpus
     from headforms.study import run_study
     from headforms.study_options import StudyOptions
     from headforms.study_report import summary_text
@@ -197,9 +208,9 @@ def study(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     print(machine_line(args.threads))
     options = StudyOptions(max_tokens=args.tokens)
-    wall, cpu = time.perf_counter(), time.process_time()
-    found = run_study(args.model, options)
-    study_wall, study_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu = time.perf_counter(), all_cpu()
+    found = run_study(args.model, options, jobs=args.jobs)
+    study_wall, study_cpu = time.perf_counter() - wall, all_cpu() - cpu
     print(summary_text(found))
     model = runnable(locate_runnable(args.model))
     anatomy = anatomy_of(model)
@@ -221,6 +232,8 @@ def study(args: argparse.Namespace) -> None:
             measure_batch(model.causal_lm, hidden, ids, clean.final, clean.reference, window)
         times.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
+    # worker processes take the cores between them (headforms.study_jobs)
+    threads_each = args.threads if args.jobs == 1 else max(1, usable_cpus() // args.jobs)
     naive_wall = passes * statistics.median(times)
     naive_cpu = passes * statistics.median(cpus)
     print_table(
@@ -235,7 +248,8 @@ def study(args: argparse.Namespace) -> None:
                 "ratio (cpu)": 1.0,
             },
             {
-                "route": "the study (prefix reused, batched)",
+                "route": f"the study (prefix reused, batched; {args.jobs} process(es), "
+                f"{threads_each} thread(s) each)",
                 "wall s": study_wall,
                 "cpu s": study_cpu,
                 "ratio (cpu)": naive_cpu / study_cpu,

@@ -34,6 +34,7 @@ from .analyses.behaviour import GEOMETRY_COLUMNS, correlation_table, geometry_fr
 from .interventions.text import text_label
 from .interventions.verdict import VERDICT_FIELDS, verdict
 from .progress import Progress
+from .study_jobs import run_requests
 from .study_options import StudyOptions, controlled
 
 DOSE_NEIGHBOURS = 50
@@ -71,8 +72,15 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def run_study(spec: str, options: StudyOptions, progress: Progress | None = None) -> Study:
-    """Run the study of ``options`` on the model of ``spec`` (module doc)."""
+def run_study(
+    spec: str,
+    options: StudyOptions,
+    progress: Progress | None = None,
+    jobs: int = 1,
+) -> Study:
+    """Run the study of ``options`` on the model of ``spec`` (module doc), its requests on
+    ``jobs`` worker processes (:func:`headforms.study_jobs.run_requests`; 1: in this
+    process)."""
     from .behaviour.run import locate_runnable
     from .behaviour.runnable import runnable
     from .engine import analyze
@@ -88,52 +96,79 @@ def run_study(spec: str, options: StudyOptions, progress: Progress | None = None
     total = options.passes(shapes.n_layers * shapes.n_heads)
     done = 0
 
-    def run(request: Any) -> Any:
-        nonlocal done
+    def passes(request: Any) -> int:
+        each = shapes.n_heads if request.scope.kind == "layer" else shapes.n_layers * shapes.n_heads
+        return request.passes(each)
 
+    def run(request: Any) -> Any:
         def relay(step: int, steps: int, message: str) -> None:
             if progress is not None:
                 progress(done + step, total, message)
 
-        result = compute_intervention(model, request, relay)
-        done += request.passes(
-            shapes.n_heads if request.scope.kind == "layer" else shapes.n_layers * shapes.n_heads
-        )
-        return result
+        return compute_intervention(model, request, relay)
 
-    whole: dict[str, list[Any]] = {edit: [] for edit in options.whole_edits}
-    sweeps: list[pd.DataFrame] = []
-    sweep_terms: dict[tuple[str, str], list[np.ndarray]] = {}
+    planned: list[tuple[str, str, int | None]] = []  # (text's label, edit, layer of a sweep)
+    requests: list[Any] = []
     for label, text in options.texts:
         for edit in options.whole_edits:
-            request = request_of(
-                edit,
-                text=text,
-                max_tokens=options.max_tokens,
-                controls=options.controls if controlled(edit) else 0,
-                seed=options.seed,
-                match=options.match,
-            )
-            whole[edit].append((label, run(request)))
-        for edit in options.sweep_edits:
-            for layer in range(shapes.n_layers):
-                request = request_of(
+            planned.append((label, edit, None))
+            requests.append(
+                request_of(
                     edit,
-                    layer=layer,
-                    each=True,
                     text=text,
                     max_tokens=options.max_tokens,
-                    controls=options.head_controls,
+                    controls=options.controls if controlled(edit) else 0,
                     seed=options.seed,
                     match=options.match,
                 )
-                result = run(request)
-                table = result.table
-                table["text"] = label
-                table["control_delta_ce"] = list(result.controls[result.measure])
-                table["control_score_rms_each"] = list(result.controls["score_rms"])
-                sweeps.append(table)
-                sweep_terms.setdefault((edit, label), []).append(result.terms[result.measure])
+            )
+        for edit in options.sweep_edits:
+            for layer in range(shapes.n_layers):
+                planned.append((label, edit, layer))
+                requests.append(
+                    request_of(
+                        edit,
+                        layer=layer,
+                        each=True,
+                        text=text,
+                        max_tokens=options.max_tokens,
+                        controls=options.head_controls,
+                        seed=options.seed,
+                        match=options.match,
+                    )
+                )
+
+    def finished(index: int, result: Any) -> None:
+        nonlocal done
+        done += passes(requests[index])
+        if progress is not None:
+            label, edit, layer = planned[index]
+            where = "every head" if layer is None else f"layer {layer}"
+            progress(done, total, f"{label}: {edit}, {where}")
+
+    def cost(index: int) -> int:  # sequences times the layers they run (and the output head)
+        layer = planned[index][2]
+        return passes(requests[index]) * (shapes.n_layers - (layer or 0) + 1)
+
+    order = sorted(range(len(requests)), key=lambda i: -cost(i))  # the longest first
+    ran = run_requests(
+        spec, [requests[i] for i in order], jobs, run, lambda i, r: finished(order[i], r)
+    )
+    results: list[Any] = [None] * len(requests)
+    for position, index in enumerate(order):
+        results[index] = ran[position]
+
+    whole: dict[str, list[Any]] = {edit: [] for edit in options.whole_edits}
+    sweeps: list[pd.DataFrame] = []
+    for (label, edit, layer), result in zip(planned, results, strict=True):
+        if layer is None:
+            whole[edit].append((label, result))
+            continue
+        table = result.table
+        table["text"] = label
+        table["control_delta_ce"] = list(result.controls[result.measure])
+        table["control_score_rms_each"] = list(result.controls["score_rms"])
+        sweeps.append(table)
     whole_table = whole_model_table(whole, options.seed)
     if sweeps:
         sweep_table = pd.concat(sweeps, ignore_index=True)

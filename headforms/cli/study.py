@@ -16,6 +16,7 @@ REPORT = "report.html"
 
 def cmd_study(args: argparse.Namespace) -> int:
     from ..study import run_study
+    from ..study_jobs import check_jobs, default_jobs
     from ..study_options import StudyOptions, texts_named
     from ..study_report import TABLES, report_html, summary_text
 
@@ -33,15 +34,17 @@ def cmd_study(args: argparse.Namespace) -> int:
         whole_edits=tuple(args.edits.split(",")) if args.edits else (),
     )
     policy_in_force()
+    jobs = check_jobs(default_jobs() if args.jobs is None else args.jobs)
     if not args.quiet:
         wrote(
             f"cost: {len(options.texts)} texts x ({len(options.whole_edits)} whole-model edits "
             f"with K = {options.controls} controls + {len(options.sweep_edits)} per-head sweeps "
             f"with {options.head_controls} control(s) per head): every head of the model, "
             "counted in sequence passes on the progress bar"
+            + (f"; {jobs} worker processes, each holding the model" if jobs > 1 else "")
         )
     with progress_bar(args.quiet, unit="pass") as progress:
-        study = run_study(args.model, options, progress)
+        study = run_study(args.model, options, progress, jobs)
     study.meta["command"] = options.command(args.model).replace(" DIR", " " + shlex.quote(str(out)))
     out.mkdir(parents=True, exist_ok=True)
     for name in TABLES:
@@ -102,4 +105,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sweeps", default=",".join(SWEEP_EDITS), help="per-head sweep edits")
     p.add_argument("--match", default="scores", choices=MATCHES, help="how controls are matched")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="the one seed of the study")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="J",
+        help="worker processes, each holding the model (default: the cores, at most 4; 1 in "
+        "hosted mode); the results do not depend on it",
+    )
     p.set_defaults(func=cmd_study)

@@ -75,8 +75,40 @@ def test_bad_input_is_one_line(model_dir: str, tmp_path: Path, capsys) -> None:
         (["--texts", "bible"], "error: --texts 'bible': neither a shipped text"),
         (["--sweeps", "output_zero"], "error: a per-head sweep edits the form"),
         (["--edits", "sideways"], "error: unknown edit 'sideways'"),
+        (["--jobs", "0"], "error: --jobs 0: a whole number of processes, 1 or more"),
     ):
         code = main(["study", model_dir, "--out", str(tmp_path / "x"), "--quiet", *args])
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1, err
         assert err.startswith(message[: len("error: ")]) and message.split(": ", 1)[1][:10] in err
+
+
+def test_worker_processes_give_the_study_of_one_process(model_dir: str) -> None:
+    """``jobs = 2`` (two spawned processes, each loading the model) writes the same tables as
+    the study run in this process: where a request ran changes nothing."""
+    from headforms.study import run_study
+    from headforms.study_options import StudyOptions
+
+    options = StudyOptions(
+        texts=(("a", TEXTS[0]), ("b", TEXTS[1])),
+        controls=2,
+        whole_edits=("identity", "flip"),
+        sweep_edits=("zero",),
+        seed=3,
+    )
+    steps: list[tuple[int, int]] = []
+    apart = run_study(model_dir, options, lambda done, total, _: steps.append((done, total)), 2)
+    here = run_study(model_dir, options)
+    for name in ("whole_model", "sweeps", "head_verdicts", "dose_controls", "correlations"):
+        pd.testing.assert_frame_equal(getattr(apart, name), getattr(here, name), obj=name)
+    assert steps[-1][0] == steps[-1][1] == options.passes(2 * 4)  # every pass counted, once
+
+
+def test_a_hosted_study_runs_in_its_own_process_only(
+    model_dir: str, tmp_path: Path, capfd, monkeypatch
+) -> None:
+    monkeypatch.setenv("HEADFORMS_HOSTED", "1")
+    code = main(["study", model_dir, "--out", str(tmp_path / "x"), "--quiet", "--jobs", "2"])
+    err = capfd.readouterr().err  # hosted mode runs the command in a contained process
+    assert code == 2 and err.count("\n") == 1, err
+    assert "in hosted mode a study runs in its own process only" in err
