@@ -4,10 +4,11 @@ worker processes that each load the model once.
 A study is some hundred independent requests (each whole-model edit and each layer of each
 per-head sweep, on each text), each a few to some tens of seconds of forward passes of one
 sequence. One process with two torch threads gains little from the second core (its GEMMs of
-128 rows meet at barriers after every layer: the study of SmolLM2 took 1,511 s with two threads
-against 1,740 CPU s of work on one, benchmarks/README.md); two processes of one thread each run
-two requests at once. A request's result does not depend on where it ran (each is seeded by its
-own options): a study with ``jobs = 2`` equals the study with ``jobs = 1``.
+128 rows meet at barriers after every layer); two processes of one thread each run two requests
+at once. Measured on SmolLM2's default study (benchmarks/README.md, "The study"): 1,511 s with
+one process of two threads (2,879 CPU s), 977 s with two processes of one (1,934 CPU s). A
+request's result does not depend on where it ran (each is seeded by its own options): a study
+with ``jobs = 2`` equals the study with ``jobs = 1`` (the same tables, to the last digit).
 
 Each worker holds its own copy of the model (the parent holds one too), so the default is at
 most :data:`DEFAULT_MAX_JOBS` processes, each with ``cores // jobs`` torch threads; in hosted
