@@ -150,7 +150,10 @@ def run_study(
         layer = planned[index][2]
         return passes(requests[index]) * (shapes.n_layers - (layer or 0) + 1)
 
-    order = sorted(range(len(requests)), key=lambda i: -cost(i))  # the longest first
+    # text by text (a text's unedited pass is kept between its requests: Gemma-3's three would
+    # not fit together), the longest first within a text (the workers end together)
+    texts = {label: position for position, (label, _) in enumerate(options.texts)}
+    order = sorted(range(len(requests)), key=lambda i: (texts[planned[i][0]], -cost(i)))
     ran = run_requests(
         spec, [requests[i] for i in order], jobs, run, lambda i, r: finished(order[i], r)
     )
