@@ -14,8 +14,9 @@ embeddings, then its final soft-capping when the config sets one). They are neve
 the vocabulary is taken in chunks (:data:`LOGIT_BYTES` of logits at once, every position of every
 sequence of a batch together), and each chunk adds to three sums per position: the log-sum-exp
 ``lse'``, the logit of the next token, and ``sum_v p_v z'_v`` with ``p`` the unedited
-probabilities. Then ``ce = lse' - z'_next`` and ``KL(p || q) = sum_v p_v log p_v - sum_v p_v z'_v
-+ lse'``, exactly (the same operations on the unedited logits give exactly 0).
+probabilities (for a linear head without a final cap, ``h' . sum_v p_v w_v + sum_v p_v b_v``:
+the weighted rows computed once per text, one dot product per position). Then
+``ce = lse' - z'_next`` and ``KL(p || q) = sum_v p_v log p_v - sum_v p_v z'_v + lse'``, exactly (the same operations on the unedited logits give exactly 0).
 """
 
 from __future__ import annotations
@@ -54,53 +55,97 @@ class VocabularySums:
     expected: Any | None
 
 
-def vocabulary_sums(causal_lm: Any, hidden: Any, targets: Any, probs: Any | None) -> VocabularySums:
+def vocabulary_sums(
+    causal_lm: Any,
+    hidden: Any,
+    targets: Any,
+    probs: Any | None,
+    pulled: tuple[Any, Any] | None = None,
+) -> VocabularySums:
     """The sums of :class:`VocabularySums` for hidden states ``hidden`` (``B, P, N``: P
     prediction positions of B sequences), next tokens ``targets`` (``P``) and, when given,
     probabilities ``probs`` (``P, V``): a few sequences at a time, the vocabulary in
-    :data:`VOCABULARY_CHUNK` chunks (float32 sums within a chunk, float64 across chunks)."""
+    :data:`VOCABULARY_CHUNK` chunks (float32 sums within a chunk, float64 across chunks).
+    ``pulled``, the :func:`expected_rows` of ``probs`` when the head is linear, gives the
+    expected logit as one dot product per row."""
     import torch
 
     batch, positions = hidden.shape[0], hidden.shape[1]
     per_group = max(1, LOGIT_BYTES // (4 * VOCABULARY_CHUNK * max(positions, 1)))
+    head = causal_lm.get_output_embeddings()
+    cap = getattr(causal_lm.config, "final_logit_softcapping", None)
     parts = [
-        _group_sums(causal_lm, hidden[start : start + per_group], targets, probs)
+        _group_sums(head, cap, hidden[start : start + per_group], targets, probs, pulled)
         for start in range(0, batch, per_group)
     ]
     joined = [torch.cat([part[i] for part in parts]) for i in range(3)]
     return VocabularySums(joined[0], joined[1], None if probs is None else joined[2])
 
 
-def _group_sums(causal_lm: Any, hidden: Any, targets: Any, probs: Any | None) -> tuple:
+def expected_rows(causal_lm: Any, probs: Any) -> tuple[Any, Any] | None:
+    """``sum_v p_v w_v`` (``P, N``) and ``sum_v p_v b_v`` (``P``) of a linear head, in float64
+    (None when the head soft-caps its logits): its expected logit ``sum_v p_v z_v`` is then
+    linear in the hidden state, ``h . sum_v p_v w_v + sum_v p_v b_v``, one dot product per row
+    instead of a product and a sum over the whole vocabulary in every edited pass."""
     import torch
 
+    if getattr(causal_lm.config, "final_logit_softcapping", None) is not None:
+        return None
     head = causal_lm.get_output_embeddings()
-    weight, bias = head.weight, getattr(head, "bias", None)
-    cap = getattr(causal_lm.config, "final_logit_softcapping", None)
+    weight, bias = head.weight.detach(), getattr(head, "bias", None)
+    wide = probs.double()
+    pulled = torch.zeros((probs.shape[0], weight.shape[1]), dtype=torch.float64)
+    for start in range(0, weight.shape[0], VOCABULARY_CHUNK):
+        end = start + VOCABULARY_CHUNK
+        pulled += wide[:, start:end] @ weight[start:end].double()
+    offset = torch.zeros(probs.shape[0], dtype=torch.float64)
+    if bias is not None:
+        offset = wide @ bias.detach().double()
+    return pulled, offset
+
+
+def _group_sums(
+    head: Any,
+    cap: float | None,
+    hidden: Any,
+    targets: Any,
+    probs: Any | None,
+    pulled: tuple[Any, Any] | None,
+) -> tuple:
+    """One group's sums: each chunk's logits into one buffer, the exponentials taken in place
+    (no chunk-sized temporaries), the expected logit from ``pulled`` when the head is linear."""
+    import torch
+
+    weight, bias = head.weight.detach(), getattr(head, "bias", None)
+    bias = None if bias is None else bias.detach()
     batch, positions = hidden.shape[0], hidden.shape[1]
-    rows = hidden.reshape(batch * positions, -1)
+    rows = hidden.detach().reshape(batch * positions, -1)
     top = torch.full((batch, positions), -torch.inf, dtype=torch.float64)
     total = torch.zeros((batch, positions), dtype=torch.float64)
     expected = torch.zeros((batch, positions), dtype=torch.float64)
     next_logit = torch.zeros((batch, positions), dtype=torch.float64)
     where = torch.arange(positions)
+    buffer = torch.empty((batch * positions, VOCABULARY_CHUNK), dtype=rows.dtype)
     for start in range(0, weight.shape[0], VOCABULARY_CHUNK):
-        end = start + VOCABULARY_CHUNK
-        logits = torch.nn.functional.linear(
-            rows, weight[start:end], None if bias is None else bias[start:end]
-        )
+        end = min(start + VOCABULARY_CHUNK, weight.shape[0])
+        flat = buffer[:, : end - start]
+        torch.matmul(rows, weight[start:end].t(), out=flat)
+        if bias is not None:
+            flat += bias[start:end]
         if cap is not None:
-            logits = torch.tanh(logits / cap) * cap
-        logits = logits.reshape(batch, positions, -1)
-        new_top = torch.maximum(top, logits.amax(-1).double())
-        shifted = torch.exp(logits - new_top.unsqueeze(-1).float()).sum(-1).double()
-        total = total * torch.exp(top - new_top) + shifted
-        top = new_top
+            flat.div_(cap).tanh_().mul_(cap)
+        logits = flat.view(batch, positions, end - start)
         inside = (targets >= start) & (targets < end)
         if inside.any():
             next_logit[:, inside] = logits[:, where[inside], targets[inside] - start].double()
-        if probs is not None:
+        if probs is not None and pulled is None:
             expected += (logits * probs[:, start:end]).sum(-1).double()
+        new_top = torch.maximum(top, logits.amax(-1).double())
+        shifted = logits.sub_(new_top.unsqueeze(-1).float()).exp_().sum(-1).double()
+        total = total * torch.exp(top - new_top) + shifted
+        top = new_top
+    if pulled is not None:
+        expected = (hidden.double() * pulled[0]).sum(-1) + pulled[1]
     return top + torch.log(total), next_logit, expected
 
 
@@ -108,12 +153,13 @@ def _group_sums(causal_lm: Any, hidden: Any, targets: Any, probs: Any | None) ->
 class Reference:
     """The unedited pass's next-token terms over positions ``0 .. T-2``: probabilities
     (float32, ``T-1, V``), ``sum_v p_v log p_v`` and ``sum_v p_v z_v`` (float64), each
-    position's cross-entropy."""
+    position's cross-entropy, and the :func:`expected_rows` of the probabilities (or None)."""
 
     probs: Any
     negentropy: Any
     expected: Any
     losses: Any
+    pulled: tuple[Any, Any] | None
 
 
 def reference_terms(causal_lm: Any, final: Any, token_ids: list[int]) -> Reference:
@@ -123,10 +169,11 @@ def reference_terms(causal_lm: Any, final: Any, token_ids: list[int]) -> Referen
     targets = torch.as_tensor(token_ids[1:], dtype=torch.long)
     logp = torch.log_softmax(next_token_logits(causal_lm, final[:-1]).float(), dim=-1)
     probs = logp.exp()
-    sums = vocabulary_sums(causal_lm, final[None, :-1], targets, probs)
+    pulled = expected_rows(causal_lm, probs)
+    sums = vocabulary_sums(causal_lm, final[None, :-1], targets, probs, pulled)
     lse, expected = sums.lse[0], sums.expected[0]
     negentropy = expected - lse  # sum_v p_v (z_v - lse) = sum_v p_v log p_v
-    return Reference(probs, negentropy, expected, lse - sums.next_logit[0])
+    return Reference(probs, negentropy, expected, lse - sums.next_logit[0], pulled)
 
 
 @dataclass(frozen=True)
@@ -177,7 +224,7 @@ def measure_batch(
         gaps = np.full(len(token_ids) - 1, nothing)
         return [Measured(nothing, nothing, float(c.mean()), empty, gaps, c) for c in cosines]
     targets = torch.as_tensor(token_ids[1:], dtype=torch.long)
-    sums = vocabulary_sums(causal_lm, hidden[:, :-1], targets, reference.probs)
+    sums = vocabulary_sums(causal_lm, hidden[:, :-1], targets, reference.probs, reference.pulled)
     chosen = torch.as_tensor(window, dtype=torch.long)
     losses = (sums.lse - sums.next_logit)[:, chosen].numpy()
     kls = (reference.negentropy - sums.expected + sums.lse).numpy()
