@@ -16,7 +16,8 @@ sequence of a batch together), and each chunk adds to three sums per position: t
 ``lse'``, the logit of the next token, and ``sum_v p_v z'_v`` with ``p`` the unedited
 probabilities (for a linear head without a final cap, ``h' . sum_v p_v w_v + sum_v p_v b_v``:
 the weighted rows computed once per text, one dot product per position). Then
-``ce = lse' - z'_next`` and ``KL(p || q) = sum_v p_v log p_v - sum_v p_v z'_v + lse'``, exactly (the same operations on the unedited logits give exactly 0).
+``ce = lse' - z'_next`` and ``KL(p || q) = sum_v p_v log p_v - sum_v p_v z'_v + lse'``, exactly
+(the same operations on the unedited logits give exactly 0).
 """
 
 from __future__ import annotations
