@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from page_runner import sharing_components
+from page_runner import TIMEOUT, sharing_components
 from published_tables import head_rows
 from repo import REPO
 
@@ -17,7 +17,7 @@ LONG_NAME = "x" * 300 + ".csv"
 def test_a_300_character_file_name_is_one_line_in_the_page(tmp_path: Path) -> None:
     from streamlit.testing.v1 import AppTest
 
-    at = sharing_components(AppTest.from_file(str(REPO / "app.py"), default_timeout=120))
+    at = sharing_components(AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT))
     at.query_params["model"] = str(tmp_path / LONG_NAME)
     at.run()
     assert not at.exception, [e.message for e in at.exception]
@@ -33,7 +33,7 @@ def test_model_names_are_shown_as_text_never_markdown(tmp_path: Path) -> None:
     # (< and > are refused in table model names: tests/unit/tables; Markdown is the risk left)
     name = "[click](https://evil.example/x) ![i](https://evil.example/t.png) **$x$** _y_"
     head_rows(1, layers=2, heads=2, name=name).to_csv(tmp_path / "names.csv", index=False)
-    at = sharing_components(AppTest.from_file(str(REPO / "app.py"), default_timeout=120))
+    at = sharing_components(AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT))
     at.query_params["model"] = f"{tmp_path / 'names.csv'}::{name}"
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
