@@ -94,14 +94,14 @@ def expected_rows(causal_lm: Any, probs: Any) -> tuple[Any, Any] | None:
         return None
     head = causal_lm.get_output_embeddings()
     weight, bias = head.weight.detach(), getattr(head, "bias", None)
-    wide = probs.double()
     pulled = torch.zeros((probs.shape[0], weight.shape[1]), dtype=torch.float64)
-    for start in range(0, weight.shape[0], VOCABULARY_CHUNK):
-        end = start + VOCABULARY_CHUNK
-        pulled += wide[:, start:end] @ weight[start:end].double()
     offset = torch.zeros(probs.shape[0], dtype=torch.float64)
-    if bias is not None:
-        offset = wide @ bias.detach().double()
+    for start in range(0, weight.shape[0], VOCABULARY_CHUNK):  # a chunk widened at a time
+        end = start + VOCABULARY_CHUNK
+        wide = probs[:, start:end].double()
+        pulled += wide @ weight[start:end].double()
+        if bias is not None:
+            offset += wide @ bias[start:end].detach().double()
     return pulled, offset
 
 
