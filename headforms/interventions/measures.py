@@ -34,13 +34,19 @@ LOGIT_BYTES = 32 * 2**20
 """Bytes of float32 logits computed at once (rows of a batch times one vocabulary chunk)."""
 
 
+def final_cap(causal_lm: Any) -> float | None:
+    """The soft-cap a language model applies to its final logits (``tanh(z / cap) * cap``), or
+    None."""
+    return getattr(causal_lm.config, "final_logit_softcapping", None)
+
+
 def next_token_logits(causal_lm: Any, hidden: Any) -> Any:
     """The model's logits of final hidden states ``hidden`` (``..., N``), as its forward pass
     computes them (the whole vocabulary: for checks and small models)."""
     import torch
 
     logits = causal_lm.get_output_embeddings()(hidden)
-    cap = getattr(causal_lm.config, "final_logit_softcapping", None)
+    cap = final_cap(causal_lm)
     if cap is not None:
         logits = torch.tanh(logits / cap) * cap
     return logits
@@ -73,8 +79,7 @@ def vocabulary_sums(
 
     batch, positions = hidden.shape[0], hidden.shape[1]
     per_group = max(1, LOGIT_BYTES // (4 * VOCABULARY_CHUNK * max(positions, 1)))
-    head = causal_lm.get_output_embeddings()
-    cap = getattr(causal_lm.config, "final_logit_softcapping", None)
+    head, cap = causal_lm.get_output_embeddings(), final_cap(causal_lm)
     parts = [
         _group_sums(head, cap, hidden[start : start + per_group], targets, probs, pulled)
         for start in range(0, batch, per_group)
@@ -90,7 +95,7 @@ def expected_rows(causal_lm: Any, probs: Any) -> tuple[Any, Any] | None:
     instead of a product and a sum over the whole vocabulary in every edited pass."""
     import torch
 
-    if getattr(causal_lm.config, "final_logit_softcapping", None) is not None:
+    if final_cap(causal_lm) is not None:
         return None
     head = causal_lm.get_output_embeddings()
     weight, bias = head.weight.detach(), getattr(head, "bias", None)
