@@ -226,10 +226,9 @@ def test_clicking_inside_the_crowd_opens_the_aimed_head(page, server: str) -> No
     choices = page.locator(".hf-chooser .hf-choice")
     expect(choices.nth(2)).to_be_attached()  # at least three listed (drawn in one go)
     # each listed head told apart by its coordinates, nearest to the pointer first
-    count = choices.count()
-    coordinates = eventually(
-        lambda: choices.locator(".hf-choice-coords").all_inner_texts(),
-        lambda texts: len(texts) == count and all(texts),
+    count, coordinates = eventually(  # the rows and their coordinates read together
+        lambda: (choices.count(), choices.locator(".hf-choice-coords").all_inner_texts()),
+        lambda found: found[0] >= 3 and len(found[1]) == found[0] and all(found[1]),
         what="every listed head's coordinates",
     )
     assert len(set(coordinates)) == len(coordinates), coordinates
