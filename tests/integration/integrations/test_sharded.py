@@ -50,6 +50,7 @@ def shard_and_record(rank: int, world: int, port: int, root: str) -> None:
         assert local.shape[0] == tm.N // world  # each rank holds half the rows
         scalars = record(model, 5, out=Path(root) / f"rank{rank}")
         assert (scalars is not None) == (rank == 0)
+        dist.barrier()  # both ranks done before either tears down (rank 0 holds the store)
     finally:
         dist.destroy_process_group()
 
