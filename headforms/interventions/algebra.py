@@ -347,10 +347,13 @@ PROFILE_COLUMNS = (*PROFILE, "parity")
 """The columns of an edited form's place on the simplex (at d = 0)."""
 
 
-def edited_profile(head: HeadFactors, edit: Edit) -> dict[str, object]:
+def edited_profile(
+    head: HeadFactors, edit: Edit, basis: SpanBasis | None = None
+) -> dict[str, object]:
     """The edited form's profile ``(a, b, c, d)`` and parity at d = 0, by the metrics of
-    :mod:`headforms.forms` (NaN and ``zero`` for a vanishing form)."""
-    edited, _ = edited_reduced(head, edit)
+    :mod:`headforms.forms` (NaN and ``zero`` for a vanishing form; ``basis``: the head's
+    :func:`span_basis`, when already computed)."""
+    edited, _ = edited_reduced(head, edit, 0, basis)
     trace_g = float(np.sum(head.k**2) + np.sum(head.q**2))  # the rounding scale of the head
     batch = form_batch(
         head.model_dim,

@@ -187,7 +187,7 @@ def _scaled(
 ) -> Any:
     """Bilinear parts ``(P, T, T)`` as score changes: masked, times ``scale / (r_q r_k)``."""
     visible = _visible(raw.shape[-1], tensors.causal)
-    raw = raw.masked_fill(~visible, 0.0) * tensors.scale
+    raw = raw.masked_fill_(~visible, 0.0).mul_(tensors.scale)  # raw is this call's own
     if norms is None:
         return raw
     rq, rk = norms
@@ -234,9 +234,11 @@ def _control_raw(
     rank = max(seed.rank for seed in seeds)
     p = np.zeros((len(seeds), rank, width))
     o = np.zeros((len(seeds), rank, width))
-    for index, seed in enumerate(seeds):
-        drawn = control_factors(seed.seed, seed.layer, seed.head, seed.index, seed.rank, width)
-        p[index, : seed.rank], o[index, : seed.rank] = drawn
+    for index, seed in enumerate(seeds):  # drawn in place: no copy of each control's factors
+        control_factors(
+            seed.seed, seed.layer, seed.head, seed.index, seed.rank, width,
+            out=(p[index, : seed.rank], o[index, : seed.rank]),
+        )  # fmt: skip
     p_t, o_t = torch.from_numpy(p), torch.from_numpy(o)
     batch = torch.as_tensor([b for b, _ in changes])
     if spans is not None:
@@ -277,9 +279,10 @@ def _record(changes: Sequence[tuple[int, Any]], sums: Any, count: int) -> None:
             change.ledger.record_sum((change.tag, change.layer, change.head), total, count)
 
 
-def _squares(deltas: Any, visible: Any) -> Any:
-    """Each change's sum of squares over the visible pairs (``P``)."""
-    return deltas.square().masked_fill(~visible, 0.0).sum((-1, -2))
+def _squares(deltas: Any) -> Any:
+    """Each change's sum of squares (``P``) over the visible pairs: ``deltas`` are
+    :func:`_scaled`'s, 0 at every other pair."""
+    return deltas.square().sum((-1, -2))
 
 
 def layer_scores_delta(anatomy: Anatomy, layer: int, x: Any, plans: Sequence[SequencePlan]) -> Any:
@@ -309,7 +312,7 @@ def layer_scores_delta(anatomy: Anatomy, layer: int, x: Any, plans: Sequence[Seq
     count = int(visible.sum())
     if linear:
         found = _form_deltas(tensors, xd, linear, norms)
-        _record(linear, _squares(found, visible), count)
+        _record(linear, _squares(found), count)
         where = _pairs(linear)
         delta.index_put_(where, found, accumulate=True)
     for b, change in spectral:
@@ -327,7 +330,7 @@ def layer_scores_delta(anatomy: Anatomy, layer: int, x: Any, plans: Sequence[Seq
                 raw[index] *= _distance_scales(change, float(sizes[index]), length)
         where = _pairs(group)
         found = _scaled(tensors, raw, *where, norms)
-        sums = _squares(found, visible)
+        sums = _squares(found)
         factors = torch.ones(len(group), dtype=torch.float64)
         for index, (_, change) in enumerate(group):
             if change.match is Match.SCORES:  # one factor: the edit's RMS over the control's

@@ -392,7 +392,9 @@ def _profile_columns(
     for row in rows:
         profile = None
         if len(row) == 1 and edit.edits_form:
-            profile = edited_profile(anatomy.head_logit(*row[0]).factors, edit)
+            layer, head = row[0]
+            factors = anatomy.head_logit(layer, head).factors
+            profile = edited_profile(factors, edit, anatomy.span(layer, head))
         for name in PROFILE_COLUMNS:
             empty = "" if name == "parity" else np.nan
             values[name].append(empty if profile is None else profile[name])

@@ -62,11 +62,25 @@ def match_named(name: object) -> Match:
 
 
 def control_factors(
-    seed: int, layer: int, head: int, index: int, rank: int, dim: int
+    seed: int,
+    layer: int,
+    head: int,
+    index: int,
+    rank: int,
+    dim: int,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(P, O)`` of control ``index`` of a head: ``rank x dim`` standard Gaussian, seeded."""
+    """``(P, O)`` of control ``index`` of a head: ``rank x dim`` standard Gaussian, seeded
+    (``out``: two C-contiguous ``rank x dim`` float64 arrays to draw them into, the same
+    values)."""
     rng = np.random.default_rng([seed, layer, head, index])
-    return rng.standard_normal((rank, dim)), rng.standard_normal((rank, dim))
+    if out is None:
+        return rng.standard_normal((rank, dim)), rng.standard_normal((rank, dim))
+    for array in out:
+        if array.shape != (rank, dim):
+            raise ValueError(f"out arrays of shape {(rank, dim)} expected, got {array.shape}")
+        rng.standard_normal(out=array)
+    return out
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -130,14 +131,13 @@ def verdict(
     count = controls[0].shape[0] if controls else 0
     control_values = np.mean([c.mean(axis=1) for c in controls], axis=0) if count else np.zeros(0)
     fields = control_verdict(value, control_values)
-    rng = np.random.default_rng([seed, 38])
     boot_values = np.zeros(resamples)
     boot_controls = np.zeros((resamples, count))
-    for e, c in zip(edits, controls, strict=True):
+    indices = _resampled(seed, tuple(len(e) for e in edits), resamples)
+    for e, c, index in zip(edits, controls, indices, strict=True):
         if not np.all(np.isfinite(e)):
             boot_values[:] = np.nan
             continue
-        index = block_indices(len(e), rng, resamples)
         boot_values += e[index].mean(axis=1) / len(edits)
         if count:
             boot_controls += c[:, index].mean(axis=2).T / len(edits)
@@ -154,6 +154,18 @@ def verdict(
         excess_high=excess_high,
         **fields,
     )
+
+
+@lru_cache(maxsize=8)
+def _resampled(seed: int, lengths: tuple[int, ...], resamples: int) -> tuple[np.ndarray, ...]:
+    """The bootstrap's positions for texts of ``lengths``, text after text from one generator
+    seeded by ``seed`` (:func:`block_indices`): the same for every edit and head of a request,
+    drawn once (read-only)."""
+    rng = np.random.default_rng([seed, 38])
+    found = tuple(block_indices(length, rng, resamples) for length in lengths)
+    for index in found:
+        index.flags.writeable = False
+    return found
 
 
 def _interval(samples: np.ndarray, tail: float) -> tuple[float, float]:

@@ -167,6 +167,19 @@ def test_controls_are_seeded_per_head_and_index() -> None:
         assert not np.array_equal(first[0], control_factors(*other, 5, N)[0])
 
 
+def test_controls_drawn_in_place_are_the_same_draws() -> None:
+    """Drawn into the rows of a larger zeroed buffer (the batched hooks' way), the factors are
+    those returned, and the rows past the rank stay zero; a wrongly shaped buffer is refused."""
+    p, o = control_factors(1, 2, 3, 4, 5, N)
+    buffer = np.zeros((2, 7, N))
+    control_factors(1, 2, 3, 4, 5, N, out=(buffer[0, :5], buffer[1, :5]))
+    np.testing.assert_array_equal(buffer[0, :5], p)
+    np.testing.assert_array_equal(buffer[1, :5], o)
+    assert not buffer[:, 5:].any()
+    with pytest.raises(ValueError, match="out arrays of shape"):
+        control_factors(1, 2, 3, 4, 5, N, out=(buffer[0], buffer[1]))
+
+
 def test_matches_are_named_or_refused_in_one_line() -> None:
     assert match_named("span") is Match.SPAN
     with pytest.raises(OptionError, match="accepted: scores, span, frobenius"):

@@ -57,3 +57,17 @@ def test_several_texts_weigh_alike() -> None:
     assert found.control_median == pytest.approx(0.5)
     assert found.low == pytest.approx(2.0) and found.high == pytest.approx(2.0)
     assert found.p_value == pytest.approx(1 / 3)
+
+
+def test_two_texts_resample_from_one_stream_on_every_call() -> None:
+    """The positions of the second text follow the first's in one generator, and a second call
+    (its positions kept from the first) resamples exactly as the first did."""
+    rng = np.random.default_rng(5)
+    edits = [rng.normal(0.2, 1.0, 30), rng.normal(0.4, 1.0, 50)]
+    again = np.random.default_rng([2, 38])
+    indices = [block_indices(len(e), again, 200) for e in edits]
+    boot = sum(e[index].mean(axis=1) for e, index in zip(edits, indices, strict=True)) / 2
+    for _ in range(2):
+        found = verdict(edits, [np.zeros((0, 30)), np.zeros((0, 50))], seed=2, resamples=200)
+        assert found.low == pytest.approx(np.percentile(boot, 2.5))
+        assert found.high == pytest.approx(np.percentile(boot, 97.5))
