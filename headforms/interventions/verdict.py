@@ -160,8 +160,8 @@ def verdict(
 def _resampled(seed: int, lengths: tuple[int, ...], resamples: int) -> tuple[np.ndarray, ...]:
     """The bootstrap's positions for texts of ``lengths``, text after text from one generator
     seeded by ``seed`` (:func:`block_indices`): the same for every edit and head of a request,
-    drawn once (read-only). Two kept (a request's one text, a study's texts together): no more
-    than one call of :func:`verdict` holds for its edit's resamples while it runs."""
+    drawn once (read-only). Two sets kept (a request's one text; a study's texts together),
+    each the size of the positions one call would draw for itself anyway."""
     rng = np.random.default_rng([seed, 38])
     found = tuple(block_indices(length, rng, resamples) for length in lengths)
     for index in found:
